@@ -1,0 +1,16 @@
+#pragma once
+// Softmax cross-entropy fused with its gradient. The logits buffer is overwritten in place by
+// d(loss)/d(logits) so the (N, V) gradient never needs a second buffer.
+#include <cstdint>
+
+namespace ff {
+
+// logits: (N, V), in: logits, out: grad_scale * (softmax - onehot) per row.
+// losses: (N) per-row -log p(target). Returns the sum of losses (double accumulator).
+double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N,
+                                      int V, float grad_scale);
+// Loss only; logits are left untouched.
+double cross_entropy_forward(const float* logits, float* losses, const int32_t* targets, int N,
+                             int V);
+
+}  // namespace ff

@@ -1,0 +1,13 @@
+#pragma once
+#include <cstdint>
+// Token embedding lookup and its scatter-add backward.
+namespace ff {
+
+// out (N, C) = table[tokens[i]]
+void embedding_forward(float* out, const int32_t* tokens, const float* table, int N, int C);
+// dtable[tokens[i]] += dout[i]; serial over rows that share a token, so results are
+// deterministic.
+void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int N, int C,
+                        int V);
+
+}  // namespace ff

@@ -1,0 +1,22 @@
+#pragma once
+// Causal attention with grouped-query heads, computed tile by tile with an online softmax
+// (Dao et al. 2022): the T x T score matrix is never stored, only the per-row log-sum-exp.
+//
+// Layout: q is read from rows of `q_stride` floats per (b, t) with head h at offset h*D;
+// k and v likewise with `kv_stride` and KV heads. Query head h uses KV head h / (H / Hkv).
+// out: (B, T, H, D) contiguous; lse: (B, H, T). Scale is 1/sqrt(D).
+namespace ff {
+
+struct AttentionShape {
+  int B, T, H, Hkv, D;
+  int q_stride, kv_stride;  // floats between consecutive (b, t) rows of q and of k/v
+};
+
+void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                       const AttentionShape& s);
+// Accumulates into dq, dk, dv (same layouts/strides as q, k, v). dout: (B, T, H, D).
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                        const float* k, const float* v, const float* out, const float* lse,
+                        const AttentionShape& s);
+
+}  // namespace ff

@@ -1,0 +1,12 @@
+#pragma once
+// RMSNorm as in LLaMA / HF LlamaRMSNorm: y = x * rsqrt(mean(x^2) + eps) * w.
+namespace ff {
+
+// x, y: (N, C); w: (C); rstd: (N) saved for backward.
+void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int N, int C,
+                     float eps);
+// Accumulates: dx += ..., dw += ...
+void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
+                      const float* rstd, int N, int C);
+
+}  // namespace ff

@@ -1,0 +1,16 @@
+#pragma once
+// Rotary position embedding in Hugging Face's rotate-half convention: within a head of size D,
+// element i < D/2 pairs with i + D/2, and the angle of position t, pair i is t * theta^(-2i/D).
+namespace ff {
+
+// cos, sin: (T, D/2)
+void rope_tables(float* cos, float* sin, int T, int D, float theta);
+// In place on x: rows of `row_stride` floats, one per (b, t); each row holds `heads` heads of D
+// contiguous floats starting at offset 0. Positions are t = row % T.
+void rope_forward(float* x, const float* cos, const float* sin, int B, int T, int heads, int D,
+                  int row_stride);
+// In place on the gradient: the inverse (transposed) rotation.
+void rope_backward(float* dx, const float* cos, const float* sin, int B, int T, int heads, int D,
+                   int row_stride);
+
+}  // namespace ff

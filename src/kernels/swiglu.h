@@ -1,0 +1,11 @@
+#pragma once
+// SwiGLU activation: h = silu(gate) * up, where the gate and up projections come from one GEMM
+// and sit side by side in each row: gate_up (N, 2F) = [gate (F) | up (F)].
+namespace ff {
+
+// h: (N, F)
+void swiglu_forward(float* h, const float* gate_up, int N, int F);
+// d_gate_up (N, 2F) is overwritten (not accumulated): it is a fresh scratch gradient.
+void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F);
+
+}  // namespace ff
