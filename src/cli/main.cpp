@@ -1,1 +1,41 @@
-int main(){return 0;}
+// fivefold: the command line. Each subcommand parses its words, hands a plain struct to the
+// library, and turns any exception into one clear line and a non-zero exit.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace {
+const char* kUsage =
+    "usage: fivefold <command> [--key value ...]\n"
+    "  prepare --text FILE --vocab N --out DIR      tokenizer + train/val token shards\n"
+    "  train   --config FILE --out DIR [--key v]   train (any config key overridable)\n"
+    "  sample  --ckpt DIR --prompt TEXT [--max-tokens N --temperature T --top-k K --seed S]\n"
+    "  eval    --ckpt DIR --data FILE               mean loss on a token shard\n"
+    "  export  --ckpt DIR --out DIR                 Hugging Face LLaMA folder\n"
+    "`fivefold <command> --help` explains a command.\n";
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    ff::cli::Args a = ff::cli::parse_args(argc, argv, 2);
+    if (cmd == "prepare") return ff::cli::cmd_prepare(a);
+    if (cmd == "train") return ff::cli::cmd_train(a);
+    if (cmd == "sample") return ff::cli::cmd_sample(a);
+    if (cmd == "eval") return ff::cli::cmd_eval(a);
+    if (cmd == "export") return ff::cli::cmd_export(a);
+    std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fivefold %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}

@@ -13,4 +13,11 @@ double cross_entropy_forward_backward(float* logits, float* losses, const int32_
 double cross_entropy_forward(const float* logits, float* losses, const int32_t* targets, int N,
                              int V);
 
+
+// Double-precision twins: the reference the tests differentiate numerically.
+double cross_entropy_forward_backward(double* logits, double* losses, const int32_t* targets,
+                                      int N, int V, double grad_scale);
+double cross_entropy_forward(const double* logits, double* losses, const int32_t* targets, int N,
+                             int V);
+
 }  // namespace ff

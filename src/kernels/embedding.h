@@ -10,4 +10,10 @@ void embedding_forward(float* out, const int32_t* tokens, const float* table, in
 void embedding_backward(float* dtable, const float* dout, const int32_t* tokens, int N, int C,
                         int V);
 
+
+// Double-precision twins: the reference the tests differentiate numerically.
+void embedding_forward(double* out, const int32_t* tokens, const double* table, int N, int C);
+void embedding_backward(double* dtable, const double* dout, const int32_t* tokens, int N, int C,
+                        int V);
+
 }  // namespace ff

@@ -19,4 +19,12 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const float* k, const float* v, const float* out, const float* lse,
                         const AttentionShape& s);
 
+
+// Double-precision twins: the reference the tests differentiate numerically.
+void attention_forward(double* out, double* lse, const double* q, const double* k,
+                       const double* v, const AttentionShape& s);
+void attention_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
+                        const double* k, const double* v, const double* out, const double* lse,
+                        const AttentionShape& s);
+
 }  // namespace ff

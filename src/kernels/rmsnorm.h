@@ -9,4 +9,11 @@ void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int 
 void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
                       const float* rstd, int N, int C);
 
+
+// Double-precision twins: the reference the tests differentiate numerically.
+void rmsnorm_forward(double* y, double* rstd, const double* x, const double* w, int N, int C,
+                     double eps);
+void rmsnorm_backward(double* dx, double* dw, const double* dy, const double* x, const double* w,
+                      const double* rstd, int N, int C);
+
 }  // namespace ff

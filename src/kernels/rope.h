@@ -13,4 +13,12 @@ void rope_forward(float* x, const float* cos, const float* sin, int B, int T, in
 void rope_backward(float* dx, const float* cos, const float* sin, int B, int T, int heads, int D,
                    int row_stride);
 
+
+// Double-precision twins: the reference the tests differentiate numerically.
+void rope_tables(double* cos, double* sin, int T, int D, double theta);
+void rope_forward(double* x, const double* cos, const double* sin, int B, int T, int heads, int D,
+                  int row_stride);
+void rope_backward(double* dx, const double* cos, const double* sin, int B, int T, int heads,
+                   int D, int row_stride);
+
 }  // namespace ff

@@ -8,4 +8,9 @@ void swiglu_forward(float* h, const float* gate_up, int N, int F);
 // d_gate_up (N, 2F) is overwritten (not accumulated): it is a fresh scratch gradient.
 void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F);
 
+
+// Double-precision twins: the reference the tests differentiate numerically.
+void swiglu_forward(double* h, const double* gate_up, int N, int F);
+void swiglu_backward(double* d_gate_up, const double* dh, const double* gate_up, int N, int F);
+
 }  // namespace ff

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The main job: install, build, tokenize the King James Bible, train the `small` model on it and
+# print generated text. Extra arguments go to `fivefold train` (e.g. --steps 100).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+ff=build/fivefold
+if [ ! -f data/kjv/train.bin ]; then
+  mkdir -p data
+  bible -f Gen1:1-Rev22:21 > data/kjv.txt
+  $ff prepare --text data/kjv.txt --vocab 4096 --out data/kjv
+fi
+rm -rf runs/small
+$ff train --config configs/small.toml --out runs/small "$@"
+echo
+echo "=== sample ==="
+$ff sample --ckpt runs/small --prompt "And God said" --max-tokens 120 --temperature 0.8 --top-k 40

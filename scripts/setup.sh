@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fivefold builds, tests and demos with, then configures and builds.
+# Safe to run again: packages already present are skipped, the build is incremental.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libdnnl-dev libopenblas-dev
+          libsentencepiece-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libgtest-dev
+          libbenchmark-dev bible-kjv python3-torch)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)" 2>&1 | grep -E "error|warning: unused|Linking CXX executable fivefold$" || true
+test -x build/fivefold || { echo "build failed: run cmake --build build to see why" >&2; exit 1; }

@@ -1,0 +1,74 @@
+#include "cli/args.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ff::cli {
+
+Args parse_args(int argc, char** argv, int first) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    std::string w = argv[i];
+    if (w == "-h" || w == "--help") {
+      a.help = true;
+      continue;
+    }
+    if (w.rfind("--", 0) != 0)
+      throw std::runtime_error("unexpected argument '" + w + "': options are written --key value");
+    w = w.substr(2);
+    if (auto eq = w.find('='); eq != std::string::npos) {
+      a.options.emplace_back(w.substr(0, eq), w.substr(eq + 1));
+    } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
+      a.options.emplace_back(w, argv[++i]);
+    } else {
+      a.options.emplace_back(w, "true");
+    }
+  }
+  return a;
+}
+
+bool Args::has(const std::string& key) const {
+  return std::any_of(options.begin(), options.end(), [&](auto& kv) { return kv.first == key; });
+}
+
+std::string Args::get(const std::string& key, const std::string& fallback) const {
+  std::string v = fallback;
+  for (auto& [k, value] : options)
+    if (k == key) v = value;
+  return v;
+}
+
+std::string Args::require(const std::string& key, const std::string& usage) const {
+  if (!has(key)) throw std::runtime_error("missing --" + key + "\nusage: " + usage);
+  return get(key);
+}
+
+int Args::get_int(const std::string& key, int fallback) const {
+  if (!has(key)) return fallback;
+  try {
+    size_t used = 0;
+    int v = std::stoi(get(key), &used);
+    if (used == get(key).size()) return v;
+  } catch (...) {
+  }
+  throw std::runtime_error("--" + key + " expects an integer, got '" + get(key) + "'");
+}
+
+double Args::get_double(const std::string& key, double fallback) const {
+  if (!has(key)) return fallback;
+  try {
+    size_t used = 0;
+    double v = std::stod(get(key), &used);
+    if (used == get(key).size()) return v;
+  } catch (...) {
+  }
+  throw std::runtime_error("--" + key + " expects a number, got '" + get(key) + "'");
+}
+
+void Args::only(const std::vector<std::string>& allowed, const std::string& usage) const {
+  for (auto& [k, v] : options)
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+      throw std::runtime_error("unknown option --" + k + "\nusage: " + usage);
+}
+
+}  // namespace ff::cli

@@ -1,0 +1,25 @@
+#pragma once
+// Command-line words after the subcommand: `--key value` or `--key=value`; a `--flag` followed
+// by another option or nothing means "true". Order is kept so later overrides win.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ff::cli {
+
+struct Args {
+  std::vector<std::pair<std::string, std::string>> options;
+  bool help = false;
+
+  bool has(const std::string& key) const;
+  std::string get(const std::string& key, const std::string& fallback = "") const;
+  std::string require(const std::string& key, const std::string& usage) const;
+  int get_int(const std::string& key, int fallback) const;
+  double get_double(const std::string& key, double fallback) const;
+  // Throws naming the first option not in `allowed`.
+  void only(const std::vector<std::string>& allowed, const std::string& usage) const;
+};
+
+Args parse_args(int argc, char** argv, int first);
+
+}  // namespace ff::cli

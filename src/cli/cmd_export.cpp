@@ -1,0 +1,22 @@
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "train/export_hf.h"
+#include "train/trained_model.h"
+
+namespace ff::cli {
+
+int cmd_export(const Args& a) {
+  const char* usage = "fivefold export --ckpt DIR --out DIR";
+  if (a.help) return std::puts(usage), 0;
+  a.only({"ckpt", "out"}, usage);
+  const std::string out = a.require("out", usage);
+  TrainedModel t = load_trained_model(a.require("ckpt", usage), 1);
+  export_hugging_face(out, t.model->config(), t.model->layout(), t.params.data(), t.tokenizer_path,
+                      t.tokenizer->bos_id(), t.tokenizer->eos_id());
+  std::printf("exported step %d to %s (model.safetensors, config.json, tokenizer.model)\n",
+              t.state.step, out.c_str());
+  return 0;
+}
+
+}  // namespace ff::cli

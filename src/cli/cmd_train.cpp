@@ -1,0 +1,27 @@
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "train/train_config.h"
+#include "train/trainer.h"
+
+namespace ff::cli {
+
+int cmd_train(const Args& a) {
+  const char* usage = "fivefold train --config FILE --out DIR [--key value ...]";
+  if (a.help) {
+    std::printf("%s\n\nconfig keys (TOML file or --key value, '_' may be written '-'):\n", usage);
+    for (const auto& k : config_keys()) std::printf("  %-16s %s\n", k.name, k.help);
+    return 0;
+  }
+  const std::string out = a.require("out", usage);
+  std::vector<std::pair<std::string, std::string>> overrides;
+  for (const auto& [k, v] : a.options)
+    if (k != "config" && k != "out") overrides.emplace_back(k, v);
+  TrainConfig cfg = load_train_config(a.get("config"), overrides);
+  Trainer trainer(cfg, out);
+  std::printf("%s", config_to_toml(trainer.config()).c_str());
+  trainer.run();
+  return 0;
+}
+
+}  // namespace ff::cli

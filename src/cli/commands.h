@@ -1,0 +1,12 @@
+#pragma once
+#include "cli/args.h"
+
+namespace ff::cli {
+
+int cmd_prepare(const Args& a);
+int cmd_train(const Args& a);
+int cmd_sample(const Args& a);
+int cmd_eval(const Args& a);
+int cmd_export(const Args& a);
+
+}  // namespace ff::cli

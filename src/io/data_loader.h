@@ -1,0 +1,53 @@
+#pragma once
+// Deterministic batches of (input, target) windows over one token shard.
+//
+// The stream is cut into non-overlapping windows of seq_len + 1 tokens (window i starts at
+// i * seq_len, so neighbours share one token and targets are inputs shifted by one). Each epoch
+// visits every window exactly once in an order drawn from (seed, epoch) alone, and a global batch
+// is the next n windows of that order, continuing into the next epoch's order at the end. The
+// whole state is Position, so a resumed run, or a data-parallel rank reading rows
+// [offset, offset + count) of the same global batch, sees exactly the serial run's rows.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ff {
+
+class DataLoader {
+ public:
+  DataLoader(std::shared_ptr<const std::vector<int32_t>> tokens, int seq_len, uint64_t seed);
+
+  struct Position {
+    uint64_t epoch = 0;
+    uint64_t cursor = 0;  // windows of this epoch already consumed, in [0, windows_per_epoch)
+  };
+
+  // Fills inputs and targets, each row-major (count, seq_len), with rows [offset, offset + count)
+  // of the next global batch of n windows, then advances by n whatever count is.
+  void next_batch(int n, int offset, int count, int32_t* inputs, int32_t* targets);
+  Position position() const { return pos_; }
+  void set_position(Position p);
+  size_t windows_per_epoch() const { return windows_; }
+  int seq_len() const { return seq_len_; }
+  uint64_t seed() const { return seed_; }
+  // Window index (start token / seq_len) at slot `slot` of epoch `epoch`'s order.
+  uint64_t window_at(uint64_t epoch, uint64_t slot);
+
+ private:
+  const std::vector<uint64_t>& order(uint64_t epoch);
+
+  std::shared_ptr<const std::vector<int32_t>> tokens_;
+  int seq_len_;
+  uint64_t seed_;
+  size_t windows_;
+  Position pos_;
+  // Two epochs cached: a batch straddling an epoch boundary needs both orders.
+  struct CachedOrder {
+    uint64_t epoch = ~0ull;  // ~0 marks an empty slot
+    std::vector<uint64_t> windows;
+  };
+  CachedOrder cache_[2];
+};
+
+}  // namespace ff

@@ -1,0 +1,45 @@
+#pragma once
+// BPE tokenizer backed by SentencePiece. Training fixes the conventions the rest of the engine
+// relies on: byte fallback (any UTF-8 text round-trips exactly, no <unk> in practice), identity
+// normalization without a dummy prefix (decode(encode(s)) == s byte for byte), and "\n" as a
+// single dedicated piece, so a corpus kept as lines decodes back into lines.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace ff {
+
+class Tokenizer {
+ public:
+  // Writes model_prefix.model (and model_prefix.vocab, a human-readable listing). The vocabulary
+  // reserves 3 control ids (unk=0, bos=1, eos=2), 256 byte pieces and the newline piece, so
+  // vocab_size must be larger than 260 plus the distinct characters of the text.
+  static void train(const std::string& text_file, int vocab_size, const std::string& model_prefix);
+
+  explicit Tokenizer(const std::string& model_path);
+  ~Tokenizer();
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+
+  // Thread-safe: SentencePiece encoding does not mutate the processor.
+  std::vector<int32_t> encode(const std::string& text) const;
+  // Control ids (bos/eos) decode to nothing; the newline id decodes to "\n".
+  std::string decode(const std::vector<int32_t>& ids) const;
+  int vocab_size() const;
+  int bos_id() const;
+  int eos_id() const;
+  int newline_id() const;  // -1 for models not trained by Tokenizer::train
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  int newline_id_ = -1;
+};
+
+}  // namespace ff

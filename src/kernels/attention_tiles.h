@@ -1,0 +1,108 @@
+#pragma once
+// Internal to flash_attention.cpp: register-blocked products on 64 x 64 tiles. Rows are taken
+// four at a time; a 64-wide tile row is four 16-lane vectors, so a 4 x 64 block of results lives
+// in 16 AVX-512 registers while the shared dimension streams through. Every operand is a
+// zero-padded scratch copy whose row length is a multiple of 16, so there are no edge cases.
+#include <algorithm>
+
+#include "kernels/simd.h"
+
+namespace ff::attn {
+
+using simd::kLanes;
+using simd::Vec;
+
+constexpr int kTile = 64;  // queries per tile and keys per tile
+constexpr int kRows = 4;   // rows per register block
+
+// S[r][0 : 16 NC) = sum_d A[r][d] * Bt[d][0 : 16 NC) for the kRows rows at A (row stride lda);
+// Bt is a transposed operand with row stride ldb. S has row stride kTile.
+template <class T, int NC>
+FF_WIDE inline void abt_block(const T* A, int lda, const T* Bt, int ldb, int K, T* S) {
+  Vec<T> acc[kRows][NC] = {};
+  for (int d = 0; d < K; ++d) {
+    Vec<T> b[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) b[c] = simd::load(Bt + static_cast<size_t>(d) * ldb + c * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const T a = A[r * lda + d];
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) acc[r][c] += a * b[c];
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < NC; ++c) simd::store(S + r * kTile + c * kLanes, acc[r][c]);
+}
+
+// S (rows x 64) = A (rows x K) * Bt (K x 64). On a diagonal tile, row r only needs columns
+// <= r, so each row block stops at the vector holding its last row's diagonal; the columns left
+// unwritten are masked by the caller, which must never read them.
+template <class T>
+FF_WIDE void tile_abt(const T* A, int lda, const T* Bt, int ldb, int K, T* S, int rows,
+                      bool diagonal) {
+  for (int r0 = 0; r0 < rows; r0 += kRows) {
+    const int nc = diagonal ? (r0 + kRows - 1) / kLanes + 1 : kTile / kLanes;
+    const T* a = A + r0 * lda;
+    T* s = S + r0 * kTile;
+    switch (nc) {
+      case 1: abt_block<T, 1>(a, lda, Bt, ldb, K, s); break;
+      case 2: abt_block<T, 2>(a, lda, Bt, ldb, K, s); break;
+      case 3: abt_block<T, 3>(a, lda, Bt, ldb, K, s); break;
+      default: abt_block<T, 4>(a, lda, Bt, ldb, K, s); break;
+    }
+  }
+}
+
+// Out[i][0 : 16 NV) += sum_{k0 <= k < k1} A(i, k) * B[k][0 : 16 NV) for kRows rows i, where
+// A(i, k) = A[i * ai + k * ak]: (ai, ak) = (kTile, 1) reads a tile, (1, kTile) its transpose.
+template <class T, int NV>
+FF_WIDE inline void acc_block(T* Out, int ldo, const T* A, int ai, int ak, const T* B, int ldb,
+                              int k0, int k1) {
+  Vec<T> acc[kRows][NV];
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = simd::load(Out + r * ldo + v * kLanes);
+  for (int k = k0; k < k1; ++k) {
+    Vec<T> b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = simd::load(B + static_cast<size_t>(k) * ldb + v * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const T a = A[r * ai + k * ak];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < NV; ++v) simd::store(Out + r * ldo + v * kLanes, acc[r][v]);
+}
+
+// Which (i, k) pairs can be nonzero in A on a diagonal tile: kLower for k <= i (P and dS read
+// by query row), kUpper for k >= i (the same tiles read transposed, by key row).
+enum class Band { kFull, kLower, kUpper };
+
+// Out (rows x width) += A (rows x kend, strides ai/ak) * B (kend x width); width a multiple of
+// 16. The band trims k to the causal triangle so diagonal tiles cost about half.
+template <class T>
+FF_WIDE void tile_acc(T* Out, int ldo, const T* A, int ai, int ak, const T* B, int ldb, int width,
+                      int rows, int kend, Band band) {
+  for (int r0 = 0; r0 < rows; r0 += kRows) {
+    int k0 = 0, k1 = kend;
+    if (band == Band::kLower) k1 = std::min(kend, r0 + kRows);
+    if (band == Band::kUpper) k0 = r0;
+    if (k0 >= k1) continue;
+    const T* a = A + r0 * ai;
+    for (int d0 = 0; d0 < width; d0 += 4 * kLanes) {
+      T* o = Out + r0 * ldo + d0;
+      const T* b = B + d0;
+      switch (std::min(4, (width - d0) / kLanes)) {
+        case 1: acc_block<T, 1>(o, ldo, a, ai, ak, b, ldb, k0, k1); break;
+        case 2: acc_block<T, 2>(o, ldo, a, ai, ak, b, ldb, k0, k1); break;
+        case 3: acc_block<T, 3>(o, ldo, a, ai, ak, b, ldb, k0, k1); break;
+        default: acc_block<T, 4>(o, ldo, a, ai, ak, b, ldb, k0, k1); break;
+      }
+    }
+  }
+}
+
+}  // namespace ff::attn

@@ -1,0 +1,87 @@
+#include "kernels/cross_entropy.h"
+
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/simd.h"
+
+namespace ff {
+namespace {
+
+template <class T>
+T row_max(const T* x, int V) {
+  T m = x[0];
+#pragma omp simd reduction(max : m)
+  for (int c = 0; c < V; ++c) m = x[c] > m ? x[c] : m;
+  return m;
+}
+
+// The per-row losses are summed serially in row order after the parallel loop, so the total is
+// the same for any thread count.
+template <class T>
+double sum_rows(const T* losses, int N) {
+  double total = 0;
+  for (int n = 0; n < N; ++n) total += static_cast<double>(losses[n]);
+  return total;
+}
+
+template <class T>
+double forward_backward(T* logits, T* losses, const int32_t* targets, int N, int V, T scale) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    T* x = logits + static_cast<size_t>(n) * V;
+    const T m = row_max(x, V);
+    const T target_logit = x[targets[n]];
+    // One exp per logit: the shifted exponentials are parked in the row and rescaled by
+    // scale / sum afterwards to become the gradient.
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < V; ++c) {
+      const T e = simd::exp_fast(x[c] - m);
+      x[c] = e;
+      sum += e;
+    }
+    // m - target first: exact for nearby values, so large logits lose no precision.
+    losses[n] = std::log(sum) + (m - target_logit);
+    const T k = scale / sum;
+#pragma omp simd
+    for (int c = 0; c < V; ++c) x[c] *= k;
+    x[targets[n]] -= scale;
+  }
+  return sum_rows(losses, N);
+}
+
+template <class T>
+double forward_only(const T* logits, T* losses, const int32_t* targets, int N, int V) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const T* x = logits + static_cast<size_t>(n) * V;
+    const T m = row_max(x, V);
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < V; ++c) sum += simd::exp_fast(x[c] - m);
+    losses[n] = std::log(sum) + (m - x[targets[n]]);
+  }
+  return sum_rows(losses, N);
+}
+
+}  // namespace
+
+double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N,
+                                      int V, float grad_scale) {
+  return forward_backward(logits, losses, targets, N, V, grad_scale);
+}
+double cross_entropy_forward(const float* logits, float* losses, const int32_t* targets, int N,
+                             int V) {
+  return forward_only(logits, losses, targets, N, V);
+}
+double cross_entropy_forward_backward(double* logits, double* losses, const int32_t* targets,
+                                      int N, int V, double grad_scale) {
+  return forward_backward(logits, losses, targets, N, V, grad_scale);
+}
+double cross_entropy_forward(const double* logits, double* losses, const int32_t* targets, int N,
+                             int V) {
+  return forward_only(logits, losses, targets, N, V);
+}
+
+}  // namespace ff

@@ -1,0 +1,88 @@
+#include "kernels/rmsnorm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace ff {
+namespace {
+
+// dw is reduced over rows. Splitting it by column blocks, each summing its rows in order, makes
+// the result independent of the thread count (a serial run and a 1-thread-per-rank run agree
+// bitwise) without per-thread partial buffers.
+constexpr int kColBlock = 64;
+
+template <class T>
+void forward(T* y, T* rstd, const T* x, const T* w, int N, int C, T eps) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const T* xr = x + static_cast<size_t>(n) * C;
+    T* yr = y + static_cast<size_t>(n) * C;
+    T ss = 0;
+#pragma omp simd reduction(+ : ss)
+    for (int c = 0; c < C; ++c) ss += xr[c] * xr[c];
+    const T r = T(1) / std::sqrt(ss / T(C) + eps);
+    rstd[n] = r;
+    // Same rounding order as HF: (x * rstd) first, then the weight.
+#pragma omp simd
+    for (int c = 0; c < C; ++c) yr[c] = (xr[c] * r) * w[c];
+  }
+}
+
+// y_j = w_j x_j r with r = (mean(x^2) + eps)^-1/2, so
+// dx_j = r w_j dy_j - x_j (r^3 / C) sum_i dy_i w_i x_i  and  dw_j = sum_rows dy_j x_j r.
+template <class T>
+void backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd, int N, int C) {
+  const int blocks = (C + kColBlock - 1) / kColBlock;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; ++n) {
+      const size_t off = static_cast<size_t>(n) * C;
+      const T* xr = x + off;
+      const T* dyr = dy + off;
+      T* dxr = dx + off;
+      const T r = rstd[n];
+      T dot = 0;
+#pragma omp simd reduction(+ : dot)
+      for (int c = 0; c < C; ++c) dot += dyr[c] * w[c] * xr[c];
+      const T k = r * r * r * dot / T(C);
+#pragma omp simd
+      for (int c = 0; c < C; ++c) dxr[c] += r * w[c] * dyr[c] - k * xr[c];
+    }
+#pragma omp for schedule(static)
+    for (int blk = 0; blk < blocks; ++blk) {
+      const int c0 = blk * kColBlock;
+      const int nc = std::min(kColBlock, C - c0);
+      T acc[kColBlock] = {};
+      for (int n = 0; n < N; ++n) {
+        const size_t off = static_cast<size_t>(n) * C + c0;
+        const T r = rstd[n];
+#pragma omp simd
+        for (int c = 0; c < nc; ++c) acc[c] += dy[off + c] * (x[off + c] * r);
+      }
+      for (int c = 0; c < nc; ++c) dw[c0 + c] += acc[c];
+    }
+  }
+}
+
+}  // namespace
+
+void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int N, int C,
+                     float eps) {
+  forward(y, rstd, x, w, N, C, eps);
+}
+void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
+                      const float* rstd, int N, int C) {
+  backward(dx, dw, dy, x, w, rstd, N, C);
+}
+void rmsnorm_forward(double* y, double* rstd, const double* x, const double* w, int N, int C,
+                     double eps) {
+  forward(y, rstd, x, w, N, C, eps);
+}
+void rmsnorm_backward(double* dx, double* dw, const double* dy, const double* x, const double* w,
+                      const double* rstd, int N, int C) {
+  backward(dx, dw, dy, x, w, rstd, N, C);
+}
+
+}  // namespace ff

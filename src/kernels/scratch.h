@@ -1,0 +1,29 @@
+#pragma once
+// Internal to the kernels layer: per-thread scratch that grows to the largest request and is
+// then reused, so hot kernels allocate only on their first call for a given size.
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace ff::detail {
+
+template <class T>
+T* thread_scratch(size_t n) {
+  struct Buffer {
+    T* p = nullptr;
+    size_t cap = 0;
+    ~Buffer() { std::free(p); }
+  };
+  thread_local Buffer buf;
+  if (n > buf.cap) {
+    std::free(buf.p);
+    // 64-byte alignment keeps every tile row of a multiple-of-16 width on cache-line boundaries.
+    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+    buf.p = static_cast<T*>(std::aligned_alloc(64, bytes));
+    if (!buf.p) throw std::bad_alloc();
+    buf.cap = n;
+  }
+  return buf.p;
+}
+
+}  // namespace ff::detail

@@ -1,0 +1,66 @@
+#pragma once
+// Internal to the kernels layer: a 16-lane vector type for hand-blocked tile loops, and an exp
+// that GCC can vectorize (glibc's vector expf is only declared under -ffast-math, which would
+// also license reassociation and break run-to-run determinism).
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+// GCC's Sapphire Rapids tuning prefers 256-bit vectors for auto-vectorized loops; the tile
+// loops of attention are compute bound and want full AVX-512 width.
+#if defined(__GNUC__) && !defined(__clang__)
+#define FF_WIDE __attribute__((target("prefer-vector-width=512")))
+#else
+#define FF_WIDE
+#endif
+
+namespace ff::simd {
+
+// 16 floats fill one AVX-512 register; 16 doubles take two, which the compiler splits.
+constexpr int kLanes = 16;
+
+template <class T>
+struct VecOf {
+  typedef T type __attribute__((vector_size(kLanes * sizeof(T))));
+};
+template <class T>
+using Vec = typename VecOf<T>::type;
+
+template <class T>
+inline Vec<T> load(const T* p) {
+  Vec<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class T>
+inline void store(T* p, const Vec<T>& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// e^x in float to about 1 ulp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
+// exact), e^r from a degree-6 minimax polynomial, 2^n built in the exponent bits. Every step is
+// a select or plain arithmetic, so loops calling it vectorize. Below -87.3 the result would be
+// subnormal and is flushed to 0, which softmax wants for masked entries anyway.
+inline float exp_fast(float x) {
+  float t = x > 88.0f ? 88.0f : x;
+  t = t < -87.3f ? -87.3f : t;
+  // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a libm call.
+  const float n = (t * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = t - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  const float y = p * std::bit_cast<float>(bits);
+  return x < -87.3f ? 0.0f : y;
+}
+// The double instantiations are the finite-difference references: accuracy over speed.
+inline double exp_fast(double x) { return std::exp(x); }
+
+}  // namespace ff::simd

@@ -1,0 +1,32 @@
+#pragma once
+// Shape of a LLaMA-style decoder. Field names follow Hugging Face's LlamaConfig where one exists
+// so export and import are a rename, not a translation.
+#include <string>
+
+namespace ff {
+
+struct ModelConfig {
+  int vocab_size = 0;       // tokens in the tokenizer (HF vocab_size)
+  int dim = 0;              // residual width h (HF hidden_size)
+  int n_layers = 0;         // decoder blocks (HF num_hidden_layers)
+  int n_heads = 0;          // query heads (HF num_attention_heads)
+  int n_kv_heads = 0;       // key/value heads, < n_heads for grouped-query attention
+  int ffn_dim = 0;          // SwiGLU inner width (HF intermediate_size)
+  int seq_len = 0;          // longest sequence trained on (HF max_position_embeddings)
+  float rms_eps = 1e-5f;    // HF rms_norm_eps
+  float rope_theta = 10000.0f;
+  bool tied_embeddings = false;  // LM head shares the embedding matrix
+  float init_std = 0.02f;   // std of the normal init of matrices (GPT-2 / LLaMA practice)
+
+  int head_dim() const { return dim / n_heads; }
+  int qkv_dim() const { return (n_heads + 2 * n_kv_heads) * head_dim(); }
+  // Throws with the offending keys and numbers when the shape is inconsistent.
+  void validate() const;
+};
+
+// Megatron-style FLOPs per trained token: 6 per weight that takes part in a matmul plus the
+// attention term 12*L*h*s (PaLM appendix B). The input embedding is a lookup, not a matmul, so
+// it is excluded; the LM head (the same matrix when tied) is included.
+double training_flops_per_token(const ModelConfig& c);
+
+}  // namespace ff

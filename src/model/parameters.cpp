@@ -1,0 +1,69 @@
+#include "model/parameters.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/rng.h"
+
+namespace ff {
+
+ParamLayout::ParamLayout(const ModelConfig& c) {
+  const int64_t C = c.dim, D = c.head_dim(), F = c.ffn_dim, V = c.vocab_size;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    ParamView v;
+    v.name = std::move(name);
+    v.shape = std::move(shape);
+    v.numel = 1;
+    for (auto s : v.shape) v.numel *= size_t(s);
+    v.is_matrix = v.shape.size() == 2;
+    v.offset = total_;
+    total_ += v.numel;
+    views_.push_back(v);
+    return views_.back().offset;
+  };
+  embedding_ = add("model.embed_tokens.weight", {V, C});
+  for (int l = 0; l < c.n_layers; ++l) {
+    std::string p = "model.layers." + std::to_string(l) + ".";
+    BlockOffsets b;
+    b.attn_norm = add(p + "input_layernorm.weight", {C});
+    b.qkv = add(p + "self_attn.q_proj.weight", {c.n_heads * D, C});
+    add(p + "self_attn.k_proj.weight", {c.n_kv_heads * D, C});
+    add(p + "self_attn.v_proj.weight", {c.n_kv_heads * D, C});
+    b.o = add(p + "self_attn.o_proj.weight", {C, c.n_heads * D});
+    b.mlp_norm = add(p + "post_attention_layernorm.weight", {C});
+    b.gate_up = add(p + "mlp.gate_proj.weight", {F, C});
+    add(p + "mlp.up_proj.weight", {F, C});
+    b.down = add(p + "mlp.down_proj.weight", {C, F});
+    blocks_.push_back(b);
+  }
+  final_norm_ = add("model.norm.weight", {C});
+  lm_head_ = c.tied_embeddings ? embedding_ : add("lm_head.weight", {V, C});
+}
+
+const ParamView& ParamLayout::find(const std::string& name) const {
+  for (const auto& v : views_)
+    if (v.name == name) return v;
+  throw std::runtime_error("no parameter named '" + name + "' in this model");
+}
+
+static bool is_residual_output(const std::string& name) {
+  return name.find("o_proj") != std::string::npos || name.find("down_proj") != std::string::npos;
+}
+
+void init_parameters(float* params, const ParamLayout& layout, const ModelConfig& c,
+                     uint64_t seed) {
+  for (const auto& v : layout.views()) {
+    float* p = params + v.offset;
+    if (!v.is_matrix) {
+      for (size_t i = 0; i < v.numel; ++i) p[i] = 1.0f;
+      continue;
+    }
+    float std = c.init_std;
+    if (is_residual_output(v.name)) std /= std::sqrt(2.0f * c.n_layers);
+    const uint64_t stream = stable_hash(v.name);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < v.numel; ++i) p[i] = std * normal01(seed, stream, i);
+  }
+}
+
+}  // namespace ff

@@ -1,0 +1,53 @@
+#pragma once
+// All parameters live in one flat fp32 buffer; each tensor is a named view (offset + shape) into
+// it (llm.c's malloc_and_point_parameters). Gradients and optimizer moments use the same layout,
+// so the optimizer, clipping, checkpoints and (later) ZeRO sharding are loops over one span.
+//
+// Order within a block is q, k, v then gate, up: stored (out, in) row-major, consecutive q/k/v
+// rows form the fused (H+2Hkv)*D x C matrix, and gate/up the fused 2F x C one, so each block runs
+// two GEMMs where a naive port runs five.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace ff {
+
+struct ParamView {
+  std::string name;            // Hugging Face LlamaForCausalLM name
+  std::vector<int64_t> shape;  // (out, in) for matrices
+  size_t offset = 0;           // in elements, into the flat buffer
+  size_t numel = 0;
+  bool is_matrix = false;      // matrices get weight decay and normal init; norms neither
+};
+
+struct BlockOffsets {
+  size_t attn_norm, qkv, o, mlp_norm, gate_up, down;
+};
+
+class ParamLayout {
+ public:
+  explicit ParamLayout(const ModelConfig& c);
+  const std::vector<ParamView>& views() const { return views_; }
+  size_t total() const { return total_; }
+  const ParamView& find(const std::string& name) const;  // throws naming the missing tensor
+  size_t embedding() const { return embedding_; }
+  size_t final_norm() const { return final_norm_; }
+  size_t lm_head() const { return lm_head_; }  // == embedding() when tied
+  const BlockOffsets& block(int layer) const { return blocks_[layer]; }
+
+ private:
+  std::vector<ParamView> views_;
+  std::vector<BlockOffsets> blocks_;
+  size_t total_ = 0, embedding_ = 0, final_norm_ = 0, lm_head_ = 0;
+};
+
+// Element i of tensor `name` is init_std * normal(seed, hash(name), i) for matrices (output
+// projections o and down scaled by 1/sqrt(2*n_layers), as GPT-2 does to keep the residual stream's
+// variance flat in depth), and 1 for norms. Writes params[view.offset + i] for i in [begin, end)
+// of each view, so a shard can initialise just its range.
+void init_parameters(float* params, const ParamLayout& layout, const ModelConfig& c,
+                     uint64_t seed);
+
+}  // namespace ff

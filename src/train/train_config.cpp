@@ -1,0 +1,218 @@
+#include "train/train_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+#include <variant>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+namespace ff {
+
+namespace {
+
+using FieldRef = std::variant<int*, float*, bool*, uint64_t*, std::string*, Recompute*>;
+struct Binding {
+  ConfigKey key;
+  FieldRef (*ref)(TrainConfig&);
+};
+#define FF_FIELD(expr) [](TrainConfig& c) -> FieldRef { return &c.expr; }
+
+const std::vector<Binding>& bindings() {
+  static const std::vector<Binding> table = {
+      {{"data", "folder written by `fivefold prepare` (train.bin, val.bin, tokenizer.model)"}, FF_FIELD(data)},
+      {{"vocab_size", "tokens in the vocabulary; 0 = read it from the tokenizer in `data`"}, FF_FIELD(model.vocab_size)},
+      {{"dim", "residual width (hidden size)"}, FF_FIELD(model.dim)},
+      {{"n_layers", "decoder blocks"}, FF_FIELD(model.n_layers)},
+      {{"n_heads", "query heads; dim must divide by it"}, FF_FIELD(model.n_heads)},
+      {{"n_kv_heads", "key/value heads (grouped-query attention); n_heads must divide by it"}, FF_FIELD(model.n_kv_heads)},
+      {{"ffn_dim", "SwiGLU inner width"}, FF_FIELD(model.ffn_dim)},
+      {{"seq_len", "tokens per training sequence"}, FF_FIELD(model.seq_len)},
+      {{"rms_eps", "RMSNorm epsilon"}, FF_FIELD(model.rms_eps)},
+      {{"rope_theta", "rotary embedding base"}, FF_FIELD(model.rope_theta)},
+      {{"tied_embeddings", "LM head shares the embedding matrix"}, FF_FIELD(model.tied_embeddings)},
+      {{"init_std", "std of the normal init of weight matrices"}, FF_FIELD(model.init_std)},
+      {{"steps", "optimizer steps; the LR schedule spans exactly these"}, FF_FIELD(steps)},
+      {{"stop_at", "stop after this step with a checkpoint, as if interrupted (0 = run all steps)"}, FF_FIELD(stop_at)},
+      {{"seed", "seed of the weight init and the data order"}, FF_FIELD(seed)},
+      {{"micro_batch", "sequences per forward/backward"}, FF_FIELD(micro_batch)},
+      {{"grad_accum", "micro-batches accumulated per optimizer step"}, FF_FIELD(grad_accum)},
+      {{"lr", "peak learning rate (after warmup)"}, FF_FIELD(lr)},
+      {{"min_lr_ratio", "cosine schedule ends at lr * min_lr_ratio"}, FF_FIELD(min_lr_ratio)},
+      {{"warmup_steps", "linear warmup steps from 0"}, FF_FIELD(warmup_steps)},
+      {{"weight_decay", "AdamW decoupled weight decay on matrices (norms are not decayed)"}, FF_FIELD(weight_decay)},
+      {{"beta1", "AdamW first-moment decay"}, FF_FIELD(beta1)},
+      {{"beta2", "AdamW second-moment decay"}, FF_FIELD(beta2)},
+      {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
+      {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
+      {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
+      {{"threads", "OpenMP threads for kernels and GEMM"}, FF_FIELD(threads)},
+      {{"eval_every", "validation loss every N steps and at the end (0 = never)"}, FF_FIELD(eval_every)},
+      {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
+      {{"ckpt_every", "checkpoint every N steps, and always at the end (0 = end only)"}, FF_FIELD(ckpt_every)},
+      {{"log_every", "progress line every N steps"}, FF_FIELD(log_every)},
+  };
+  return table;
+}
+#undef FF_FIELD
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+[[noreturn]] void unknown_key(const std::string& key, const std::string& source) {
+  std::string best;
+  size_t best_d = 99;
+  for (const auto& b : bindings()) {
+    size_t d = edit_distance(key, b.key.name);
+    if (d < best_d) best_d = d, best = b.key.name;
+  }
+  std::string hint = best_d <= 3 ? fmt::format(" Did you mean '{}'?", best) : "";
+  throw std::runtime_error(fmt::format(
+      "unknown config key '{}' ({}).{} Run `fivefold train --help` for the list of keys.", key,
+      source, hint));
+}
+
+template <typename T>
+T parse_number(const std::string& key, const std::string& text, const std::string& source) {
+  T value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end)
+    throw std::runtime_error(fmt::format("config key '{}' ({}): '{}' is not a valid {}", key,
+                                         source, text,
+                                         std::is_integral_v<T> ? "integer" : "number"));
+  return value;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = [] {
+    std::vector<ConfigKey> k;
+    for (const auto& b : bindings()) k.push_back(b.key);
+    return k;
+  }();
+  return keys;
+}
+
+void set_config_key(TrainConfig& c, const std::string& raw_key, const std::string& value,
+                    const std::string& source) {
+  std::string key = raw_key;
+  std::replace(key.begin(), key.end(), '-', '_');
+  auto it = std::find_if(bindings().begin(), bindings().end(),
+                         [&](const Binding& b) { return key == b.key.name; });
+  if (it == bindings().end()) unknown_key(raw_key, source);
+  FieldRef ref = it->ref(c);
+  if (auto p = std::get_if<int*>(&ref)) **p = parse_number<int>(key, value, source);
+  else if (auto p = std::get_if<uint64_t*>(&ref)) **p = parse_number<uint64_t>(key, value, source);
+  else if (auto p = std::get_if<float*>(&ref)) **p = parse_number<float>(key, value, source);
+  else if (auto p = std::get_if<std::string*>(&ref)) **p = value;
+  else if (auto p = std::get_if<Recompute*>(&ref)) {
+    try {
+      **p = parse_recompute(value);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("config key 'recompute' ({}): {}", source, e.what()));
+    }
+  } else if (auto p = std::get_if<bool*>(&ref)) {
+    if (value == "true" || value == "1") **p = true;
+    else if (value == "false" || value == "0") **p = false;
+    else
+      throw std::runtime_error(fmt::format("config key '{}' ({}): '{}' is not true or false",
+                                           key, source, value));
+  }
+}
+
+TrainConfig load_train_config(const std::string& toml_path,
+                              const std::vector<std::pair<std::string, std::string>>& overrides) {
+  TrainConfig c;
+  if (!toml_path.empty()) {
+    if (!std::filesystem::exists(toml_path))
+      throw std::runtime_error(fmt::format(
+          "config file '{}' does not exist; pass --config with a file such as configs/tiny.toml",
+          toml_path));
+    toml::table table;
+    try {
+      table = toml::parse_file(toml_path);
+    } catch (const toml::parse_error& e) {
+      std::ostringstream where;
+      where << e.source().begin;
+      throw std::runtime_error(fmt::format("config file '{}' is not valid TOML ({}): {}",
+                                           toml_path, where.str(), e.description()));
+    }
+    for (auto&& [k, node] : table) {
+      std::string key(k.str()), text;
+      if (auto v = node.value<std::string>(); v && node.is_string()) text = *v;
+      else if (node.is_boolean()) text = *node.value<bool>() ? "true" : "false";
+      else if (node.is_integer()) text = std::to_string(*node.value<int64_t>());
+      else if (node.is_floating_point()) text = fmt::format("{}", *node.value<double>());
+      else
+        throw std::runtime_error(fmt::format(
+            "config file '{}': key '{}' must be a number, string or boolean (keys are flat, no "
+            "tables)",
+            toml_path, key));
+      set_config_key(c, key, text, "in " + toml_path);
+    }
+  }
+  for (const auto& [k, v] : overrides) set_config_key(c, k, v, "on the command line");
+  return c;
+}
+
+std::string config_to_toml(const TrainConfig& src) {
+  TrainConfig c = src;  // bindings hand out mutable references
+  std::string out = "# resolved fivefold training config\n";
+  for (const auto& b : bindings()) {
+    FieldRef ref = b.ref(c);
+    std::string v;
+    if (auto p = std::get_if<int*>(&ref)) v = std::to_string(**p);
+    else if (auto p = std::get_if<uint64_t*>(&ref)) v = std::to_string(**p);
+    else if (auto p = std::get_if<float*>(&ref)) {
+      v = fmt::format("{}", **p);
+      if (v.find_first_of(".en") == std::string::npos) v += ".0";  // keep it a TOML float
+    } else if (auto p = std::get_if<bool*>(&ref)) v = **p ? "true" : "false";
+    else if (auto p = std::get_if<std::string*>(&ref)) v = fmt::format("\"{}\"", **p);
+    else if (auto p = std::get_if<Recompute*>(&ref)) v = fmt::format("\"{}\"", recompute_name(**p));
+    out += fmt::format("{} = {}  # {}\n", b.key.name, v, b.key.help);
+  }
+  return out;
+}
+
+void validate_train_config(const TrainConfig& c) {
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw std::runtime_error("config: " + msg);
+  };
+  need(!c.data.empty(), "key 'data' is empty; set it to the folder `fivefold prepare --out` wrote");
+  need(c.steps > 0, fmt::format("steps must be positive (got {})", c.steps));
+  need(c.stop_at >= 0 && c.stop_at <= c.steps,
+       fmt::format("stop_at ({}) must be between 0 and steps ({})", c.stop_at, c.steps));
+  need(c.micro_batch > 0, fmt::format("micro_batch must be positive (got {})", c.micro_batch));
+  need(c.grad_accum > 0, fmt::format("grad_accum must be positive (got {})", c.grad_accum));
+  need(c.lr > 0 && std::isfinite(c.lr), fmt::format("lr must be a positive number (got {})", c.lr));
+  need(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1]");
+  need(c.warmup_steps >= 0, "warmup_steps must be >= 0");
+  need(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "beta1 and beta2 must be in [0, 1)");
+  need(c.grad_clip >= 0, "grad_clip must be >= 0 (0 disables clipping)");
+  need(c.threads > 0, fmt::format("threads must be positive (got {})", c.threads));
+  need(c.eval_every >= 0 && c.eval_batches > 0, "eval_every must be >= 0 and eval_batches > 0");
+  need(c.ckpt_every >= 0 && c.log_every > 0, "ckpt_every must be >= 0 and log_every > 0");
+  if (c.model.vocab_size != 0) c.model.validate();
+  else {
+    ModelConfig probe = c.model;
+    probe.vocab_size = 1;  // the real one comes from the tokenizer; check the rest now
+    probe.validate();
+  }
+}
+
+}  // namespace ff

@@ -1,0 +1,57 @@
+#pragma once
+// Everything a training run is told, as one plain struct. Every field is a key of the TOML
+// config file and can be overridden on the command line as --key value (with '_' spelled '-').
+// The table in train_config.cpp gives each key its comment, so `fivefold train --help` and the
+// saved resolved config explain themselves.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/activations.h"
+#include "model/model_config.h"
+
+namespace ff {
+
+struct TrainConfig {
+  ModelConfig model;            // vocab_size 0 means "take it from the tokenizer in `data`"
+  std::string data;             // folder written by `fivefold prepare`
+  int steps = 100;              // optimizer steps; the LR schedule spans exactly these
+  int stop_at = 0;              // stop (with a checkpoint) after this step, as if interrupted
+  uint64_t seed = 1337;         // weights init and data order
+  int micro_batch = 8;          // sequences per forward/backward
+  int grad_accum = 1;           // micro-batches per optimizer step
+  float lr = 3e-4f;             // peak learning rate
+  float min_lr_ratio = 0.1f;    // cosine decays to lr * this
+  int warmup_steps = 10;        // linear warmup from 0
+  float weight_decay = 0.1f;    // AdamW decoupled decay on matrices
+  float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
+  float grad_clip = 1.0f;       // global L2 norm; 0 disables
+  Recompute recompute = Recompute::none;
+  int threads = 2;              // OpenMP threads for kernels and GEMM
+  int eval_every = 50;          // validation loss every N steps (and at the end); 0 = never
+  int eval_batches = 4;         // micro-batches of validation data per evaluation
+  int ckpt_every = 0;           // checkpoint every N steps (and always at the end); 0 = end only
+  int log_every = 1;            // progress line every N steps
+
+  int global_batch() const { return micro_batch * grad_accum; }
+};
+
+struct ConfigKey {
+  const char* name;
+  const char* help;
+};
+// Every key with its one-line explanation, in file order.
+const std::vector<ConfigKey>& config_keys();
+
+// Reads a TOML file (flat keys) and applies overrides in order. Unknown keys, wrong types and
+// malformed values throw naming the key, the source and the fix.
+TrainConfig load_train_config(const std::string& toml_path,
+                              const std::vector<std::pair<std::string, std::string>>& overrides);
+// Sets one key from text; throws for unknown keys (suggesting the nearest) and bad values.
+void set_config_key(TrainConfig& c, const std::string& key, const std::string& value,
+                    const std::string& source);
+std::string config_to_toml(const TrainConfig& c);
+// Cheap checks that must pass before any data is read or memory allocated.
+void validate_train_config(const TrainConfig& c);
+
+}  // namespace ff

@@ -1,0 +1,27 @@
+#pragma once
+// A trained model loaded for use (sample, eval, export): the checkpoint's weights, a model built
+// to its config, and the tokenizer saved beside it, checked to agree with each other.
+#include <memory>
+#include <string>
+
+#include "core/memory.h"
+#include "io/tokenizer.h"
+#include "model/llama.h"
+#include "train/checkpoint.h"
+
+namespace ff {
+
+struct TrainedModel {
+  CheckpointState state;
+  std::string checkpoint_path;
+  std::string tokenizer_path;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Llama> model;
+  TrackedBuffer<float> params;
+};
+
+// dir_or_file: a run folder (with checkpoint.bin and tokenizer.model) or a checkpoint file whose
+// folder holds the tokenizer. Throws when either is missing or their vocabularies differ.
+TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch);
+
+}  // namespace ff

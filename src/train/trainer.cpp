@@ -1,0 +1,224 @@
+#include "train/trainer.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "io/atomic_file.h"
+#include "io/token_shard.h"
+#include "io/tokenizer.h"
+#include "kernels/adamw.h"
+#include "kernels/gemm.h"
+#include "train/checkpoint.h"
+
+namespace ff {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string data_file(const TrainConfig& c, const char* name) {
+  fs::path p = fs::path(c.data) / name;
+  if (!fs::exists(p))
+    throw std::runtime_error(fmt::format(
+        "data file '{}' is missing; run `fivefold prepare --text FILE --vocab N --out {}` first "
+        "(config key 'data' names that folder)",
+        p.string(), c.data));
+  return p.string();
+}
+
+// Every token id must index the embedding; a shard from another tokenizer would not.
+void check_token_range(const std::vector<int32_t>& tokens, int vocab, const std::string& path) {
+  int32_t hi = 0;
+  for (int32_t t : tokens) hi = std::max(hi, t);
+  if (hi >= vocab)
+    throw std::runtime_error(fmt::format(
+        "token shard '{}' holds token id {} but the vocabulary has {} entries; the shard was "
+        "made by a different tokenizer: re-run `fivefold prepare`",
+        path, hi, vocab));
+}
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  int total = int(s + 0.5);
+  if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, total / 60 % 60);
+  if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  return fmt::format("{}s", total);
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainConfig cfg, std::string out_dir) : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)) {
+  validate_train_config(cfg_);
+  omp_set_num_threads(cfg_.threads);
+
+  // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
+  const std::string tok_path = data_file(cfg_, "tokenizer.model");
+  const int tok_vocab = Tokenizer(tok_path).vocab_size();
+  if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = tok_vocab;
+  if (cfg_.model.vocab_size != tok_vocab)
+    throw std::runtime_error(fmt::format(
+        "config vocab_size is {} but the tokenizer '{}' has {} tokens; set vocab_size = 0 (or "
+        "{}), or re-run `fivefold prepare --vocab {}`",
+        cfg_.model.vocab_size, tok_path, tok_vocab, tok_vocab, cfg_.model.vocab_size));
+  cfg_.model.validate();
+
+  // Resuming: the checkpoint's model must be this model. Checked before anything is written.
+  fs::create_directories(out_dir_);
+  const fs::path ckpt = fs::path(out_dir_) / checkpoint_file_name();
+  CheckpointState resume;
+  const bool resuming = fs::exists(ckpt);
+  if (resuming) {
+    resume = load_checkpoint(ckpt.string(), nullptr, nullptr, nullptr, 0);
+    std::string diff = describe_model_difference(resume.model, cfg_.model);
+    if (!diff.empty())
+      throw std::runtime_error(fmt::format(
+          "the checkpoint in '{}' is of a different model ({}); use a new --out folder, or the "
+          "same model keys to resume it",
+          out_dir_, diff));
+    if (resume.step > cfg_.steps)
+      throw std::runtime_error(fmt::format(
+          "the checkpoint in '{}' is at step {}, past steps = {}; raise --steps to continue",
+          out_dir_, resume.step, cfg_.steps));
+  }
+
+  const std::string train_path = data_file(cfg_, "train.bin"), val_path = data_file(cfg_, "val.bin");
+  train_tokens_ = std::make_shared<const std::vector<int32_t>>(read_token_shard(train_path));
+  val_tokens_ = std::make_shared<const std::vector<int32_t>>(read_token_shard(val_path));
+  check_token_range(*train_tokens_, cfg_.model.vocab_size, train_path);
+  check_token_range(*val_tokens_, cfg_.model.vocab_size, val_path);
+  loader_ = std::make_unique<DataLoader>(train_tokens_, cfg_.model.seq_len, cfg_.seed);
+  DataLoader(val_tokens_, cfg_.model.seq_len, cfg_.seed);  // throws now if val is too short
+
+  model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute);
+  const size_t n = model_->layout().total();
+  params_.allocate(n, MemCategory::params);
+  grads_.allocate(n, MemCategory::grads);
+  optimizer_ = std::make_unique<AdamW>(model_->layout(), AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay});
+  schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
+  if (resuming) {
+    resume = load_checkpoint(ckpt.string(), params_.data(), optimizer_->m(), optimizer_->v(), n);
+    step_ = resume.step;
+    loader_->set_position(resume.data);
+  } else {
+    init_parameters(params_.data(), model_->layout(), cfg_.model, cfg_.seed);
+  }
+  const size_t rows = size_t(cfg_.global_batch()) * cfg_.model.seq_len;
+  batch_inputs_.resize(rows);
+  batch_targets_.resize(rows);
+
+  write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
+  fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
+  metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming);
+  flops_per_token_ = training_flops_per_token(cfg_.model);
+  static const double peak = measure_sgemm_gflops() * 1e9;  // once per process
+  sgemm_peak_flops_ = peak;
+  if (resuming && !quiet)
+    std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, ckpt.c_str());
+}
+
+Trainer::~Trainer() = default;
+
+StepRecord Trainer::train_step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = cfg_.global_batch();
+  const size_t n = params_.size();
+  loader_->next_batch(G, 0, G, batch_inputs_.data(), batch_targets_.data());
+  std::memset(grads_.data(), 0, n * sizeof(float));
+  // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
+  // scaled by 1/(G*T): accumulation over micro-batches then equals one big batch.
+  const float grad_scale = 1.0f / float(size_t(G) * T);
+  double loss_sum = 0;
+  for (int micro = 0; micro < cfg_.grad_accum; ++micro) {
+    const size_t row0 = size_t(micro) * mb * T;
+    loss_sum += model_->forward_backward(params_.data(), grads_.data(), batch_inputs_.data() + row0,
+                                         batch_targets_.data() + row0, mb, T, grad_scale);
+  }
+  const double loss = loss_sum / (double(G) * T);
+  if (!std::isfinite(loss))
+    throw std::runtime_error(fmt::format(
+        "loss became {} at step {}; lower lr (now {}) or grad_clip. The last checkpoint in '{}' "
+        "was left as it was",
+        loss, step_ + 1, cfg_.lr, out_dir_));
+  const double norm = l2_norm(grads_.data(), n);
+  if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip)
+    scale_inplace(grads_.data(), n, float(cfg_.grad_clip / norm));
+  ++step_;
+  const float lr = schedule_.at(step_);
+  optimizer_->step(params_.data(), grads_.data(), lr, step_);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  StepRecord r{step_, loss, norm, lr, seconds};
+  history_.push_back(r);
+  return r;
+}
+
+double Trainer::evaluate() {
+  const int T = cfg_.model.seq_len, mb = cfg_.micro_batch;
+  // A fresh loader at position 0 each time: every evaluation sees the same sequences.
+  DataLoader val(val_tokens_, T, cfg_.seed);
+  std::vector<int32_t> in(size_t(mb) * T), tgt(size_t(mb) * T);
+  double sum = 0;
+  for (int b = 0; b < cfg_.eval_batches; ++b) {
+    val.next_batch(mb, 0, mb, in.data(), tgt.data());
+    sum += model_->forward_loss(params_.data(), in.data(), tgt.data(), mb, T);
+  }
+  return sum / (double(cfg_.eval_batches) * mb * T);
+}
+
+void Trainer::save() {
+  CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
+  save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, params_.data(),
+                  optimizer_->m(), optimizer_->v(), params_.size());
+}
+
+void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_loss) {
+  const double mfu = tokens_per_s * flops_per_token_ / sgemm_peak_flops_;
+  const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
+  const double eta = steps_timed_ > 0 ? run_seconds_ / steps_timed_ * (last - r.step) : NAN;
+  nlohmann::json rec = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
+                        {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
+                        {"mfu", mfu}, {"step_seconds", r.seconds}};
+  if (std::isfinite(val_loss)) rec["val_loss"] = val_loss;
+  const MemorySnapshot mem = MemoryLedger::instance().snapshot();
+  nlohmann::json bytes;
+  for (int i = 0; i < kMemCategories; ++i) bytes[mem_category_name(MemCategory(i))] = mem.current[i];
+  bytes["peak_total"] = mem.total_peak;
+  rec["bytes"] = bytes;
+  metrics_->write(rec);
+  if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
+  std::string line = fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | ETA {}",
+                                 r.step, cfg_.steps, r.loss, r.lr, tokens_per_s, 100 * mfu, format_duration(eta));
+  if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f}", val_loss);
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void Trainer::run() {
+  const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
+  const double tokens_per_step = double(cfg_.global_batch()) * cfg_.model.seq_len;
+  if (!quiet)
+    std::printf("training %zu parameters, %d steps of %d x %d tokens, recompute %s, %d threads, %s GEMM\n",
+                params_.size(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
+                recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
+  while (step_ < last) {
+    StepRecord r = train_step();
+    // The first step pays for page faults and library warm-up; ETA and averages skip it.
+    if (history_.size() > 1) run_seconds_ += r.seconds, ++steps_timed_;
+    double val = NAN;
+    if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
+    log_progress(r, tokens_per_step / r.seconds, val);
+    if (cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last) save();
+  }
+  save();
+  if (!quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
+}
+
+}  // namespace ff

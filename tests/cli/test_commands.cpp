@@ -1,0 +1,55 @@
+// The happy path a user walks: prepare, train, eval, sample, export.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "test_data.h"
+
+using namespace ff::testkit;
+namespace fs = std::filesystem;
+
+TEST(Commands, PrepareTrainEvalSampleExport) {
+  std::string dir = temp_dir("walk");
+  write_corpus_text(dir + "/text.txt", 2000, 21);
+  CliResult r = run_fivefold("prepare --text " + dir + "/text.txt --vocab 320 --out " + dir + "/data");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + dir + "/data --out " + dir +
+                   "/run --steps 30 --eval-every 10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("step    30/30"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("MFU"), std::string::npos);
+  EXPECT_NE(r.output.find("activations"), std::string::npos);  // the memory table
+  // metrics.jsonl: one record per step with the documented fields; val loss falls.
+  std::ifstream m(dir + "/run/metrics.jsonl");
+  std::vector<nlohmann::json> recs;
+  for (std::string line; std::getline(m, line);) recs.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(recs.size(), 30u);
+  for (const char* k : {"step", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "bytes"})
+    EXPECT_TRUE(recs.back().contains(k)) << k;
+  EXPECT_LT(recs[29]["val_loss"].get<double>(), recs[9]["val_loss"].get<double>());
+  EXPECT_TRUE(fs::exists(dir + "/run/config.toml"));
+
+  r = run_fivefold("eval --ckpt " + dir + "/run --data " + dir + "/data/val.bin");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("loss"), std::string::npos);
+
+  r = run_fivefold("sample --ckpt " + dir + "/run --prompt And --max-tokens 20 --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("And", 0), 0u) << r.output;
+  EXPECT_GT(r.output.size(), 20u);
+  EXPECT_EQ(run_fivefold("sample --ckpt " + dir + "/run --prompt And --max-tokens 20 --seed 3").output, r.output)
+      << "same seed, same text";
+
+  r = run_fivefold("export --ckpt " + dir + "/run --out " + dir + "/hf");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"model.safetensors", "config.json", "tokenizer.model"})
+    EXPECT_TRUE(fs::exists(dir + "/hf/" + f)) << f;
+  auto cfg = nlohmann::json::parse(read_file(dir + "/hf/config.json"));
+  EXPECT_EQ(cfg["hidden_size"], 64);
+  EXPECT_EQ(cfg["num_key_value_heads"], 2);
+  EXPECT_EQ(cfg["architectures"][0], "LlamaForCausalLM");
+}

@@ -1,0 +1,49 @@
+#pragma once
+// A small GQA model with random weights and a random batch, shared by the model tests.
+#include <cmath>
+#include <vector>
+
+#include "core/memory.h"
+#include "core/rng.h"
+#include "model/llama.h"
+
+namespace ff::testkit {
+
+inline ModelConfig small_gqa_config() {
+  ModelConfig c;
+  c.vocab_size = 96;
+  c.dim = 64;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.ffn_dim = 96;
+  c.seq_len = 24;
+  c.init_std = 0.1f;  // larger than training's 0.02 so every path carries a visible signal
+  return c;
+}
+
+inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
+  RngState rng{seed, 0};
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = int32_t(rng.next_below(uint64_t(vocab)));
+  return t;
+}
+
+// Norm weights away from 1, so their gradients matter in comparisons.
+inline void perturb_norms(float* params, const ParamLayout& layout, uint64_t seed) {
+  for (const auto& v : layout.views())
+    if (!v.is_matrix)
+      for (size_t i = 0; i < v.numel; ++i)
+        params[v.offset + i] = 1.0f + 0.2f * normal01(seed, 99, v.offset + i);
+}
+
+inline double max_rel_diff(const float* a, const float* b, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    num = std::max(num, double(std::fabs(a[i] - b[i])));
+    den = std::max(den, double(std::fabs(b[i])));
+  }
+  return num / den;
+}
+
+}  // namespace ff::testkit

@@ -1,0 +1,56 @@
+// Dumps one forward/backward of a GQA, untied-head model for tests/oracle/check_against_torch.py:
+// the weights, the batch, our logits, our loss and every parameter gradient.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model_fixture.h"
+
+using namespace ff;
+
+static void write_bin(const std::string& path, const void* data, size_t bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), std::streamsize(bytes));
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) return std::fprintf(stderr, "usage: oracle_dump DIR\n"), 2;
+  const std::string dir = argv[1];
+  std::filesystem::create_directories(dir);
+  ModelConfig c = testkit::small_gqa_config();
+  const int B = 3, T = c.seq_len, N = B * T;
+  Llama model(c, B, Recompute::none);
+  const size_t n = model.layout().total();
+  std::vector<float> params(n), grads(n, 0.0f);
+  init_parameters(params.data(), model.layout(), c, 2024);
+  testkit::perturb_norms(params.data(), model.layout(), 5);
+  auto tokens = testkit::random_tokens(N, c.vocab_size, 11);
+  auto targets = testkit::random_tokens(N, c.vocab_size, 12);
+
+  const float* lp = model.forward_logits(params.data(), tokens.data(), B, T);
+  std::vector<float> logits(lp, lp + size_t(N) * c.vocab_size);
+  double loss = model.forward_backward(params.data(), grads.data(), tokens.data(), targets.data(),
+                                       B, T, 1.0f / N) / N;
+
+  nlohmann::json manifest;
+  manifest["config"] = {{"vocab_size", c.vocab_size}, {"dim", c.dim},
+                        {"n_layers", c.n_layers},     {"n_heads", c.n_heads},
+                        {"n_kv_heads", c.n_kv_heads}, {"ffn_dim", c.ffn_dim},
+                        {"seq_len", c.seq_len},       {"rms_eps", c.rms_eps},
+                        {"rope_theta", c.rope_theta}, {"tied_embeddings", c.tied_embeddings}};
+  manifest["batch"] = {{"B", B}, {"T", T}};
+  manifest["loss"] = loss;
+  for (const auto& v : model.layout().views())
+    manifest["params"].push_back({{"name", v.name}, {"shape", v.shape}, {"offset", v.offset}});
+  std::ofstream(dir + "/manifest.json") << manifest.dump(1);
+  write_bin(dir + "/params.bin", params.data(), n * 4);
+  write_bin(dir + "/grads.bin", grads.data(), n * 4);
+  write_bin(dir + "/inputs.bin", tokens.data(), tokens.size() * 4);
+  write_bin(dir + "/targets.bin", targets.data(), targets.size() * 4);
+  write_bin(dir + "/logits.bin", logits.data(), logits.size() * 4);
+  std::printf("dumped %zu parameters, loss %.6f, to %s\n", n, loss, dir.c_str());
+  return 0;
+}

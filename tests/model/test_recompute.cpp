@@ -1,0 +1,66 @@
+// Recomputation must not change a single bit of the loss or the gradients, and must hold fewer
+// activation bytes, exactly as many as the policy's table in model/activations.h says.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "model_fixture.h"
+
+using namespace ff;
+
+namespace {
+struct Result {
+  double loss;
+  std::vector<float> grads;
+  int64_t activation_bytes;
+};
+
+Result run(Recompute policy) {
+  ModelConfig c = testkit::small_gqa_config();
+  const int B = 4, T = c.seq_len;
+  auto before = MemoryLedger::instance().snapshot();
+  Llama model(c, B, policy);
+  auto after = MemoryLedger::instance().snapshot();
+  const size_t n = model.layout().total();
+  std::vector<float> params(n), grads(n, 0.0f);
+  init_parameters(params.data(), model.layout(), c, 9);
+  auto tokens = testkit::random_tokens(B * T, c.vocab_size, 4);
+  auto targets = testkit::random_tokens(B * T, c.vocab_size, 5);
+  Result r;
+  r.loss = model.forward_backward(params.data(), grads.data(), tokens.data(), targets.data(), B,
+                                  T, 1.0f / (B * T));
+  r.grads = std::move(grads);
+  const int a = int(MemCategory::activations);
+  r.activation_bytes = after.current[a] - before.current[a];
+  return r;
+}
+}  // namespace
+
+TEST(Recompute, SelectiveAndFullAreBitwiseIdenticalToNone) {
+  Result none = run(Recompute::none), sel = run(Recompute::selective), full = run(Recompute::full);
+  EXPECT_EQ(std::memcmp(&none.loss, &sel.loss, sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(&none.loss, &full.loss, sizeof(double)), 0);
+  ASSERT_EQ(none.grads.size(), sel.grads.size());
+  EXPECT_EQ(std::memcmp(none.grads.data(), sel.grads.data(), none.grads.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(none.grads.data(), full.grads.data(), none.grads.size() * 4), 0);
+}
+
+TEST(Recompute, ActivationBytesFollowThePolicyTable) {
+  ModelConfig c = testkit::small_gqa_config();
+  const int64_t N = 4 * c.seq_len;
+  // Kept per block from the table, plus the final norm's input, output and rstd.
+  auto expected = [&](Recompute r) {
+    return 4 * (kept_floats_per_token(c, r) * N * c.n_layers + N * (2 * c.dim + 1));
+  };
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    // Tensors are padded to 16 floats; at N = 96 rows no tensor needs padding, so this is exact.
+    EXPECT_EQ(run(r).activation_bytes, expected(r)) << recompute_name(r);
+  }
+  // The independent figures: per token and block, none keeps 4C + Q + A + H + 3F + 2 floats,
+  // selective C + Q + C + 2F, full C.
+  const int64_t C = c.dim, Q = c.qkv_dim(), A = c.n_heads * c.head_dim(), H = c.n_heads,
+                F = c.ffn_dim;
+  EXPECT_EQ(kept_floats_per_token(c, Recompute::none), 4 * C + Q + A + H + 3 * F + 2);
+  EXPECT_EQ(kept_floats_per_token(c, Recompute::selective), 2 * C + Q + 2 * F);
+  EXPECT_EQ(kept_floats_per_token(c, Recompute::full), C);
+}
