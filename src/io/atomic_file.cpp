@@ -66,8 +66,8 @@ void AtomicFileWriter::commit() {
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp_.c_str());
-    throw std::runtime_error("cannot rename " + tmp_ + " to " + path_ + ": " +
-                             std::strerror(err) + "; check permissions on the target directory");
+    throw std::runtime_error("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(err) +
+                             "; check permissions on the target directory");
   }
   const std::string dir = std::filesystem::path(path_).parent_path().string();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -30,7 +30,9 @@ T get(const unsigned char* src, size_t at) {
   return v;
 }
 template <typename T>
-void put(unsigned char* dst, size_t at, T v) { std::memcpy(dst + at, &v, sizeof(T)); }
+void put(unsigned char* dst, size_t at, T v) {
+  std::memcpy(dst + at, &v, sizeof(T));
+}
 
 [[noreturn]] void damaged(const std::string& path, const std::string& what) {
   throw std::runtime_error("checkpoint " + path + " is damaged: " + what + "; " + kFix);
@@ -48,8 +50,9 @@ void CheckpointWriter::set_meta(nlohmann::json meta) {
 
 void CheckpointWriter::check_new_name(const std::string& name) const {
   if (name.empty()) {
-    throw std::runtime_error("CheckpointWriter: a section name must not be empty; name it after "
-                             "what it holds (e.g. \"params\")");
+    throw std::runtime_error(
+        "CheckpointWriter: a section name must not be empty; name it after "
+        "what it holds (e.g. \"params\")");
   }
   for (const auto& s : sections_) {
     if (s.name == name) {
@@ -82,7 +85,14 @@ void CheckpointWriter::write(const std::string& path) const {
     offset += align_up(s.bytes);
   }
   const nlohmann::json header = {{"meta", meta_}, {"data_bytes", offset}, {"sections", table}};
-  const std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    // Only invalid UTF-8 in a meta string can fail here; replacing it would corrupt the meta.
+    throw std::runtime_error("checkpoint " + path + ": meta cannot be serialized (" + e.what() +
+                             "); store binary data as a section, not as a meta string");
+  }
 
   unsigned char prefix[kPrefixBytes] = {};
   std::memcpy(prefix, kMagic, 8);
@@ -140,8 +150,8 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
   const uint64_t data_start = align_up(kPrefixBytes + header_bytes);
   const uint64_t data_bytes = header["data_bytes"].get<uint64_t>();
   if (f.size() < data_start || f.size() - data_start < data_bytes) {
-    f.fail("truncated: expected " + std::to_string(data_start + data_bytes) +
-           " bytes, found " + std::to_string(f.size()));
+    f.fail("truncated: expected " + std::to_string(data_start + data_bytes) + " bytes, found " +
+           std::to_string(f.size()));
   }
   if (f.size() - data_start != data_bytes) {
     damaged(path, "file size mismatch, expected " + std::to_string(data_start + data_bytes) +

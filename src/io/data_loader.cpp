@@ -23,8 +23,9 @@ DataLoader::DataLoader(std::shared_ptr<const std::vector<int32_t>> tokens, int s
                        uint64_t seed)
     : tokens_(std::move(tokens)), seq_len_(seq_len), seed_(seed) {
   if (!tokens_) {
-    throw std::runtime_error("DataLoader: no token stream given; load a shard with "
-                             "read_token_shard first");
+    throw std::runtime_error(
+        "DataLoader: no token stream given; load a shard with "
+        "read_token_shard first");
   }
   if (seq_len_ <= 0) {
     throw std::runtime_error("DataLoader: seq_len must be positive, got " +

@@ -12,7 +12,10 @@ namespace ff {
 
 FileReader::FileReader(const std::string& path, std::string kind, std::string fix,
                        std::string missing_fix)
-    : path_(path), kind_(std::move(kind)), fix_(std::move(fix)), missing_fix_(std::move(missing_fix)) {
+    : path_(path),
+      kind_(std::move(kind)),
+      fix_(std::move(fix)),
+      missing_fix_(std::move(missing_fix)) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) {
     int err = errno;

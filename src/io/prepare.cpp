@@ -3,12 +3,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <vector>
 
 #include "io/atomic_file.h"
+#include "io/text_lines.h"
 #include "io/token_shard.h"
 #include "io/tokenizer.h"
 
@@ -20,32 +20,6 @@ namespace fs = std::filesystem;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::vector<std::string> read_lines(const std::string& text_file) {
-  std::error_code ec;
-  if (!fs::is_regular_file(text_file, ec)) {
-    throw std::runtime_error("prepare: text file " + text_file +
-                             " not found; pass the path of a UTF-8 text file (for the Bible: "
-                             "bible -f Gen1:1-Rev22:21 > kjv.txt)");
-  }
-  std::ifstream in(text_file, std::ios::binary);
-  if (!in) {
-    throw std::runtime_error("prepare: cannot read " + text_file + "; check its permissions");
-  }
-  std::vector<std::string> lines;
-  bool any_text = false;
-  for (std::string line; std::getline(in, line);) {
-    // A CRLF file must give the same tokens as its LF twin.
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    any_text = any_text || line.find_first_not_of(" \t") != std::string::npos;
-    lines.push_back(std::move(line));
-  }
-  if (!any_text) {
-    throw std::runtime_error("prepare: text file " + text_file +
-                             " is empty (no non-blank line); pass a file with text in it");
-  }
-  return lines;
 }
 
 // Each line as BOS, its tokens, then the newline piece.
@@ -85,7 +59,11 @@ PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
     throw std::runtime_error("prepare: val_fraction must be in [0, 1), got " +
                              std::to_string(val_fraction) + "; 0.05 is a good default");
   }
-  const std::vector<std::string> lines = read_lines(text_file);
+  const std::vector<std::string> lines = read_text_lines(text_file, "prepare");
+  if (!has_text(lines)) {
+    throw std::runtime_error("prepare: text file " + text_file +
+                             " is empty (no non-blank line); pass a file with text in it");
+  }
   const size_t n = lines.size();
   size_t n_val = size_t(std::llround(double(n) * val_fraction));
   // A requested split always gets at least one line on each side.
@@ -110,7 +88,7 @@ PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
   r.meta_path = (dir / "meta.json").string();
 
   auto t0 = std::chrono::steady_clock::now();
-  Tokenizer::train(text_file, vocab_size, (dir / "tokenizer").string());
+  Tokenizer::train_lines(lines, vocab_size, (dir / "tokenizer").string(), text_file);
   r.tokenizer_seconds = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();

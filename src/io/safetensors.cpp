@@ -50,8 +50,9 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
   for (const auto& t : tensors) {
     const std::string where = "write_safetensors(" + path + "): tensor \"" + t.name + "\" ";
     if (t.name.empty() || t.name == "__metadata__" || !seen.insert(t.name).second) {
-      throw std::runtime_error(where + "has an empty, reserved or duplicate name; give every "
-                                       "tensor a unique name other than __metadata__");
+      throw std::runtime_error(where +
+                               "has an empty, reserved or duplicate name; give every "
+                               "tensor a unique name other than __metadata__");
     }
     const size_t eb = element_bytes(t.dtype);
     if (eb == 0) {
@@ -68,8 +69,8 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
     if (t.bytes > 0 && t.data == nullptr) {
       throw std::runtime_error(where + "has no data pointer; pass the tensor's buffer");
     }
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.bytes}}};
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
     offset += t.bytes;
   }
   std::string text = header.dump();

@@ -18,7 +18,9 @@ const char* const kFix = "re-run fivefold prepare to rebuild the token shards";
 const char* const kMissingFix = "run fivefold prepare first, it writes train.bin and val.bin";
 
 template <typename T>
-void put(unsigned char* dst, size_t at, T v) { std::memcpy(dst + at, &v, sizeof(T)); }
+void put(unsigned char* dst, size_t at, T v) {
+  std::memcpy(dst + at, &v, sizeof(T));
+}
 template <typename T>
 T get(const unsigned char* src, size_t at) {
   T v;

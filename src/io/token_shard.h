@@ -25,8 +25,7 @@ struct TokenShardInfo {
 };
 
 // Atomic (path.tmp, fsync, rename). Every id must lie in [0, vocab_size).
-void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens,
-                       int vocab_size);
+void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens, int vocab_size);
 // Validates magic, version, dtype, size, checksum and id range; throws naming the problem.
 std::vector<int32_t> read_token_shard(const std::string& path);
 // Header only (magic, version, dtype and file size are checked; the payload is not hashed).

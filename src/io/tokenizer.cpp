@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "io/text_lines.h"
+
 namespace ff {
 
 namespace {
@@ -28,8 +30,8 @@ std::string number_after(const std::string& msg, const std::string& marker) {
 
 std::string explain_train_error(const std::string& msg, int vocab_size,
                                 const std::string& text_file) {
-  const std::string head = "tokenizer training on " + text_file + " failed: vocab size " +
-                           std::to_string(vocab_size);
+  const std::string head =
+      "tokenizer training on " + text_file + " failed: vocab size " + std::to_string(vocab_size);
   if (msg.find("too high") != std::string::npos) {
     std::string most = number_after(msg, "<= ");
     return head + " is too large for this text, it supports at most " +
@@ -45,18 +47,40 @@ std::string explain_train_error(const std::string& msg, int vocab_size,
          "; check that the file is readable UTF-8 text";
 }
 
+// Feeds lines already in memory, so every caller trains on exactly the lines it encodes.
+class LineIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit LineIterator(const std::vector<std::string>& lines) : lines_(lines) { skip_blank(); }
+  bool done() const override { return i_ >= lines_.size(); }
+  void Next() override {
+    ++i_;
+    skip_blank();
+  }
+  const std::string& value() const override { return lines_[i_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  // Blank lines carry no merges; the file-based trainer skips them too.
+  void skip_blank() {
+    while (i_ < lines_.size() && lines_[i_].empty()) ++i_;
+  }
+  const std::vector<std::string>& lines_;
+  size_t i_ = 0;
+};
+
 }  // namespace
 
 void Tokenizer::train(const std::string& text_file, int vocab_size,
                       const std::string& model_prefix) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(text_file, ec)) {
-    throw std::runtime_error("tokenizer training: text file " + text_file +
-                             " not found; pass the path of a UTF-8 text file");
-  }
-  if (std::filesystem::file_size(text_file, ec) == 0) {
-    throw std::runtime_error("tokenizer training: text file " + text_file +
-                             " is empty; pass a file with text in it");
+  train_lines(read_text_lines(text_file, "tokenizer training"), vocab_size, model_prefix,
+              text_file);
+}
+
+void Tokenizer::train_lines(const std::vector<std::string>& lines, int vocab_size,
+                            const std::string& model_prefix, const std::string& source) {
+  if (!has_text(lines)) {
+    throw std::runtime_error("tokenizer training: text file " + source +
+                             " is empty (no non-blank line); pass a file with text in it");
   }
   if (vocab_size <= kReservedPieces) {
     throw std::runtime_error("tokenizer training: vocab size " + std::to_string(vocab_size) +
@@ -67,7 +91,6 @@ void Tokenizer::train(const std::string& text_file, int vocab_size,
   // The processor sets its random seed globally; pin it so the same text gives the same model.
   sentencepiece::SetRandomGeneratorSeed(1234);
   const std::unordered_map<std::string, std::string> args = {
-      {"input", text_file},
       {"model_prefix", model_prefix},
       {"vocab_size", std::to_string(vocab_size)},
       {"model_type", "bpe"},
@@ -92,9 +115,10 @@ void Tokenizer::train(const std::string& text_file, int vocab_size,
       {"eos_id", "2"},
       {"pad_id", "-1"},
   };
-  auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  LineIterator it(lines);
+  auto status = sentencepiece::SentencePieceTrainer::Train(args, &it);
   if (!status.ok()) {
-    throw std::runtime_error(explain_train_error(status.ToString(), vocab_size, text_file));
+    throw std::runtime_error(explain_train_error(status.ToString(), vocab_size, source));
   }
 }
 

@@ -19,7 +19,11 @@ class Tokenizer {
   // Writes model_prefix.model (and model_prefix.vocab, a human-readable listing). The vocabulary
   // reserves 3 control ids (unk=0, bos=1, eos=2), 256 byte pieces and the newline piece, so
   // vocab_size must be larger than 260 plus the distinct characters of the text.
+  // Lines are read with any trailing '\r' dropped, so CRLF and LF files give the same model.
   static void train(const std::string& text_file, int vocab_size, const std::string& model_prefix);
+  // The same from lines already in memory; source names them in error messages.
+  static void train_lines(const std::vector<std::string>& lines, int vocab_size,
+                          const std::string& model_prefix, const std::string& source);
 
   explicit Tokenizer(const std::string& model_path);
   ~Tokenizer();

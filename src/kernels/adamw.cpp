@@ -19,8 +19,8 @@ void adamw_update(float* param, const float* grad, float* m, float* v, size_t n,
                   const AdamWHyper& h, bool decay) {
   const double bc1 = 1.0 - std::pow(static_cast<double>(h.beta1), h.step);
   const double bc2 = 1.0 - std::pow(static_cast<double>(h.beta2), h.step);
-  const float shrink = decay ? static_cast<float>(1.0 - static_cast<double>(h.lr) * h.weight_decay)
-                             : 1.0f;
+  const float shrink =
+      decay ? static_cast<float>(1.0 - static_cast<double>(h.lr) * h.weight_decay) : 1.0f;
   const float b1 = h.beta1, b2 = h.beta2;
   const float one_minus_b1 = static_cast<float>(1.0 - h.beta1);
   const float one_minus_b2 = static_cast<float>(1.0 - h.beta2);

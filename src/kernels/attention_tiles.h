@@ -19,7 +19,13 @@ constexpr int kRows = 4;   // rows per register block
 // Bt is a transposed operand with row stride ldb. S has row stride kTile.
 template <class T, int NC>
 FF_WIDE inline void abt_block(const T* A, int lda, const T* Bt, int ldb, int K, T* S) {
-  Vec<T> acc[kRows][NC] = {};
+  // Every loop over the register block is fully unrolled: a rolled one would force the
+  // accumulators through the stack.
+  Vec<T> acc[kRows][NC];
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[r][c] = Vec<T>{};
   for (int d = 0; d < K; ++d) {
     Vec<T> b[NC];
 #pragma GCC unroll 4
@@ -31,7 +37,9 @@ FF_WIDE inline void abt_block(const T* A, int lda, const T* Bt, int ldb, int K, 
       for (int c = 0; c < NC; ++c) acc[r][c] += a * b[c];
     }
   }
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) simd::store(S + r * kTile + c * kLanes, acc[r][c]);
 }
 
@@ -60,7 +68,9 @@ template <class T, int NV>
 FF_WIDE inline void acc_block(T* Out, int ldo, const T* A, int ai, int ak, const T* B, int ldb,
                               int k0, int k1) {
   Vec<T> acc[kRows][NV];
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[r][v] = simd::load(Out + r * ldo + v * kLanes);
   for (int k = k0; k < k1; ++k) {
     Vec<T> b[NV];
@@ -73,7 +83,9 @@ FF_WIDE inline void acc_block(T* Out, int ldo, const T* A, int ai, int ak, const
       for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
     }
   }
+#pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) simd::store(Out + r * ldo + v * kLanes, acc[r][v]);
 }
 

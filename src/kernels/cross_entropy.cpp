@@ -75,8 +75,8 @@ double cross_entropy_forward(const float* logits, float* losses, const int32_t* 
                              int V) {
   return forward_only(logits, losses, targets, N, V);
 }
-double cross_entropy_forward_backward(double* logits, double* losses, const int32_t* targets,
-                                      int N, int V, double grad_scale) {
+double cross_entropy_forward_backward(double* logits, double* losses, const int32_t* targets, int N,
+                                      int V, double grad_scale) {
   return forward_backward(logits, losses, targets, N, V, grad_scale);
 }
 double cross_entropy_forward(const double* logits, double* losses, const int32_t* targets, int N,

@@ -1,9 +1,13 @@
 #include "kernels/flash_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
+#include "kernels/attention_pack.h"
 #include "kernels/attention_tiles.h"
 #include "kernels/scratch.h"
 
@@ -12,6 +16,8 @@ namespace {
 
 using attn::Band;
 using attn::kTile;
+using attn::pack_rows;
+using attn::pack_transposed;
 
 struct Geometry {
   int Dp;  // head dim padded to whole vectors
@@ -25,32 +31,6 @@ struct Geometry {
 
 int round4(int n) { return (n + attn::kRows - 1) / attn::kRows * attn::kRows; }
 
-// dst (rows_pad x ld_dst) = scale * src (rows x cols), zero elsewhere: padding keeps the tile
-// loops free of edge cases and contributes exact zeros to every product.
-template <class T>
-void pack_rows(T* dst, int ld_dst, const T* src, size_t ld_src, int rows, int cols, int rows_pad,
-               T scale) {
-  for (int r = 0; r < rows_pad; ++r) {
-    T* d = dst + static_cast<size_t>(r) * ld_dst;
-    const T* s = src + r * ld_src;
-    const int n = r < rows ? cols : 0;
-    for (int c = 0; c < n; ++c) d[c] = s[c] * scale;
-    for (int c = n; c < ld_dst; ++c) d[c] = T(0);
-  }
-}
-
-// dst (cols_pad x ld_dst) = src (rows x cols)^T, zero elsewhere.
-template <class T>
-void pack_transposed(T* dst, int ld_dst, const T* src, size_t ld_src, int rows, int cols,
-                     int cols_pad) {
-  for (int c = 0; c < cols_pad; ++c) {
-    T* d = dst + static_cast<size_t>(c) * ld_dst;
-    const int n = c < cols ? rows : 0;
-    for (int r = 0; r < n; ++r) d[r] = src[r * ld_src + c];
-    for (int r = n; r < ld_dst; ++r) d[r] = T(0);
-  }
-}
-
 // One online-softmax step (Milakov & Gimelshein) over a score tile: S becomes the
 // probabilities relative to the running max m, and O and l are rescaled to that max.
 template <class T>
@@ -59,6 +39,7 @@ FF_WIDE void online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows, bool diago
     T* s = S + r * kTile;
     const int ncols = diagonal ? r + 1 : kTile;
     T mx = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : mx)
     for (int c = 0; c < ncols; ++c) mx = s[c] > mx ? s[c] : mx;
     const T mnew = mx > m[r] ? mx : m[r];
     const T alpha = simd::exp_fast(m[r] - mnew);
@@ -80,12 +61,12 @@ FF_WIDE void online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows, bool diago
 
 template <class T>
 FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
-                          const AttentionShape& s, int b, int h) {
+                          const AttentionShape& s, int b, int h, int next_task) {
   const Geometry g(s);
   const int Dp = g.Dp, Tp = g.Tp;
   const int kvh = h / (s.H / s.Hkv);
-  T* Kt = detail::thread_scratch<T>(2 * static_cast<size_t>(Tp) * Dp + 2 * kTile * Dp +
-                                    kTile * kTile);
+  T* Kt =
+      detail::thread_scratch<T>(2 * static_cast<size_t>(Tp) * Dp + 2 * kTile * Dp + kTile * kTile);
   T* Vp = Kt + static_cast<size_t>(Dp) * Tp;  // (Tp, Dp)
   T* Qs = Vp + static_cast<size_t>(Tp) * Dp;  // (kTile, Dp), pre-scaled by 1/sqrt(D)
   T* O = Qs + kTile * Dp;                     // (kTile, Dp) unnormalised output
@@ -100,6 +81,22 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
   pack_transposed(Kt, Tp, kb, s.kv_stride, s.T, s.D, Dp);
   pack_rows(Vp, Dp, vb, s.kv_stride, s.T, s.D, Tp, T(1));
 
+  // Rows wanted soon: this head's later query tiles, then what the next task packs first.
+  attn::RowPrefetcher pf;
+  if (s.T > kTile)
+    pf.add(qb + static_cast<size_t>(kTile) * s.q_stride, s.q_stride, s.T - kTile, s.D);
+  if (next_task >= 0) {
+    const int nb = next_task / s.H, nh = next_task % s.H, nkvh = nh / (s.H / s.Hkv);
+    const size_t nrow0 = static_cast<size_t>(nb) * s.T;
+    const size_t kv_off = nrow0 * s.kv_stride + static_cast<size_t>(nkvh) * s.D;
+    pf.add(k + kv_off, s.kv_stride, s.T, s.D);
+    pf.add(v + kv_off, s.kv_stride, s.T, s.D);
+    pf.add(q + nrow0 * s.q_stride + static_cast<size_t>(nh) * s.D, s.q_stride, std::min(s.T, kTile),
+           s.D);
+  }
+  const int pairs = g.nt * (g.nt + 1) / 2;
+  const int quota = (pf.total_rows() + pairs - 1) / pairs;
+
   for (int i = 0; i < g.nt; ++i) {
     const int t0 = i * kTile;
     const int rows = std::min(kTile, s.T - t0);
@@ -113,6 +110,7 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
     for (size_t e = 0; e < static_cast<size_t>(rows4) * Dp; ++e) O[e] = 0;
     for (int j = 0; j <= i; ++j) {
       const bool diag = j == i;
+      pf.step(quota);
       attn::tile_abt(Qs, Dp, Kt + j * kTile, Tp, Dp, S, rows4, diag);
       online_softmax(S, m, l, O, Dp, rows4, diag);
       attn::tile_acc(O, Dp, S, kTile, 1, Vp + static_cast<size_t>(j) * kTile * Dp, Dp, Dp, rows4,
@@ -128,12 +126,26 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
   }
 }
 
+void validate(const AttentionShape& s) {
+  if (s.B < 0 || s.T < 0 || s.D <= 0 || s.H <= 0 || s.Hkv <= 0 || s.H % s.Hkv != 0 ||
+      s.q_stride < s.H * s.D || s.kv_stride < s.Hkv * s.D) {
+    throw std::invalid_argument("attention: bad shape B=" + std::to_string(s.B) +
+                                " T=" + std::to_string(s.T) + " H=" + std::to_string(s.H) +
+                                " Hkv=" + std::to_string(s.Hkv) + " D=" + std::to_string(s.D) +
+                                " strides " + std::to_string(s.q_stride) + "/" +
+                                std::to_string(s.kv_stride));
+  }
+}
+
 template <class T>
 void forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s) {
+  validate(s);
   const int tasks = s.B * s.H;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) {
-    forward_head(out, lse, q, k, v, s, task / s.H, task % s.H);
+    // A static schedule hands each thread a contiguous run of tasks, so task + 1 is usually
+    // this thread's next one; when it is not, the prefetch is merely wasted.
+    forward_head(out, lse, q, k, v, s, task / s.H, task % s.H, task + 1 < tasks ? task + 1 : -1);
   }
 }
 
@@ -166,9 +178,9 @@ FF_WIDE void score_grad(T* dP, const T* P, const T* Dd, int rows, int rows4, boo
 // query head of the group in turn, so dK and dV of this KV head are summed here in a fixed order
 // and written once; no other task touches them, nor this group's dq columns.
 template <class T>
-FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k,
-                            const T* v, const T* out, const T* lse, const AttentionShape& s,
-                            int b, int kvh) {
+FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
+                            const T* out, const T* lse, const AttentionShape& s, int b, int kvh,
+                            int next_task) {
   const Geometry g(s);
   const int Dp = g.Dp, Tp = g.Tp;
   const size_t plane = static_cast<size_t>(Tp) * Dp;
@@ -207,11 +219,37 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
       if (t < s.T) {
         const T* o = out + o_off + t * o_stride;
         const T* d = dout + o_off + t * o_stride;
+#pragma omp simd reduction(+ : acc)
         for (int c = 0; c < s.D; ++c) acc += d[c] * o[c];
       }
       Dd[t] = acc;
       L[t] = t < s.T ? lse_h[t] : T(0);
     }
+    // While this head's tiles run, fetch the gradient rows this head (and, for the last head,
+    // this task) will add into, and the rows the next head or the next task packs first.
+    attn::RowPrefetcher pf;
+    pf.add(dq + q_off, s.q_stride, s.T, s.D, true);
+    if (h + 1 == (kvh + 1) * group) {
+      pf.add(dk + kv_off, s.kv_stride, s.T, s.D, true);
+      pf.add(dv + kv_off, s.kv_stride, s.T, s.D, true);
+    }
+    auto add_head = [&](int nb, int nh) {
+      const size_t nrow0 = static_cast<size_t>(nb) * s.T;
+      pf.add(q + nrow0 * s.q_stride + static_cast<size_t>(nh) * s.D, s.q_stride, s.T, s.D);
+      pf.add(dout + nrow0 * o_stride + static_cast<size_t>(nh) * s.D, o_stride, s.T, s.D);
+      pf.add(out + nrow0 * o_stride + static_cast<size_t>(nh) * s.D, o_stride, s.T, s.D);
+    };
+    if (h + 1 < (kvh + 1) * group) {
+      add_head(b, h + 1);
+    } else if (next_task >= 0) {
+      const int nb = next_task / s.Hkv, nkvh = next_task % s.Hkv;
+      const size_t nkv_off =
+          static_cast<size_t>(nb) * s.T * s.kv_stride + static_cast<size_t>(nkvh) * s.D;
+      pf.add(k + nkv_off, s.kv_stride, s.T, s.D);
+      pf.add(v + nkv_off, s.kv_stride, s.T, s.D);
+      add_head(nb, nkvh * group);
+    }
+    const int quota = (pf.total_rows() + g.nt * (g.nt + 1) / 2 - 1) / (g.nt * (g.nt + 1) / 2);
     for (int j = 0; j < g.nt; ++j) {
       const int keys4 = round4(std::min(kTile, s.T - j * kTile));
       const size_t kj = static_cast<size_t>(j) * kTile * Dp;
@@ -222,6 +260,7 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
         const size_t qi = static_cast<size_t>(i) * kTile * Dp;
         const Band lower = diag ? Band::kLower : Band::kFull;
         const Band upper = diag ? Band::kUpper : Band::kFull;
+        pf.step(quota);
         attn::tile_abt(Qs + qi, Dp, Kt + j * kTile, Tp, Dp, P, rows4, diag);
         probabilities(P, L + i * kTile, rows, rows4, diag);
         attn::tile_acc(dV + kj, Dp, P, 1, kTile, dOp + qi, Dp, Dp, keys4, rows4, upper);
@@ -247,12 +286,14 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
 }
 
 template <class T>
-void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
-              const T* out, const T* lse, const AttentionShape& s) {
+void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
+              const T* lse, const AttentionShape& s) {
+  validate(s);
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) {
-    backward_group(dq, dk, dv, dout, q, k, v, out, lse, s, task / s.Hkv, task % s.Hkv);
+    backward_group(dq, dk, dv, dout, q, k, v, out, lse, s, task / s.Hkv, task % s.Hkv,
+                   task + 1 < tasks ? task + 1 : -1);
   }
 }
 
@@ -267,8 +308,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const AttentionShape& s) {
   backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
-void attention_forward(double* out, double* lse, const double* q, const double* k,
-                       const double* v, const AttentionShape& s) {
+void attention_forward(double* out, double* lse, const double* q, const double* k, const double* v,
+                       const AttentionShape& s) {
   forward(out, lse, q, k, v, s);
 }
 void attention_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,

@@ -28,8 +28,8 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
   const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A,
                                       lda, B, ldb, beta, C, ldc);
   if (st != dnnl_success) {
-    throw std::runtime_error("dnnl_sgemm failed with status " + std::to_string(st) + " (M=" +
-                             std::to_string(M) + " N=" + std::to_string(N) +
+    throw std::runtime_error("dnnl_sgemm failed with status " + std::to_string(st) +
+                             " (M=" + std::to_string(M) + " N=" + std::to_string(N) +
                              " K=" + std::to_string(K) + ")");
   }
 #else

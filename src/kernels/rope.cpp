@@ -67,8 +67,8 @@ void rope_forward(double* x, const double* cos, const double* sin, int B, int T,
                   int row_stride) {
   rotate(x, cos, sin, B, T, heads, D, row_stride, 1.0);
 }
-void rope_backward(double* dx, const double* cos, const double* sin, int B, int T, int heads,
-                   int D, int row_stride) {
+void rope_backward(double* dx, const double* cos, const double* sin, int B, int T, int heads, int D,
+                   int row_stride) {
   rotate(dx, cos, sin, B, T, heads, D, row_stride, -1.0);
 }
 

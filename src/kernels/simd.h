@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 // GCC's Sapphire Rapids tuning prefers 256-bit vectors for auto-vectorized loops; the tile
 // loops of attention are compute bound and want full AVX-512 width.
@@ -36,6 +38,47 @@ inline Vec<T> load(const T* p) {
 template <class T>
 inline void store(T* p, const Vec<T>& v) {
   std::memcpy(p, &v, sizeof v);
+}
+
+namespace detail {
+template <class T>
+using LaneIndex = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+template <class T>
+struct MaskOf {
+  typedef LaneIndex<T> type __attribute__((vector_size(kLanes * sizeof(T))));
+};
+// Lane j of the 2x2 block swap at block size b: from the first row when bit b of j is clear,
+// else from the second (indices 16..31). "high" builds the partner row.
+template <class T, int b, bool high, size_t... J>
+constexpr typename MaskOf<T>::type swap_mask(std::index_sequence<J...>) {
+  return typename MaskOf<T>::type{static_cast<LaneIndex<T>>(
+      (J & b) == 0 ? (high ? J + b : J) : (high ? kLanes + J : kLanes + J - b))...};
+}
+template <class T, int b>
+inline void swap_blocks(Vec<T>* r) {
+  constexpr auto lo = swap_mask<T, b, false>(std::make_index_sequence<kLanes>{});
+  constexpr auto hi = swap_mask<T, b, true>(std::make_index_sequence<kLanes>{});
+  for (int i = 0; i < kLanes; ++i) {
+    if (i & b) continue;
+    const Vec<T> a = r[i], c = r[i + b];
+    r[i] = __builtin_shuffle(a, c, lo);
+    r[i + b] = __builtin_shuffle(a, c, hi);
+  }
+}
+}  // namespace detail
+
+// dst (16 x 16, row stride ldd) = src^T (row stride lds). Transposing [[A, B], [C, D]] swaps B
+// and C and transposes each block, so swapping off-diagonal blocks at sizes 8, 4, 2, 1 is a
+// full transpose: 64 two-register shuffles instead of 256 scattered scalar stores.
+template <class T>
+inline void transpose16(const T* src, size_t lds, T* dst, size_t ldd) {
+  Vec<T> r[kLanes];
+  for (int i = 0; i < kLanes; ++i) r[i] = load(src + i * lds);
+  detail::swap_blocks<T, 8>(r);
+  detail::swap_blocks<T, 4>(r);
+  detail::swap_blocks<T, 2>(r);
+  detail::swap_blocks<T, 1>(r);
+  for (int i = 0; i < kLanes; ++i) store(dst + i * ldd, r[i]);
 }
 
 // e^x in float to about 1 ulp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is

@@ -69,9 +69,9 @@ void save_checkpoint(const std::string& path, const CheckpointState& s, const fl
               {"data_cursor", s.data.cursor},
               {"num_params", n},
               {"config", s.config_toml}});
-  w.add_section("params", params, n * sizeof(float));
-  w.add_section("adam_m", adam_m, n * sizeof(float));
-  w.add_section("adam_v", adam_v, n * sizeof(float));
+  w.add_section_view("params", params, n * sizeof(float));
+  w.add_section_view("adam_m", adam_m, n * sizeof(float));
+  w.add_section_view("adam_v", adam_v, n * sizeof(float));
   w.write(path);
 }
 

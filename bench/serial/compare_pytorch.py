@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""fivefold against PyTorch 1.13 eager on the identical `bench` model, data, batch and threads.
+
+The two programs run alternately, round after round, in one invocation, so both see the same
+machine weather. Throughput is total timed tokens over total timed seconds (the first steps are
+warm-up for both); peak memory is each process's own max RSS (os.wait4). MFU for both uses the
+FLOPs-per-token and the sgemm ceiling that fivefold measures at start-up (metrics.jsonl), so the
+two columns share one yardstick.
+
+usage: /usr/bin/python3 bench/serial/compare_pytorch.py [--rounds 3 --steps 12 --warmup 2]
+Prints a Markdown table; --write appends nothing, it replaces the section in bench/RESULTS.md.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SECTION = "## Serial training: fivefold vs PyTorch"
+
+
+def shard_to_int32(shard, out):
+    """Re-encodes a fivefold token shard (40-byte header, u16 or u32 ids) as raw int32 ids."""
+    with open(shard, "rb") as f:
+        head = f.read(40)
+        if head[:8] != b"FFTOKENS":
+            sys.exit(f"{shard} is not a fivefold token shard")
+        dtype_bytes, count = struct.unpack_from("<IQ", head, 12)
+        raw = f.read(count * dtype_bytes)
+    fmt = "H" if dtype_bytes == 2 else "I"
+    ids = struct.unpack(f"<{count}{fmt}", raw)
+    with open(out, "wb") as f:
+        f.write(struct.pack(f"<{count}i", *ids))
+
+
+def run_measured(cmd, env=None):
+    # os.wait4 on our own child gives that child's rusage; Popen.wait would reap it first.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err[-2000:]}")
+    return out, usage.ru_maxrss / 1024.0
+
+
+def fivefold_round(a, workdir):
+    out_dir = os.path.join(workdir, "ff-run")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    cmd = [a.fivefold, "train", "--config", os.path.join(ROOT, "configs/bench.toml"),
+           "--data", a.data, "--out", out_dir, "--steps", str(a.steps + a.warmup),
+           "--eval-every", "0", "--threads", str(a.threads), "--log-every", "1000"]
+    _, rss = run_measured(cmd)
+    recs = [json.loads(l) for l in open(os.path.join(out_dir, "metrics.jsonl"))]
+    timed = recs[a.warmup:]
+    tokens = a.batch * a.seq * len(timed)
+    seconds = sum(r["step_seconds"] for r in timed)
+    flops_over_peak = recs[-1]["mfu"] / recs[-1]["tokens_per_s"]  # flops_per_token / peak
+    return {"tokens_per_s": tokens / seconds, "rss_mb": rss, "flops_over_peak": flops_over_peak,
+            "loss_last": recs[-1]["loss"]}
+
+
+def torch_round(a, tokens_file):
+    env = dict(os.environ)
+    cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json",
+           "--steps", str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads),
+           "--tokens", tokens_file]
+    out, rss = run_measured(cmd, env)
+    res = json.loads(out.strip().splitlines()[-1])
+    return {"tokens_per_s": res["tokens_per_s"], "rss_mb": rss, "params": res["params"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fivefold", default=os.path.join(ROOT, "build/fivefold"))
+    ap.add_argument("--data", default=os.path.join(ROOT, "data/kjv"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=12, help="timed steps per run")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--write", action="store_true", help="replace the section in bench/RESULTS.md")
+    a = ap.parse_args()
+    a.batch, a.seq = 8, 256  # configs/bench.toml; torch_llama_bench.py defaults match
+    with tempfile.TemporaryDirectory() as workdir:
+        tokens_file = os.path.join(workdir, "train.i32")
+        shard_to_int32(os.path.join(a.data, "train.bin"), tokens_file)
+        ff, pt = [], []
+        for r in range(a.rounds):
+            ff.append(fivefold_round(a, workdir))
+            pt.append(torch_round(a, tokens_file))
+            print(f"round {r + 1}: fivefold {ff[-1]['tokens_per_s']:.0f} tok/s, "
+                  f"pytorch {pt[-1]['tokens_per_s']:.0f} tok/s", file=sys.stderr)
+    med = lambda xs: statistics.median(xs)
+    ff_tps, pt_tps = med([x["tokens_per_s"] for x in ff]), med([x["tokens_per_s"] for x in pt])
+    fop = med([x["flops_over_peak"] for x in ff])
+    ff_rss, pt_rss = max(x["rss_mb"] for x in ff), max(x["rss_mb"] for x in pt)
+    cmdline = "/usr/bin/python3 bench/serial/compare_pytorch.py " + " ".join(sys.argv[1:])
+    rows = [
+        "| | fivefold | PyTorch 1.13 eager | ratio |",
+        "|---|---|---|---|",
+        f"| tokens/s (median of {a.rounds} alternating rounds, {a.steps} timed steps each) | "
+        f"{ff_tps:.0f} | {pt_tps:.0f} | **{ff_tps / pt_tps:.2f}x** |",
+        f"| MFU (over fivefold's measured sgemm ceiling) | {100 * ff_tps * fop:.1f}% | "
+        f"{100 * pt_tps * fop:.1f}% | |",
+        f"| peak RSS | {ff_rss:.0f} MiB | {pt_rss:.0f} MiB | {ff_rss / pt_rss:.2f}x |",
+        f"| per-round tokens/s | {', '.join(f'{x['tokens_per_s']:.0f}' for x in ff)} | "
+        f"{', '.join(f'{x['tokens_per_s']:.0f}' for x in pt)} | |",
+    ]
+    table = "\n".join(rows)
+    print(table)
+    if a.write:
+        body = (f"{SECTION}\n\nModel `configs/bench.toml` ({pt[0]['params']:,} parameters, d=384, "
+                f"6 layers, 6 heads, T=256, vocab 4096, micro-batch 8, fp32, AdamW), KJV tokens, "
+                f"{a.threads} threads for both.\n\n```\n{cmdline}\n```\n\n{table}\n")
+        path = os.path.join(ROOT, "bench/RESULTS.md")
+        text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
+        pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)
+        text = pattern.sub(body.rstrip("\n"), text) if SECTION in text else text.rstrip("\n") + "\n\n" + body
+        open(path, "w").write(text)
+
+
+if __name__ == "__main__":
+    main()

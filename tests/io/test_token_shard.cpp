@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "io/token_shard.h"
+#include "io_test_util.h"
+
+using namespace ff;
+using ff::testing::expect_error;
+
+namespace {
+
+std::vector<int32_t> ramp(size_t n, int32_t mod) {
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = int32_t((i * 7919) % size_t(mod));
+  return v;
+}
+
+}  // namespace
+
+TEST(TokenShard, RoundTripU16) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  const auto tokens = ramp(1000, 4096);
+  write_token_shard(p, tokens, 4096);
+  EXPECT_EQ(read_token_shard(p), tokens);
+  EXPECT_EQ(std::filesystem::file_size(p), 40u + 2u * 1000u);
+  EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
+  TokenShardInfo info = read_token_shard_info(p);
+  EXPECT_EQ(info.version, 1u);
+  EXPECT_EQ(info.dtype_bytes, 2u);
+  EXPECT_EQ(info.tokens, 1000u);
+  EXPECT_EQ(info.vocab_size, 4096u);
+  EXPECT_EQ(ff::testing::read_all(p).substr(0, 8), "FFTOKENS");
+}
+
+TEST(TokenShard, BoundaryVocabSizesPickTheDtype) {
+  ff::testing::TempDir dir;
+  std::vector<int32_t> tokens = {0, 65534, 12};
+  write_token_shard(dir.file("u16.bin"), tokens, 65535);
+  EXPECT_EQ(read_token_shard_info(dir.file("u16.bin")).dtype_bytes, 2u);
+  EXPECT_EQ(read_token_shard(dir.file("u16.bin")), tokens);
+  tokens.push_back(100000);
+  write_token_shard(dir.file("u32.bin"), tokens, 100001);
+  EXPECT_EQ(read_token_shard_info(dir.file("u32.bin")).dtype_bytes, 4u);
+  EXPECT_EQ(read_token_shard(dir.file("u32.bin")), tokens);
+  EXPECT_EQ(std::filesystem::file_size(dir.file("u32.bin")), 40u + 4u * 4u);
+}
+
+TEST(TokenShard, EmptyShardRoundTrips) {
+  ff::testing::TempDir dir;
+  write_token_shard(dir.file("e.bin"), {}, 300);
+  EXPECT_TRUE(read_token_shard(dir.file("e.bin")).empty());
+}
+
+TEST(TokenShard, OverwriteReplacesTheOldFile) {
+  ff::testing::TempDir dir;
+  write_token_shard(dir.file("a.bin"), {1, 2, 3}, 10);
+  write_token_shard(dir.file("a.bin"), {4, 5}, 10);
+  EXPECT_EQ(read_token_shard(dir.file("a.bin")), (std::vector<int32_t>{4, 5}));
+}
+
+TEST(TokenShard, FlippedPayloadByteIsACorruptChecksum) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  write_token_shard(p, ramp(500, 1000), 1000);
+  ff::testing::flip_byte(p, 40 + 333);
+  expect_error([&] { read_token_shard(p); },
+               {p, "checksum mismatch", "corrupt", "re-run fivefold prepare"});
+}
+
+TEST(TokenShard, TruncatedFileIsReported) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  write_token_shard(p, ramp(500, 1000), 1000);
+  ff::testing::truncate_to(p, 40 + 999);
+  expect_error([&] { read_token_shard(p); },
+               {"truncated", "500 tokens", "re-run fivefold prepare"});
+  ff::testing::truncate_to(p, 20);
+  expect_error([&] { read_token_shard(p); }, {"truncated", "40-byte header"});
+}
+
+TEST(TokenShard, TrailingBytesAreASizeMismatch) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  write_token_shard(p, {1, 2, 3}, 10);
+  ff::testing::write_all(p, ff::testing::read_all(p) + "xx");
+  expect_error([&] { read_token_shard(p); }, {"size mismatch"});
+}
+
+TEST(TokenShard, WrongMagicIsNotAShard) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  write_token_shard(p, {1, 2, 3}, 10);
+  ff::testing::flip_byte(p, 0);
+  expect_error([&] { read_token_shard(p); }, {"not a fivefold token shard"});
+  ff::testing::write_all(p, "hello");  // shorter than any header, still not a shard
+  expect_error([&] { read_token_shard(p); }, {"truncated"});
+}
+
+TEST(TokenShard, UnsupportedVersionAndDtype) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  write_token_shard(p, {1, 2, 3}, 10);
+  std::string b = ff::testing::read_all(p);
+  b[8] = 9;  // version 9
+  ff::testing::write_all(p, b);
+  expect_error([&] { read_token_shard(p); }, {"unsupported version 9"});
+  b[8] = 1;
+  b[12] = 3;  // dtype 3 bytes
+  ff::testing::write_all(p, b);
+  expect_error([&] { read_token_shard(p); }, {"unsupported dtype"});
+}
+
+TEST(TokenShard, MissingFileSaysRunPrepare) {
+  expect_error([] { read_token_shard("/nonexistent/dir/train.bin"); },
+               {"/nonexistent/dir/train.bin", "not found", "fivefold prepare"});
+}
+
+TEST(TokenShard, WriterRejectsIdsOutsideTheVocab) {
+  ff::testing::TempDir dir;
+  expect_error(
+      [&] {
+        write_token_shard(dir.file("a.bin"), {1, 10, 2}, 10);
+      },
+      {"token id 10", "position 1", "outside [0, 10)"});
+  expect_error([&] { write_token_shard(dir.file("a.bin"), {-1}, 10); }, {"token id -1"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("a.bin")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("a.bin.tmp")));
+}
