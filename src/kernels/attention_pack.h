@@ -1,8 +1,6 @@
 #pragma once
-// Internal to flash_attention.cpp: copying q/k/v rows into padded tile-friendly scratch, and
-// prefetching the rows the next tiles will read. Those rows sit a whole fused-qkv row apart
-// (kilobytes), so each one is on a new page where the hardware prefetcher does not follow, and
-// without help the copies stall on memory for a large part of the kernel's time.
+// Internal to flash_attention.cpp: copying q/k/v rows into zero-padded scratch laid out for
+// the tile products. (Software prefetching of the next rows was tried and measured slower.)
 #include <algorithm>
 #include <cstddef>
 
@@ -49,48 +47,5 @@ inline void pack_transposed(T* dst, int ld_dst, const T* src, size_t ld_src, int
     for (int r = c < cols ? rows : 0; r < ld_dst; ++r) d[r] = T(0);
   }
 }
-
-// Walks a short list of strided row ranges, issuing L2 prefetches for a given number of rows
-// per call, so the traffic is spread over the tile products that hide it.
-class RowPrefetcher {
- public:
-  // `for_write` asks for the lines in exclusive state, for rows about to be accumulated into.
-  template <class T>
-  void add(const T* base, size_t stride, int rows, int cols, bool for_write = false) {
-    if (n_ == kMaxStreams || rows <= 0) return;
-    streams_[n_++] = {reinterpret_cast<const char*>(base), stride * sizeof(T), rows,
-                      static_cast<int>(cols * sizeof(T)), for_write};
-    total_ += rows;
-  }
-  int total_rows() const { return total_; }
-  void step(int rows) {
-    for (; rows > 0 && cur_ < n_; --rows) {
-      const Stream& s = streams_[cur_];
-      const char* p = s.base + row_ * s.stride;
-      if (s.for_write) {
-        for (int off = 0; off < s.bytes; off += 64) __builtin_prefetch(p + off, 1, 2);
-        __builtin_prefetch(p + s.bytes - 1, 1, 2);
-      } else {
-        for (int off = 0; off < s.bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
-        __builtin_prefetch(p + s.bytes - 1, 0, 2);  // the row need not start on a line
-      }
-      if (++row_ == s.rows) {
-        row_ = 0;
-        ++cur_;
-      }
-    }
-  }
-
- private:
-  struct Stream {
-    const char* base;
-    size_t stride;
-    int rows, bytes;
-    bool for_write;
-  };
-  static constexpr int kMaxStreams = 8;
-  Stream streams_[kMaxStreams];
-  int n_ = 0, cur_ = 0, row_ = 0, total_ = 0;
-};
 
 }  // namespace ff::attn

@@ -9,7 +9,7 @@ namespace ff {
 namespace {
 
 template <class T>
-T row_max(const T* x, int V) {
+FF_WIDE T row_max(const T* x, int V) {
   T m = x[0];
 #pragma omp simd reduction(max : m)
   for (int c = 0; c < V; ++c) m = x[c] > m ? x[c] : m;
@@ -26,7 +26,7 @@ double sum_rows(const T* losses, int N) {
 }
 
 template <class T>
-double forward_backward(T* logits, T* losses, const int32_t* targets, int N, int V, T scale) {
+FF_WIDE double forward_backward(T* logits, T* losses, const int32_t* targets, int N, int V, T scale) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     T* x = logits + static_cast<size_t>(n) * V;
@@ -52,7 +52,7 @@ double forward_backward(T* logits, T* losses, const int32_t* targets, int N, int
 }
 
 template <class T>
-double forward_only(const T* logits, T* losses, const int32_t* targets, int N, int V) {
+FF_WIDE double forward_only(const T* logits, T* losses, const int32_t* targets, int N, int V) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const T* x = logits + static_cast<size_t>(n) * V;

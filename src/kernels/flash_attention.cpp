@@ -32,26 +32,34 @@ struct Geometry {
 int round4(int n) { return (n + attn::kRows - 1) / attn::kRows * attn::kRows; }
 
 // One online-softmax step (Milakov & Gimelshein) over a score tile: S becomes the
-// probabilities relative to the running max m, and O and l are rescaled to that max.
+// probabilities relative to the running max m, and O and l are rescaled to that max. A row is
+// four vectors; on the diagonal, columns past the row are set to -inf before use (they may hold
+// stale values from earlier tiles, so they are selected away, never multiplied by 0).
 template <class T>
 FF_WIDE void online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows, bool diagonal) {
+  constexpr int nv = kTile / simd::kLanes;
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  simd::Vec<T> lane;
+  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
   for (int r = 0; r < rows; ++r) {
     T* s = S + r * kTile;
-    const int ncols = diagonal ? r + 1 : kTile;
-    T mx = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : mx)
-    for (int c = 0; c < ncols; ++c) mx = s[c] > mx ? s[c] : mx;
+    simd::Vec<T> x[nv];
+    for (int v = 0; v < nv; ++v) {
+      x[v] = simd::load(s + v * simd::kLanes);
+      if (diagonal) x[v] = lane + T(v * simd::kLanes) <= T(r) ? x[v] : neg_inf;
+    }
+    simd::Vec<T> mv = x[0];
+    for (int v = 1; v < nv; ++v) mv = x[v] > mv ? x[v] : mv;
+    const T mx = simd::reduce_max<T>(mv);
     const T mnew = mx > m[r] ? mx : m[r];
     const T alpha = simd::exp_fast(m[r] - mnew);
-    T sum = 0;
-    // Columns past the diagonal may hold stale values from earlier tiles: select, never multiply.
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < kTile; ++c) {
-      const T p = c < ncols ? simd::exp_fast(s[c] - mnew) : T(0);
-      s[c] = p;
+    simd::Vec<T> sum{};
+    for (int v = 0; v < nv; ++v) {
+      const simd::Vec<T> p = simd::exp_vec<T>(x[v] - mnew);
+      simd::store(s + v * simd::kLanes, p);
       sum += p;
     }
-    l[r] = l[r] * alpha + sum;
+    l[r] = l[r] * alpha + simd::reduce_add<T>(sum);
     m[r] = mnew;
     T* o = O + static_cast<size_t>(r) * Dp;
 #pragma omp simd
@@ -61,7 +69,7 @@ FF_WIDE void online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows, bool diago
 
 template <class T>
 FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
-                          const AttentionShape& s, int b, int h, int next_task) {
+                          const AttentionShape& s, int b, int h) {
   const Geometry g(s);
   const int Dp = g.Dp, Tp = g.Tp;
   const int kvh = h / (s.H / s.Hkv);
@@ -81,22 +89,6 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
   pack_transposed(Kt, Tp, kb, s.kv_stride, s.T, s.D, Dp);
   pack_rows(Vp, Dp, vb, s.kv_stride, s.T, s.D, Tp, T(1));
 
-  // Rows wanted soon: this head's later query tiles, then what the next task packs first.
-  attn::RowPrefetcher pf;
-  if (s.T > kTile)
-    pf.add(qb + static_cast<size_t>(kTile) * s.q_stride, s.q_stride, s.T - kTile, s.D);
-  if (next_task >= 0) {
-    const int nb = next_task / s.H, nh = next_task % s.H, nkvh = nh / (s.H / s.Hkv);
-    const size_t nrow0 = static_cast<size_t>(nb) * s.T;
-    const size_t kv_off = nrow0 * s.kv_stride + static_cast<size_t>(nkvh) * s.D;
-    pf.add(k + kv_off, s.kv_stride, s.T, s.D);
-    pf.add(v + kv_off, s.kv_stride, s.T, s.D);
-    pf.add(q + nrow0 * s.q_stride + static_cast<size_t>(nh) * s.D, s.q_stride, std::min(s.T, kTile),
-           s.D);
-  }
-  const int pairs = g.nt * (g.nt + 1) / 2;
-  const int quota = (pf.total_rows() + pairs - 1) / pairs;
-
   for (int i = 0; i < g.nt; ++i) {
     const int t0 = i * kTile;
     const int rows = std::min(kTile, s.T - t0);
@@ -110,7 +102,6 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
     for (size_t e = 0; e < static_cast<size_t>(rows4) * Dp; ++e) O[e] = 0;
     for (int j = 0; j <= i; ++j) {
       const bool diag = j == i;
-      pf.step(quota);
       attn::tile_abt(Qs, Dp, Kt + j * kTile, Tp, Dp, S, rows4, diag);
       online_softmax(S, m, l, O, Dp, rows4, diag);
       attn::tile_acc(O, Dp, S, kTile, 1, Vp + static_cast<size_t>(j) * kTile * Dp, Dp, Dp, rows4,
@@ -143,21 +134,23 @@ void forward(T* out, T* lse, const T* q, const T* k, const T* v, const Attention
   const int tasks = s.B * s.H;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) {
-    // A static schedule hands each thread a contiguous run of tasks, so task + 1 is usually
-    // this thread's next one; when it is not, the prefetch is merely wasted.
-    forward_head(out, lse, q, k, v, s, task / s.H, task % s.H, task + 1 < tasks ? task + 1 : -1);
+    forward_head(out, lse, q, k, v, s, task / s.H, task % s.H);
   }
 }
 
 // P = exp(S - lse) inside the causal, valid region and exactly 0 outside it.
 template <class T>
 FF_WIDE void probabilities(T* P, const T* L, int rows, int rows4, bool diagonal) {
+  constexpr int nv = kTile / simd::kLanes;
+  simd::Vec<T> lane;
+  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
   for (int r = 0; r < rows4; ++r) {
     T* p = P + r * kTile;
-    const int ncols = r >= rows ? 0 : (diagonal ? r + 1 : kTile);
-    const T lr = L[r];
-#pragma omp simd
-    for (int c = 0; c < kTile; ++c) p[c] = c < ncols ? simd::exp_fast(p[c] - lr) : T(0);
+    const T ncols = r >= rows ? T(0) : (diagonal ? T(r + 1) : T(kTile));
+    for (int v = 0; v < nv; ++v) {
+      const simd::Vec<T> e = simd::exp_vec<T>(simd::load(p + v * simd::kLanes) - L[r]);
+      simd::store(p + v * simd::kLanes, lane + T(v * simd::kLanes) < ncols ? e : T(0));
+    }
   }
 }
 
@@ -179,8 +172,7 @@ FF_WIDE void score_grad(T* dP, const T* P, const T* Dd, int rows, int rows4, boo
 // and written once; no other task touches them, nor this group's dq columns.
 template <class T>
 FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
-                            const T* out, const T* lse, const AttentionShape& s, int b, int kvh,
-                            int next_task) {
+                            const T* out, const T* lse, const AttentionShape& s, int b, int kvh) {
   const Geometry g(s);
   const int Dp = g.Dp, Tp = g.Tp;
   const size_t plane = static_cast<size_t>(Tp) * Dp;
@@ -225,31 +217,6 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
       Dd[t] = acc;
       L[t] = t < s.T ? lse_h[t] : T(0);
     }
-    // While this head's tiles run, fetch the gradient rows this head (and, for the last head,
-    // this task) will add into, and the rows the next head or the next task packs first.
-    attn::RowPrefetcher pf;
-    pf.add(dq + q_off, s.q_stride, s.T, s.D, true);
-    if (h + 1 == (kvh + 1) * group) {
-      pf.add(dk + kv_off, s.kv_stride, s.T, s.D, true);
-      pf.add(dv + kv_off, s.kv_stride, s.T, s.D, true);
-    }
-    auto add_head = [&](int nb, int nh) {
-      const size_t nrow0 = static_cast<size_t>(nb) * s.T;
-      pf.add(q + nrow0 * s.q_stride + static_cast<size_t>(nh) * s.D, s.q_stride, s.T, s.D);
-      pf.add(dout + nrow0 * o_stride + static_cast<size_t>(nh) * s.D, o_stride, s.T, s.D);
-      pf.add(out + nrow0 * o_stride + static_cast<size_t>(nh) * s.D, o_stride, s.T, s.D);
-    };
-    if (h + 1 < (kvh + 1) * group) {
-      add_head(b, h + 1);
-    } else if (next_task >= 0) {
-      const int nb = next_task / s.Hkv, nkvh = next_task % s.Hkv;
-      const size_t nkv_off =
-          static_cast<size_t>(nb) * s.T * s.kv_stride + static_cast<size_t>(nkvh) * s.D;
-      pf.add(k + nkv_off, s.kv_stride, s.T, s.D);
-      pf.add(v + nkv_off, s.kv_stride, s.T, s.D);
-      add_head(nb, nkvh * group);
-    }
-    const int quota = (pf.total_rows() + g.nt * (g.nt + 1) / 2 - 1) / (g.nt * (g.nt + 1) / 2);
     for (int j = 0; j < g.nt; ++j) {
       const int keys4 = round4(std::min(kTile, s.T - j * kTile));
       const size_t kj = static_cast<size_t>(j) * kTile * Dp;
@@ -260,7 +227,6 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
         const size_t qi = static_cast<size_t>(i) * kTile * Dp;
         const Band lower = diag ? Band::kLower : Band::kFull;
         const Band upper = diag ? Band::kUpper : Band::kFull;
-        pf.step(quota);
         attn::tile_abt(Qs + qi, Dp, Kt + j * kTile, Tp, Dp, P, rows4, diag);
         probabilities(P, L + i * kTile, rows, rows4, diag);
         attn::tile_acc(dV + kj, Dp, P, 1, kTile, dOp + qi, Dp, Dp, keys4, rows4, upper);
@@ -292,8 +258,7 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) {
-    backward_group(dq, dk, dv, dout, q, k, v, out, lse, s, task / s.Hkv, task % s.Hkv,
-                   task + 1 < tasks ? task + 1 : -1);
+    backward_group(dq, dk, dv, dout, q, k, v, out, lse, s, task / s.Hkv, task % s.Hkv);
   }
 }
 

@@ -18,10 +18,9 @@ void linear_backward(float* dx, float* dW, const float* dy, const float* x, cons
 
 const char* gemm_backend_name();
 
-
-// The measured sgemm ceiling for MFU: GFLOP/s of one n x n x n product of the chosen backend on
-// `threads` threads (0: omp_get_max_threads()), best of a few repetitions after a warm-up.
-// Takes well under a second for n <= 2048.
+// The measured sgemm ceiling for MFU: GFLOP/s of an n x n x n product of the chosen backend on
+// `threads` threads (0: omp_get_max_threads()), the best of the products that fit in ~0.4 s
+// after a warm-up. About 0.5 s in all for n = 2048 on this machine.
 double measure_sgemm_gflops(int n = 2048, int threads = 0);
 
 }  // namespace ff

@@ -8,7 +8,7 @@ namespace ff {
 namespace {
 
 template <class T>
-void forward(T* h, const T* gate_up, int N, int F) {
+FF_WIDE void forward(T* h, const T* gate_up, int N, int F) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const T* g = gate_up + static_cast<size_t>(n) * 2 * F;
@@ -24,7 +24,7 @@ void forward(T* h, const T* gate_up, int N, int F) {
 
 // With s = sigmoid(g): d silu(g)/dg = s (1 + g (1 - s)).
 template <class T>
-void backward(T* d_gate_up, const T* dh, const T* gate_up, int N, int F) {
+FF_WIDE void backward(T* d_gate_up, const T* dh, const T* gate_up, int N, int F) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const size_t off2 = static_cast<size_t>(n) * 2 * F;

@@ -59,9 +59,13 @@ void Llama::check_shape(int B, int T) const {
         B, T, max_batch_, cfg_.seq_len));
 }
 
+namespace {
+const ParamSegment kNoSegment{};
+}
+
 void Llama::block_forward(const float* P, int l, float* out, int B, int T) {
   const BlockActs& a = acts_.block(l);
-  const BlockOffsets& o = layout_.block(l);
+  const BlockOffsets& o = layout_.block_offsets();
   const int N = B * T, C = cfg_.dim, H = cfg_.n_heads, Hkv = cfg_.n_kv_heads,
             D = cfg_.head_dim(), Q = cfg_.qkv_dim(), A = H * D, F = cfg_.ffn_dim;
   rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, N, C, cfg_.rms_eps);
@@ -82,45 +86,99 @@ void Llama::block_forward(const float* P, int l, float* out, int B, int T) {
   }
 }
 
-void Llama::forward_blocks(const float* P, const int32_t* tokens, int B, int T) {
+void Llama::forward_blocks(ParamSource& src, const int32_t* tokens, int B, int T) {
   check_shape(B, T);
   const int N = B * T, L = cfg_.n_layers;
-  embedding_forward(acts_.block(0).x_in, tokens, P + layout_.embedding(), N, cfg_.dim);
+  const ParamSegment emb = layout_.embedding_segment();
+  const float* E = src.acquire(emb, Pass::forward, layout_.block_segment(0));
+  embedding_forward(acts_.block(0).x_in, tokens, E, N, cfg_.dim);
+  src.release(emb, Pass::forward);
   for (int l = 0; l < L; ++l) {
+    const ParamSegment seg = layout_.block_segment(l);
+    const ParamSegment next = l + 1 < L ? layout_.block_segment(l + 1) : layout_.head_segment();
     float* out = l + 1 < L ? acts_.block(l + 1).x_in : acts_.final_out();
-    block_forward(P, l, out, B, T);
+    block_forward(src.acquire(seg, Pass::forward, next), l, out, B, T);
+    src.release(seg, Pass::forward);
   }
-  rmsnorm_forward(acts_.final_ln(), acts_.final_rstd(), acts_.final_out(), P + layout_.final_norm(),
-                  N, cfg_.dim, cfg_.rms_eps);
 }
 
-const float* Llama::forward_logits(const float* P, const int32_t* tokens, int B, int T) {
-  forward_blocks(P, tokens, B, T);
-  matmul_xwt(logits_.data(), acts_.final_ln(), P + layout_.lm_head(), B * T, cfg_.dim,
-             cfg_.vocab_size);
+Llama::HeadParams Llama::acquire_head(ParamSource& src, Pass pass) {
+  const ParamSegment head = layout_.head_segment(), emb = layout_.embedding_segment();
+  // After the head come the blocks in reverse (backward) or nothing (forward).
+  const ParamSegment next =
+      pass == Pass::backward ? layout_.block_segment(cfg_.n_layers - 1) : kNoSegment;
+  HeadParams h;
+  h.norm = src.acquire(head, pass, cfg_.tied_embeddings ? emb : next);
+  h.weight = cfg_.tied_embeddings ? src.acquire(emb, pass, next) : h.norm + cfg_.dim;
+  return h;
+}
+
+void Llama::release_head(ParamSource& src, Pass pass) {
+  if (cfg_.tied_embeddings) src.release(layout_.embedding_segment(), pass);
+  src.release(layout_.head_segment(), pass);
+}
+
+void Llama::head_forward(const HeadParams& h, int first_row, int rows) {
+  const int N = first_row + rows, C = cfg_.dim, V = cfg_.vocab_size;
+  rmsnorm_forward(acts_.final_ln(), acts_.final_rstd(), acts_.final_out(), h.norm, N, C,
+                  cfg_.rms_eps);
+  matmul_xwt(logits_.data(), acts_.final_ln() + size_t(first_row) * C, h.weight, rows, C, V);
+}
+
+const float* Llama::forward_logits(ParamSource& src, const int32_t* tokens, int B, int T) {
+  forward_blocks(src, tokens, B, T);
+  head_forward(acquire_head(src, Pass::forward), 0, B * T);
+  release_head(src, Pass::forward);
   return logits_.data();
 }
 
-const float* Llama::forward_last_logits(const float* P, const int32_t* tokens, int T) {
-  forward_blocks(P, tokens, 1, T);
-  const float* last = acts_.final_ln() + size_t(T - 1) * cfg_.dim;
-  matmul_xwt(logits_.data(), last, P + layout_.lm_head(), 1, cfg_.dim, cfg_.vocab_size);
+const float* Llama::forward_logits(const float* params, const int32_t* tokens, int B, int T) {
+  FlatParams src(params);
+  return forward_logits(src, tokens, B, T);
+}
+
+const float* Llama::forward_last_logits(const float* params, const int32_t* tokens, int T) {
+  FlatParams src(params);
+  forward_blocks(src, tokens, 1, T);
+  head_forward(acquire_head(src, Pass::forward), T - 1, 1);
+  release_head(src, Pass::forward);
   return logits_.data();
 }
 
-double Llama::forward_loss(const float* P, const int32_t* tokens, const int32_t* targets, int B,
+double Llama::forward_loss(ParamSource& src, const int32_t* tokens, const int32_t* targets, int B,
                            int T) {
-  forward_logits(P, tokens, B, T);
+  forward_logits(src, tokens, B, T);
   return cross_entropy_forward(logits_.data(), losses_.data(), targets, B * T, cfg_.vocab_size);
 }
 
-double Llama::forward_backward(const float* P, float* G, const int32_t* tokens,
+double Llama::forward_loss(const float* params, const int32_t* tokens, const int32_t* targets,
+                           int B, int T) {
+  FlatParams src(params);
+  return forward_loss(src, tokens, targets, B, T);
+}
+
+double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* tokens,
                                const int32_t* targets, int B, int T, float grad_scale) {
-  forward_logits(P, tokens, B, T);
+  forward_blocks(src, tokens, B, T);
+  // The head's parameters stay acquired from its forward through its backward.
+  const HeadParams h = acquire_head(src, Pass::backward);
+  head_forward(h, 0, B * T);
   double loss = cross_entropy_forward_backward(logits_.data(), losses_.data(), targets, B * T,
                                                cfg_.vocab_size, grad_scale);
-  backward_blocks(P, G, tokens, B, T);
+  float* emb_grad = backward_head(h, sink, B * T);
+  release_head(src, Pass::backward);
+  backward_blocks(src, sink, B, T);
+  if (!emb_grad) emb_grad = sink.acquire(layout_.embedding_segment());
+  embedding_backward(emb_grad, d_resid_.data(), tokens, B * T, cfg_.dim, cfg_.vocab_size);
+  sink.release(layout_.embedding_segment());
   return loss;
+}
+
+double Llama::forward_backward(const float* params, float* grads, const int32_t* tokens,
+                               const int32_t* targets, int B, int T, float grad_scale) {
+  FlatParams src(params);
+  FlatGrads sink(grads);
+  return forward_backward(src, sink, tokens, targets, B, T, grad_scale);
 }
 
 void Llama::recompute_block(const float* P, int l, int B, int T) {
@@ -130,7 +188,7 @@ void Llama::recompute_block(const float* P, int l, int B, int T) {
     case Recompute::selective: {
       // Everything but the GEMMs, whose inputs were kept.
       const BlockActs& a = acts_.block(l);
-      const BlockOffsets& o = layout_.block(l);
+      const BlockOffsets& o = layout_.block_offsets();
       const int N = B * T, C = cfg_.dim, H = cfg_.n_heads, Hkv = cfg_.n_kv_heads,
                 D = cfg_.head_dim(), Q = cfg_.qkv_dim(), A = H * D;
       rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, N, C, cfg_.rms_eps);
@@ -143,23 +201,37 @@ void Llama::recompute_block(const float* P, int l, int B, int T) {
   }
 }
 
-void Llama::backward_blocks(const float* P, float* G, const int32_t* tokens, int B, int T) {
-  const int N = B * T, C = cfg_.dim, V = cfg_.vocab_size, H = cfg_.n_heads,
-            Hkv = cfg_.n_kv_heads, D = cfg_.head_dim(), Q = cfg_.qkv_dim(), A = H * D,
-            F = cfg_.ffn_dim;
+float* Llama::backward_head(const HeadParams& h, GradSink& sink, int N) {
+  const int C = cfg_.dim, V = cfg_.vocab_size;
+  const ParamSegment head = layout_.head_segment();
   float* d_resid = d_resid_.data();  // (N, C) gradient of the residual stream
   float* d_ln = d_ln_.data();        // (N, C)
-  // Head: logits_ now holds d(loss)/d(logits).
-  matmul_dyw(d_ln, logits_.data(), P + layout_.lm_head(), N, C, V);
-  accumulate_dw(G + layout_.lm_head(), logits_.data(), acts_.final_ln(), N, C, V);
+  float* norm_grad = sink.acquire(head);
+  // Tied: the embedding's gradient stays acquired until the lookup's backward adds to it.
+  float* emb_grad = cfg_.tied_embeddings ? sink.acquire(layout_.embedding_segment()) : nullptr;
+  float* weight_grad = cfg_.tied_embeddings ? emb_grad : norm_grad + C;
+  // logits_ holds d(loss)/d(logits) here.
+  matmul_dyw(d_ln, logits_.data(), h.weight, N, C, V);
+  accumulate_dw(weight_grad, logits_.data(), acts_.final_ln(), N, C, V);
   std::memset(d_resid, 0, size_t(N) * C * sizeof(float));
-  rmsnorm_backward(d_resid, G + layout_.final_norm(), d_ln, acts_.final_out(),
-                   P + layout_.final_norm(), acts_.final_rstd(), N, C);
+  rmsnorm_backward(d_resid, norm_grad, d_ln, acts_.final_out(), h.norm, acts_.final_rstd(), N, C);
+  sink.release(head);
+  return emb_grad;
+}
 
+void Llama::backward_blocks(ParamSource& src, GradSink& sink, int B, int T) {
+  const int N = B * T, C = cfg_.dim, H = cfg_.n_heads, Hkv = cfg_.n_kv_heads,
+            D = cfg_.head_dim(), Q = cfg_.qkv_dim(), A = H * D, F = cfg_.ffn_dim;
+  float* d_resid = d_resid_.data();
+  float* d_ln = d_ln_.data();
   for (int l = cfg_.n_layers - 1; l >= 0; --l) {
+    const ParamSegment seg = layout_.block_segment(l);
+    const ParamSegment next = l > 0 ? layout_.block_segment(l - 1) : layout_.embedding_segment();
+    const float* P = src.acquire(seg, Pass::backward, next);
+    float* G = sink.acquire(seg);
     recompute_block(P, l, B, T);
     const BlockActs& a = acts_.block(l);
-    const BlockOffsets& o = layout_.block(l);
+    const BlockOffsets& o = layout_.block_offsets();
     // MLP: out = mid + down(swiglu(gate_up(norm(mid)))); d_resid flows to mid unchanged.
     matmul_dyw(d_h_.data(), d_resid, P + o.down, N, F, C);             // (N, F)
     accumulate_dw(G + o.down, d_resid, a.h, N, F, C);
@@ -180,8 +252,9 @@ void Llama::backward_blocks(const float* P, float* G, const int32_t* tokens, int
     matmul_dyw(d_ln, d_qkv, P + o.qkv, N, C, Q);
     accumulate_dw(G + o.qkv, d_qkv, a.ln1, N, C, Q);
     rmsnorm_backward(d_resid, G + o.attn_norm, d_ln, a.x_in, P + o.attn_norm, a.rstd1, N, C);
+    sink.release(seg);
+    src.release(seg, Pass::backward);
   }
-  embedding_backward(G + layout_.embedding(), d_resid, tokens, N, C, V);
 }
 
 }  // namespace ff

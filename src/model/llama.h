@@ -9,6 +9,7 @@
 #include "core/memory.h"
 #include "model/activations.h"
 #include "model/model_config.h"
+#include "model/param_access.h"
 #include "model/parameters.h"
 
 namespace ff {
@@ -24,22 +25,40 @@ class Llama {
 
   // One micro-batch of training: forward, loss, backward. Adds grad_scale * d(sum of token
   // losses)/d(params) into grads; returns the sum of token losses. tokens, targets: (B, T).
+  double forward_backward(ParamSource& params, GradSink& grads, const int32_t* tokens,
+                          const int32_t* targets, int B, int T, float grad_scale);
   double forward_backward(const float* params, float* grads, const int32_t* tokens,
                           const int32_t* targets, int B, int T, float grad_scale);
   // Sum of token losses without gradients.
+  double forward_loss(ParamSource& params, const int32_t* tokens, const int32_t* targets, int B,
+                      int T);
   double forward_loss(const float* params, const int32_t* tokens, const int32_t* targets, int B,
                       int T);
   // Logits (B*T, V) for every position; valid until the next call.
+  const float* forward_logits(ParamSource& params, const int32_t* tokens, int B, int T);
   const float* forward_logits(const float* params, const int32_t* tokens, int B, int T);
   // Logits (V) of the last position of one sequence: what sampling needs.
   const float* forward_last_logits(const float* params, const int32_t* tokens, int T);
 
  private:
   void check_shape(int B, int T) const;
-  void forward_blocks(const float* params, const int32_t* tokens, int B, int T);
-  void block_forward(const float* params, int l, float* out, int B, int T);
-  void recompute_block(const float* params, int l, int B, int T);
-  void backward_blocks(const float* params, float* grads, const int32_t* tokens, int B, int T);
+  // Embedding and blocks; leaves the final norm's output in acts_. Rows: B*T.
+  void forward_blocks(ParamSource& params, const int32_t* tokens, int B, int T);
+  struct HeadParams {
+    const float* norm;    // final norm weight (C)
+    const float* weight;  // LM head (V, C): its own or, tied, the embedding
+  };
+  HeadParams acquire_head(ParamSource& params, Pass pass);
+  void release_head(ParamSource& params, Pass pass);
+  // Final norm over rows [0, first_row + rows), LM head for `rows` rows from first_row, into
+  // logits_.
+  void head_forward(const HeadParams& h, int first_row, int rows);
+  // From d(logits) to d_resid_; returns the embedding gradient when tied (kept acquired).
+  float* backward_head(const HeadParams& h, GradSink& grads, int N);
+  // P: the block's own segment.
+  void block_forward(const float* P, int l, float* out, int B, int T);
+  void recompute_block(const float* P, int l, int B, int T);
+  void backward_blocks(ParamSource& params, GradSink& grads, int B, int T);
 
   ModelConfig cfg_;
   ParamLayout layout_;

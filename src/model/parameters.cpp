@@ -21,23 +21,26 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     views_.push_back(v);
     return views_.back().offset;
   };
-  embedding_ = add("model.embed_tokens.weight", {V, C});
+  embedding_ = {add("model.embed_tokens.weight", {V, C}), size_t(V * C)};
   for (int l = 0; l < c.n_layers; ++l) {
     std::string p = "model.layers." + std::to_string(l) + ".";
+    const size_t start = total_;
     BlockOffsets b;
-    b.attn_norm = add(p + "input_layernorm.weight", {C});
-    b.qkv = add(p + "self_attn.q_proj.weight", {c.n_heads * D, C});
+    b.attn_norm = add(p + "input_layernorm.weight", {C}) - start;
+    b.qkv = add(p + "self_attn.q_proj.weight", {c.n_heads * D, C}) - start;
     add(p + "self_attn.k_proj.weight", {c.n_kv_heads * D, C});
     add(p + "self_attn.v_proj.weight", {c.n_kv_heads * D, C});
-    b.o = add(p + "self_attn.o_proj.weight", {C, c.n_heads * D});
-    b.mlp_norm = add(p + "post_attention_layernorm.weight", {C});
-    b.gate_up = add(p + "mlp.gate_proj.weight", {F, C});
+    b.o = add(p + "self_attn.o_proj.weight", {C, c.n_heads * D}) - start;
+    b.mlp_norm = add(p + "post_attention_layernorm.weight", {C}) - start;
+    b.gate_up = add(p + "mlp.gate_proj.weight", {F, C}) - start;
     add(p + "mlp.up_proj.weight", {F, C});
-    b.down = add(p + "mlp.down_proj.weight", {C, F});
-    blocks_.push_back(b);
+    b.down = add(p + "mlp.down_proj.weight", {C, F}) - start;
+    block_offsets_ = b;
+    blocks_.push_back({start, total_ - start});
   }
-  final_norm_ = add("model.norm.weight", {C});
-  lm_head_ = c.tied_embeddings ? embedding_ : add("lm_head.weight", {V, C});
+  head_.offset = add("model.norm.weight", {C});
+  if (!c.tied_embeddings) add("lm_head.weight", {V, C});
+  head_.count = total_ - head_.offset;
 }
 
 const ParamView& ParamLayout::find(const std::string& name) const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/model_config.h"
+#include "model/param_access.h"
 
 namespace ff {
 
@@ -22,6 +23,7 @@ struct ParamView {
   bool is_matrix = false;      // matrices get weight decay and normal init; norms neither
 };
 
+// Offsets of a block's tensors relative to the start of its segment (the same for every block).
 struct BlockOffsets {
   size_t attn_norm, qkv, o, mlp_norm, gate_up, down;
 };
@@ -32,15 +34,20 @@ class ParamLayout {
   const std::vector<ParamView>& views() const { return views_; }
   size_t total() const { return total_; }
   const ParamView& find(const std::string& name) const;  // throws naming the missing tensor
-  size_t embedding() const { return embedding_; }
-  size_t final_norm() const { return final_norm_; }
-  size_t lm_head() const { return lm_head_; }  // == embedding() when tied
-  const BlockOffsets& block(int layer) const { return blocks_[layer]; }
+  // Segments in the order backward completes them: head, blocks L-1 .. 0, embedding.
+  ParamSegment embedding_segment() const { return embedding_; }
+  ParamSegment block_segment(int layer) const { return blocks_[size_t(layer)]; }
+  // The final norm, then (untied) the LM head at offset dim within the segment.
+  ParamSegment head_segment() const { return head_; }
+  const BlockOffsets& block_offsets() const { return block_offsets_; }
+  int n_blocks() const { return int(blocks_.size()); }
 
  private:
   std::vector<ParamView> views_;
-  std::vector<BlockOffsets> blocks_;
-  size_t total_ = 0, embedding_ = 0, final_norm_ = 0, lm_head_ = 0;
+  std::vector<ParamSegment> blocks_;
+  BlockOffsets block_offsets_{};
+  ParamSegment embedding_, head_;
+  size_t total_ = 0;
 };
 
 // Element i of tensor `name` is init_std * normal(seed, hash(name), i) for matrices (output

@@ -17,10 +17,11 @@ static void write_bin(const std::string& path, const void* data, size_t bytes) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) return std::fprintf(stderr, "usage: oracle_dump DIR\n"), 2;
+  if (argc < 2 || argc > 3) return std::fprintf(stderr, "usage: oracle_dump DIR [--tied]\n"), 2;
   const std::string dir = argv[1];
   std::filesystem::create_directories(dir);
   ModelConfig c = testkit::small_gqa_config();
+  c.tied_embeddings = argc == 3 && std::string(argv[2]) == "--tied";
   const int B = 3, T = c.seq_len, N = B * T;
   Llama model(c, B, Recompute::none);
   const size_t n = model.layout().total();
