@@ -1,12 +1,12 @@
-// Flash attention forward and backward at the benchmark model's shape, as GFLOP/s against the
-// causal FLOP count, so attention can be compared with the sgemm ceiling in the same run.
+// Flash attention forward and backward at the benchmark model's shape, as GFLOP/s over the
+// causal FLOP count, next to the sgemm ceiling measured in the same run.
+// Usage: bench_attention [B T H Hkv D fused|split]   (defaults: configs/bench.toml)
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   const int H = argc > 3 ? std::atoi(argv[3]) : 6;
   const int Hkv = argc > 4 ? std::atoi(argv[4]) : H;
   const int D = argc > 5 ? std::atoi(argv[5]) : 64;
-  // "fused": q, k, v interleaved per row as one qkv projection writes them; "split": three
-  // contiguous tensors.
+  // "fused": q, k, v interleaved per row as the model's one qkv projection writes them;
+  // "split": three contiguous tensors.
   const bool fused = !(argc > 6 && std::string(argv[6]) == "split");
   const int reps = 20;
   const int w = (H + 2 * Hkv) * D;
@@ -38,51 +38,39 @@ int main(int argc, char** argv) {
   const float* q = qkv.data();
   const float* k = q + k_off;
   const float* v = q + v_off;
+
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::time_point a, clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
-  // CPU time of the process beside wall time: on a shared machine, wall time includes slices
-  // lost to other jobs, CPU time (divided by threads) does not.
-  auto cpu_now = [] {
-    timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-  };
-  double fwd = 1e30, bwd = 1e30, fwd_cpu = 1e30, bwd_cpu = 1e30;
+  // Best of many: on a shared machine the minimum is the run least disturbed by other jobs.
+  double fwd = 1e30, bwd = 1e30;
   for (int r = 0; r < reps + 2; ++r) {
-    const double c0 = cpu_now();
     const auto t0 = clock::now();
     ff::attention_forward(out.data(), lse.data(), q, k, v, s);
     const auto t1 = clock::now();
-    const double c1 = cpu_now();
     ff::attention_backward(dqkv.data(), dqkv.data() + k_off, dqkv.data() + v_off, dout.data(), q, k,
                            v, out.data(), lse.data(), s);
     const auto t2 = clock::now();
-    const double c2 = cpu_now();
     if (r >= 2) {
       fwd = std::min(fwd, secs(t0, t1));
       bwd = std::min(bwd, secs(t1, t2));
-      fwd_cpu = std::min(fwd_cpu, c1 - c0);
-      bwd_cpu = std::min(bwd_cpu, c2 - c1);
     }
   }
-  // Causal products over the lower triangle only: forward QK^T and PV, 2 T^2 D / 2 each per
-  // (b, h); backward recomputes QK^T and adds dP, dV, dQ, dK (5 products).
+  // Only the causal lower triangle counts: per (b, h) the forward's QK^T and PV are T^2 D
+  // multiply-adds each (2 T^2 D / 2 FLOP), the backward recomputes QK^T and adds dP, dV, dQ, dK.
   const double unit = static_cast<double>(B) * H * T * T * D;
   const double fwd_flop = 2 * unit, bwd_flop = 5 * unit;
-  const int threads = omp_get_max_threads();
-  std::printf("attention B=%d T=%d H=%d Hkv=%d D=%d %s qkv, threads=%d (best of %d)\n", B, T, H,
-              Hkv, D, fused ? "fused" : "split", threads, reps);
-  std::printf("            wall ms  GFLOP/s | cpu ms/thread  GFLOP/s per thread\n");
-  auto row = [&](const char* name, double wall, double cpu, double flop) {
-    std::printf("  %-8s %8.3f %8.1f | %8.3f %8.1f\n", name, wall * 1e3, flop / wall * 1e-9,
-                cpu / threads * 1e3, flop / cpu * 1e-9);
+  const double ceiling = ff::measure_sgemm_gflops(2048, 0);
+  std::printf("attention B=%d T=%d H=%d Hkv=%d D=%d, %s qkv, %d threads, best of %d\n", B, T, H,
+              Hkv, D, fused ? "fused" : "split", omp_get_max_threads(), reps);
+  auto row = [&](const char* name, double t, double flop) {
+    std::printf("  %-9s %8.3f ms %7.1f GFLOP/s  %4.0f%% of sgemm\n", name, t * 1e3, flop / t * 1e-9,
+                100 * flop / t * 1e-9 / ceiling);
   };
-  row("forward", fwd, fwd_cpu, fwd_flop);
-  row("backward", bwd, bwd_cpu, bwd_flop);
-  row("total", fwd + bwd, fwd_cpu + bwd_cpu, fwd_flop + bwd_flop);
-  std::printf("  sgemm ceiling (%s, n=2048): %.1f GFLOP/s\n", ff::gemm_backend_name(),
-              ff::measure_sgemm_gflops(2048, 0));
+  row("forward", fwd, fwd_flop);
+  row("backward", bwd, bwd_flop);
+  row("total", fwd + bwd, fwd_flop + bwd_flop);
+  std::printf("  sgemm ceiling (%s, 2048^3): %.1f GFLOP/s\n", ff::gemm_backend_name(), ceiling);
   return 0;
 }

@@ -1,13 +1,15 @@
 // sgemm ceilings of oneDNN and OpenBLAS measured side by side in one process, plus memcpy
 // bandwidth, to choose FIVEFOLD_GEMM and to give MFU its denominator. Runs of the two libraries
-// alternate, so slow drift of a shared machine hits both alike; each figure is the best of its
-// runs, and a pause precedes every switch so one library's idle spinning threads (OpenMP's spin
-// wait, OpenBLAS's pthread pool) do not eat into the other's time.
+// alternate, so slow drift of a shared machine hits both alike; each figure is the best of
+// several rounds spread over the run, and a pause precedes every switch so one library's idle
+// spinning threads (OpenMP's spin wait, OpenBLAS's pthread pool) do not eat into the other's.
+// Usage: bench_gemm [threads=2] [quick]
 #include <cblas.h>
 #include <dnnl.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "kernels/gemm.h"
 
 namespace {
 
@@ -124,6 +128,19 @@ double memcpy_gbs(size_t bytes, int threads) {
   return bytes / best * 1e-9;
 }
 
+constexpr Lib kLibs[2] = {Lib::kOneDnn, Lib::kOpenBlas};
+
+// GFLOP/s of dW += dy^T x for an (in -> out) linear over N tokens, through ff::linear_backward.
+double time_linear_dw(int in, int out, int N, Buffers& b) {
+  double best = 1e30;
+  for (int r = 0; r < 4; ++r) {
+    const auto t0 = clock_type::now();
+    ff::linear_backward(nullptr, b.C.data(), b.A.data(), b.B.data(), nullptr, N, in, out);
+    if (r > 0) best = std::min(best, seconds_since(t0));
+  }
+  return 2.0 * N * in * out / best * 1e-9;
+}
+
 const char* openblas_kind() {
   switch (openblas_get_parallel()) {
     case 0: return "sequential";
@@ -174,49 +191,84 @@ int main(int argc, char** argv) {
     most = std::max({most, size_t(s.M) * s.K, size_t(s.K) * s.N, size_t(s.M) * s.N});
   Buffers buf(most);
 
-  const int rounds = quick ? 2 : 3;
+  const Shape probe{"qkv fwd", false, true, N, 1152, d, 0};
+  std::vector<Buffers> per_thread;
+  for (int t = 0; t < threads; ++t) per_thread.emplace_back(most);
+  std::vector<float> other(1 << 16, 1.0f);  // 256 KiB: cache resident, mostly sync cost
+
+  // Rounds are the outer loop, so each figure's samples are spread over the whole run and a
+  // burst of load from another job spoils at most one of them.
+  const int rounds = quick ? 2 : 4;
+  std::vector<std::array<double, 2>> best(shapes.size(), {0.0, 0.0});
+  std::array<double, 2> par{0.0, 0.0}, mix{0.0, 0.0};
+  std::vector<double> via_ff(std::size(linears), 0.0);
+  double load[3];
+  getloadavg(load, 3);
+  const double load_start = load[0];
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const Shape& s = shapes[i];
+      const int runs = s.flop() > 5e10 ? 1 : (s.flop() > 5e9 ? 3 : 8);
+      for (int l = 0; l < 2; ++l) {
+        pause_for_switch();
+        best[i][l] = std::max(best[i][l], time_lib(kLibs[l], s, buf, runs));
+      }
+    }
+    for (int l = 0; l < 2; ++l) {
+      pause_for_switch();
+      par[l] = std::max(par[l], time_inside_parallel(kLibs[l], probe, per_thread, 3));
+      pause_for_switch();
+      mix[l] = std::max(mix[l], time_interleaved(kLibs[l], probe, buf, other, 2));
+    }
+    for (size_t j = 0; j < std::size(linears); ++j) {
+      via_ff[j] = std::max(via_ff[j], time_linear_dw(linears[j].in, linears[j].out, N, buf));
+    }
+  }
+  getloadavg(load, 3);
+  std::printf("load average (1 min) %.2f at start, %.2f at end; best of %d rounds\n\n", load_start,
+              load[0], rounds);
+
   std::printf(
       "| shape (M x N x K, op) | oneDNN GFLOP/s | OpenBLAS GFLOP/s | oneDNN / OpenBLAS |\n");
   std::printf("|---|---:|---:|---:|\n");
   double step_flop = 0, step_t[2] = {0, 0};
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
-    const int runs = s.flop() > 5e10 ? 2 : (s.flop() > 5e9 ? 4 : 12);
-    double best[2] = {0, 0};
-    for (int r = 0; r < rounds; ++r) {
-      for (int l = 0; l < 2; ++l) {
-        pause_for_switch();
-        best[l] = std::max(best[l], time_lib(l == 0 ? Lib::kOneDnn : Lib::kOpenBlas, s, buf, runs));
-      }
-    }
     std::printf("| %s (%d x %d x %d, %c%c) | %.1f | %.1f | %.2f |\n", s.name.c_str(), s.M, s.N, s.K,
-                s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', best[0], best[1], best[0] / best[1]);
+                s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', best[i][0], best[i][1],
+                best[i][0] / best[i][1]);
     step_flop += s.per_step * s.flop();
-    for (int l = 0; l < 2; ++l) step_t[l] += s.per_step * s.flop() / (best[l] * 1e9);
+    for (int l = 0; l < 2; ++l) step_t[l] += s.per_step * s.flop() / (best[i][l] * 1e9);
   }
   std::printf(
       "| **one training step's GEMMs** (%.0f GFLOP, weighted by count) | %.1f | %.1f | %.2f |\n\n",
       step_flop * 1e-9, step_flop / step_t[0] * 1e-9, step_flop / step_t[1] * 1e-9,
       step_t[1] / step_t[0]);
 
-  const Shape probe{"qkv fwd", false, true, N, 1152, d, 0};
-  std::vector<Buffers> per_thread;
-  for (int t = 0; t < threads; ++t) per_thread.emplace_back(most);
-  std::vector<float> other(1 << 16, 1.0f);  // 256 KiB: cache resident, mostly sync cost
   std::printf("| qkv fwd (2048 x 1152 x 384) in context | oneDNN GFLOP/s | OpenBLAS GFLOP/s |\n");
   std::printf("|---|---:|---:|\n");
-  double par[2], mix[2];
-  for (int l = 0; l < 2; ++l) {
-    pause_for_switch();
-    par[l] = time_inside_parallel(l == 0 ? Lib::kOneDnn : Lib::kOpenBlas, probe, per_thread, 6);
-  }
-  for (int l = 0; l < 2; ++l) {
-    pause_for_switch();
-    mix[l] = time_interleaved(l == 0 ? Lib::kOneDnn : Lib::kOpenBlas, probe, buf, other, 4);
-  }
   std::printf("| one product per thread inside `omp parallel` (sum) | %.1f | %.1f |\n", par[0],
               par[1]);
   std::printf("| alternating with an OpenMP loop (64K floats) | %.1f | %.1f |\n\n", mix[0], mix[1]);
+
+  // What the trainer gets for dW through ff::linear_backward (FIVEFOLD_GEMM backend, and for
+  // oneDNN the swapped product where out >= 4 in), beside the raw TN calls above.
+  std::printf("| dW = dy^T x through ff::linear_backward (%s) | GFLOP/s |\n|---|---:|\n",
+              ff::gemm_backend_name());
+  // The step mix again with these dW figures in place of the chosen backend's raw calls.
+  const int chosen = std::string(ff::gemm_backend_name()) == "onednn" ? 0 : 1;
+  double ff_t = 0;
+  for (size_t j = 0; j < std::size(linears); ++j) {
+    std::printf("| %s dW (%d x %d x %d) | %.1f |\n", linears[j].name, linears[j].out, linears[j].in,
+                N, via_ff[j]);
+    const double dw_flop = 2.0 * N * linears[j].in * linears[j].out;
+    ff_t += linears[j].per_step * dw_flop / (via_ff[j] * 1e9);
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (!shapes[i].ta) ff_t += shapes[i].per_step * shapes[i].flop() / (best[i][chosen] * 1e9);
+  }
+  std::printf("| **one training step's GEMMs as ff runs them** | %.1f |\n\n",
+              step_flop / ff_t * 1e-9);
 
   std::printf("1-thread square 2048: ");
   omp_set_num_threads(1);
@@ -224,8 +276,8 @@ int main(int argc, char** argv) {
   const Shape sq{"square 2048", false, false, 2048, 2048, 2048, 0};
   for (int l = 0; l < 2; ++l) {
     pause_for_switch();
-    std::printf("%s %.1f GFLOP/s%s", l == 0 ? "oneDNN" : "OpenBLAS",
-                time_lib(l == 0 ? Lib::kOneDnn : Lib::kOpenBlas, sq, buf, 3), l == 0 ? ", " : "\n");
+    std::printf("%s %.1f GFLOP/s%s", l == 0 ? "oneDNN" : "OpenBLAS", time_lib(kLibs[l], sq, buf, 3),
+                l == 0 ? ", " : "\n");
   }
   const size_t bytes = size_t(1) << 28;
   std::printf("memcpy 256 MiB: %.1f GB/s on 1 thread, %.1f GB/s on %d threads (bytes copied/s)\n",

@@ -19,6 +19,7 @@ MemoryLedger& MemoryLedger::instance() {
 }
 
 void MemoryLedger::add(MemCategory c, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
   int i = int(c);
   snap_.current[i] += bytes;
   if (snap_.current[i] > snap_.peak[i]) snap_.peak[i] = snap_.current[i];
@@ -27,11 +28,13 @@ void MemoryLedger::add(MemCategory c, int64_t bytes) {
 }
 
 void MemoryLedger::sub(MemCategory c, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
   snap_.current[int(c)] -= bytes;
   snap_.total_current -= bytes;
 }
 
 void MemoryLedger::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mu_);
   snap_.peak = snap_.current;
   snap_.total_peak = snap_.total_current;
 }
@@ -45,6 +48,7 @@ std::string format_bytes(int64_t bytes) {
 }
 
 std::string MemoryLedger::table() const {
+  const MemorySnapshot snap_ = snapshot();
   std::string out = fmt::format("{:<12} {:>12} {:>12}\n", "memory", "current", "peak");
   for (int i = 0; i < kMemCategories; ++i)
     out += fmt::format("{:<12} {:>12} {:>12}\n", mem_category_name(MemCategory(i)),

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -20,18 +21,22 @@ struct MemorySnapshot {
   int64_t total_peak = 0;  // peak of the sum, not the sum of peaks
 };
 
-// One ledger per process (a rank is a process). Not thread-safe: allocation happens outside
-// parallel regions.
+// One ledger per process (a rank is a process). Thread-safe: kernels grow per-thread scratch
+// inside parallel regions (rarely: only when a larger size is first asked for).
 class MemoryLedger {
  public:
   static MemoryLedger& instance();
   void add(MemCategory c, int64_t bytes);
   void sub(MemCategory c, int64_t bytes);
-  MemorySnapshot snapshot() const { return snap_; }
+  MemorySnapshot snapshot() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return snap_;
+  }
   void reset_peaks();
   std::string table() const;  // human-readable, one row per category
 
  private:
+  mutable std::mutex mu_;
   MemorySnapshot snap_;
 };
 

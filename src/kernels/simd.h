@@ -1,7 +1,8 @@
 #pragma once
-// Internal to the kernels layer: a 16-lane vector type for hand-blocked tile loops, and an exp
-// that GCC can vectorize (glibc's vector expf is only declared under -ffast-math, which would
-// also license reassociation and break run-to-run determinism).
+// Internal to the kernels layer: a 16-lane vector type (GCC vector extensions) for the
+// hand-blocked tile loops, a 16 x 16 register transpose, horizontal reductions, and an exp that
+// vectorizes. glibc's vector expf is only declared under -ffast-math, which would also license
+// reassociation and finite-math assumptions in every kernel that includes this.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -85,7 +86,7 @@ inline void transpose16(const T* src, size_t lds, T* dst, size_t ldd) {
   for (int i = 0; i < kLanes; ++i) store(dst + i * ldd, r[i]);
 }
 
-// e^x in float to about 1 ulp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
+// e^x in float to within 2 ulp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
 // exact), e^r from a degree-6 minimax polynomial, 2^n built in the exponent bits. Every step is
 // a select or plain arithmetic, so loops calling it vectorize. Below -87.3 the result would be
 // subnormal and is flushed to 0, which softmax wants for masked entries anyway.
@@ -120,17 +121,19 @@ inline Vec<T> exp_vec(const Vec<T>& x) {
   return y;
 }
 #if defined(__AVX512F__)
-// GCC 12 flags the intrinsics' deliberately undefined pass-through operand as uninitialized.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The masked forms with an explicit source (all lanes enabled) are used throughout: the plain
+// intrinsics pass an undefined register through, which GCC 12 reports as uninitialized.
 template <>
 inline Vec<float> exp_vec<float>(const Vec<float>& xv) {
+  constexpr __mmask16 all = 0xFFFF;
   const __m512 lo = _mm512_set1_ps(-87.3f);
   const __m512 x0 = reinterpret_cast<const __m512&>(xv);
   const __mmask16 tiny = _mm512_cmp_ps_mask(x0, lo, _CMP_LT_OQ);
-  const __m512 x = _mm512_min_ps(_mm512_max_ps(x0, lo), _mm512_set1_ps(88.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 x = _mm512_mask_max_ps(x0, all, x0, lo);
+  x = _mm512_mask_min_ps(x, all, x, _mm512_set1_ps(88.0f));
+  const __m512 xl = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  const __m512 n =
+      _mm512_mask_roundscale_ps(xl, all, xl, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
   __m512 p = _mm512_set1_ps(1.9875691500e-4f);
@@ -140,10 +143,10 @@ inline Vec<float> exp_vec<float>(const Vec<float>& xv) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512 y = _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(p, n));
+  p = _mm512_mask_scalef_ps(p, all, p, n);
+  const __m512 y = _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), p);
   return reinterpret_cast<const Vec<float>&>(y);
 }
-#pragma GCC diagnostic pop
 #endif
 
 // Horizontal reductions as a halving tree: a lane-by-lane chain would be 15 dependent

@@ -1,5 +1,6 @@
 #include "model/parameters.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -53,20 +54,28 @@ static bool is_residual_output(const std::string& name) {
   return name.find("o_proj") != std::string::npos || name.find("down_proj") != std::string::npos;
 }
 
-void init_parameters(float* params, const ParamLayout& layout, const ModelConfig& c,
-                     uint64_t seed) {
+void init_parameter_range(float* dst, size_t begin, size_t end, const ParamLayout& layout,
+                          const ModelConfig& c, uint64_t seed) {
   for (const auto& v : layout.views()) {
-    float* p = params + v.offset;
+    const size_t lo = std::max(begin, v.offset), hi = std::min(end, v.offset + v.numel);
+    if (lo >= hi) continue;
+    float* p = dst + (lo - begin);
     if (!v.is_matrix) {
-      for (size_t i = 0; i < v.numel; ++i) p[i] = 1.0f;
+      std::fill(p, p + (hi - lo), 1.0f);
       continue;
     }
     float std = c.init_std;
     if (is_residual_output(v.name)) std /= std::sqrt(2.0f * c.n_layers);
     const uint64_t stream = stable_hash(v.name);
+    const size_t first = lo - v.offset, n = hi - lo;
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < v.numel; ++i) p[i] = std * normal01(seed, stream, i);
+    for (size_t i = 0; i < n; ++i) p[i] = std * normal01(seed, stream, first + i);
   }
+}
+
+void init_parameters(float* params, const ParamLayout& layout, const ModelConfig& c,
+                     uint64_t seed) {
+  init_parameter_range(params, 0, layout.total(), layout, c, seed);
 }
 
 }  // namespace ff

@@ -56,5 +56,8 @@ class ParamLayout {
 // of each view, so a shard can initialise just its range.
 void init_parameters(float* params, const ParamLayout& layout, const ModelConfig& c,
                      uint64_t seed);
+// The same values for flat elements [begin, end) only, written to dst[0 .. end - begin).
+void init_parameter_range(float* dst, size_t begin, size_t end, const ParamLayout& layout,
+                          const ModelConfig& c, uint64_t seed);
 
 }  // namespace ff

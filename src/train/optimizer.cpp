@@ -2,17 +2,23 @@
 
 namespace ff {
 
-AdamW::AdamW(const ParamLayout& layout, AdamWConfig cfg)
-    : layout_(layout),
+std::vector<OptimSpan> full_model_spans(const ParamLayout& layout) {
+  std::vector<OptimSpan> spans;
+  for (const ParamView& v : layout.views()) spans.push_back({v.offset, v.offset, v.numel, v.is_matrix});
+  return spans;
+}
+
+AdamW::AdamW(std::vector<OptimSpan> spans, size_t state_size, AdamWConfig cfg)
+    : spans_(std::move(spans)),
       cfg_(cfg),
-      m_(layout.total(), MemCategory::optimizer),
-      v_(layout.total(), MemCategory::optimizer) {}
+      m_(state_size, MemCategory::optimizer),
+      v_(state_size, MemCategory::optimizer) {}
 
 void AdamW::step(float* params, const float* grads, float lr, int step) {
   AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step};
-  for (const ParamView& view : layout_.views())
-    adamw_update(params + view.offset, grads + view.offset, m_.data() + view.offset,
-                 v_.data() + view.offset, view.numel, h, view.is_matrix);
+  for (const OptimSpan& s : spans_)
+    adamw_update(params + s.param_at, grads + s.state_at, m_.data() + s.state_at,
+                 v_.data() + s.state_at, s.count, h, s.decay);
 }
 
 }  // namespace ff

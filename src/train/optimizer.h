@@ -1,6 +1,10 @@
 #pragma once
-// AdamW over the flat parameter buffer. The moments share the parameters' layout, so a
-// checkpoint is three equal-sized sections and a ZeRO shard is an offset range of all three.
+// AdamW over spans of the flat layout. A span pairs a range of the parameters with the same-length
+// range of the optimizer state (and of the gradients, which live in state coordinates): for a
+// replicated model the two coincide; for a ZeRO shard the state is the rank's shard and the
+// parameters are wherever the shard's elements sit.
+#include <vector>
+
 #include "core/memory.h"
 #include "kernels/adamw.h"
 #include "model/parameters.h"
@@ -11,17 +15,28 @@ struct AdamWConfig {
   float beta1, beta2, eps, weight_decay;
 };
 
+struct OptimSpan {
+  size_t param_at;  // into the parameter buffer handed to step()
+  size_t state_at;  // into m, v and the gradient buffer
+  size_t count;
+  bool decay;       // matrices decay, norms do not
+};
+
+// The spans of a whole, unsharded model: one per tensor, state coordinates = flat coordinates.
+std::vector<OptimSpan> full_model_spans(const ParamLayout& layout);
+
 class AdamW {
  public:
-  AdamW(const ParamLayout& layout, AdamWConfig cfg);
-  // step is 1-based (bias correction). Norm weights are not decayed.
+  AdamW(std::vector<OptimSpan> spans, size_t state_size, AdamWConfig cfg);
+  // step is 1-based (bias correction).
   void step(float* params, const float* grads, float lr, int step);
   float* m() { return m_.data(); }
   float* v() { return v_.data(); }
   size_t size() const { return m_.size(); }
+  const std::vector<OptimSpan>& spans() const { return spans_; }
 
  private:
-  const ParamLayout& layout_;
+  std::vector<OptimSpan> spans_;
   AdamWConfig cfg_;
   TrackedBuffer<float> m_, v_;
 };

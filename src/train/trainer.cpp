@@ -102,7 +102,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir) : cfg_(std::move(cfg)), o
   const size_t n = model_->layout().total();
   params_.allocate(n, MemCategory::params);
   grads_.allocate(n, MemCategory::grads);
-  optimizer_ = std::make_unique<AdamW>(model_->layout(), AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay});
+  optimizer_ = std::make_unique<AdamW>(full_model_spans(model_->layout()), n, AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay});
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (resuming) {
     resume = load_checkpoint(ckpt.string(), params_.data(), optimizer_->m(), optimizer_->v(), n);

@@ -47,14 +47,23 @@ TEST(Gemm, AllTransposesMatchNaiveDouble) {
 }
 
 struct LinearCase {
-  int N = 13, in = 24, out = 17;
-  std::vector<float> x = to_float(randn(static_cast<size_t>(N) * in, 11));
-  std::vector<float> W = to_float(randn(static_cast<size_t>(out) * in, 12, 0.2));
-  std::vector<float> dy = to_float(randn(static_cast<size_t>(N) * out, 13));
+  int N, in, out;
+  std::vector<float> x, W, dy;
+  LinearCase(int n, int i, int o)
+      : N(n),
+        in(i),
+        out(o),
+        x(to_float(randn(static_cast<size_t>(N) * in, 11))),
+        W(to_float(randn(static_cast<size_t>(out) * in, 12, 0.2))),
+        dy(to_float(randn(static_cast<size_t>(N) * out, 13))) {}
 };
 
+// out >= 4 in takes the swapped-product path for dW under oneDNN, in whole 16 x 16 transpose
+// blocks and with ragged edges.
+const LinearCase kLinearCases[] = {{13, 24, 17}, {29, 16, 64}, {7, 5, 37}};
+
 TEST(Linear, ForwardMatchesNaiveAndAccumulates) {
-  LinearCase c;
+  const LinearCase& c = kLinearCases[0];
   std::vector<float> y(static_cast<size_t>(c.N) * c.out, 123.0f);
   ff::linear_forward(y.data(), c.x.data(), c.W.data(), c.N, c.in, c.out);
   auto y2 = y;
@@ -70,56 +79,62 @@ TEST(Linear, ForwardMatchesNaiveAndAccumulates) {
 }
 
 TEST(Linear, BackwardMatchesNaiveAndAccumulates) {
-  LinearCase c;
-  const auto dx0 = to_float(randn(static_cast<size_t>(c.N) * c.in, 14));
-  const auto dW0 = to_float(randn(static_cast<size_t>(c.out) * c.in, 15));
-  auto dx = dx0, dW = dW0;
-  ff::linear_backward(dx.data(), dW.data(), c.dy.data(), c.x.data(), c.W.data(), c.N, c.in, c.out);
-  for (int n = 0; n < c.N; ++n) {
-    for (int i = 0; i < c.in; ++i) {
-      double s = dx0[n * c.in + i];
-      for (int o = 0; o < c.out; ++o) s += double(c.dy[n * c.out + o]) * c.W[o * c.in + i];
-      EXPECT_NEAR(dx[n * c.in + i], s, 1e-5);
+  for (const LinearCase& c : kLinearCases) {
+    SCOPED_TRACE(c.out);
+    const auto dx0 = to_float(randn(static_cast<size_t>(c.N) * c.in, 14));
+    const auto dW0 = to_float(randn(static_cast<size_t>(c.out) * c.in, 15));
+    auto dx = dx0, dW = dW0;
+    ff::linear_backward(dx.data(), dW.data(), c.dy.data(), c.x.data(), c.W.data(), c.N, c.in,
+                        c.out);
+    for (int n = 0; n < c.N; ++n) {
+      for (int i = 0; i < c.in; ++i) {
+        double s = dx0[n * c.in + i];
+        for (int o = 0; o < c.out; ++o) s += double(c.dy[n * c.out + o]) * c.W[o * c.in + i];
+        EXPECT_NEAR(dx[n * c.in + i], s, 1e-5);
+      }
     }
-  }
-  for (int o = 0; o < c.out; ++o) {
-    for (int i = 0; i < c.in; ++i) {
-      double s = dW0[o * c.in + i];
-      for (int n = 0; n < c.N; ++n) s += double(c.dy[n * c.out + o]) * c.x[n * c.in + i];
-      EXPECT_NEAR(dW[o * c.in + i], s, 1e-5);
+    for (int o = 0; o < c.out; ++o) {
+      for (int i = 0; i < c.in; ++i) {
+        double s = dW0[o * c.in + i];
+        for (int n = 0; n < c.N; ++n) s += double(c.dy[n * c.out + o]) * c.x[n * c.in + i];
+        EXPECT_NEAR(dW[o * c.in + i], s, 1e-5);
+      }
     }
+    // A null output is skipped, the other still computed.
+    auto dW_only = dW0;
+    ff::linear_backward(nullptr, dW_only.data(), c.dy.data(), c.x.data(), c.W.data(), c.N, c.in,
+                        c.out);
+    EXPECT_EQ(dW_only, dW);
   }
-  // A null output is skipped, the other still computed.
-  auto dW_only = dW0;
-  ff::linear_backward(nullptr, dW_only.data(), c.dy.data(), c.x.data(), c.W.data(), c.N, c.in,
-                      c.out);
-  EXPECT_EQ(dW_only, dW);
 }
 
 // The loss sum(dy o linear(x, W)) is linear in each input, so the central difference has no
 // truncation error even in float with a large step; only float rounding of y remains.
 TEST(Linear, BackwardMatchesFiniteDifferences) {
-  LinearCase c;
-  std::vector<float> y(static_cast<size_t>(c.N) * c.out);
-  auto loss = [&] {
-    ff::linear_forward(y.data(), c.x.data(), c.W.data(), c.N, c.in, c.out);
-    double s = 0;
-    for (size_t i = 0; i < y.size(); ++i) s += double(y[i]) * c.dy[i];
-    return s;
-  };
-  std::vector<float> dx(c.x.size(), 0.0f), dW(c.W.size(), 0.0f);
-  ff::linear_backward(dx.data(), dW.data(), c.dy.data(), c.x.data(), c.W.data(), c.N, c.in, c.out);
-  const float h = 0.5f;
-  for (auto [v, g, name] : {std::tuple{&c.x, &dx, "dx"}, std::tuple{&c.W, &dW, "dW"}}) {
-    for (size_t i = 0; i < v->size(); ++i) {
-      const float keep = (*v)[i];
-      (*v)[i] = keep + h;
-      const double up = loss();
-      (*v)[i] = keep - h;
-      const double down = loss();
-      (*v)[i] = keep;
-      ASSERT_NEAR((*g)[i], (up - down) / (2 * h), 1e-4 * (1 + std::abs((*g)[i])))
-          << name << " " << i;
+  for (LinearCase c : kLinearCases) {
+    SCOPED_TRACE(c.out);
+    std::vector<float> y(static_cast<size_t>(c.N) * c.out);
+    auto loss = [&] {
+      ff::linear_forward(y.data(), c.x.data(), c.W.data(), c.N, c.in, c.out);
+      double s = 0;
+      for (size_t i = 0; i < y.size(); ++i) s += double(y[i]) * c.dy[i];
+      return s;
+    };
+    std::vector<float> dx(c.x.size(), 0.0f), dW(c.W.size(), 0.0f);
+    ff::linear_backward(dx.data(), dW.data(), c.dy.data(), c.x.data(), c.W.data(), c.N, c.in,
+                        c.out);
+    const float h = 0.5f;
+    for (auto [v, g, name] : {std::tuple{&c.x, &dx, "dx"}, std::tuple{&c.W, &dW, "dW"}}) {
+      for (size_t i = 0; i < v->size(); ++i) {
+        const float keep = (*v)[i];
+        (*v)[i] = keep + h;
+        const double up = loss();
+        (*v)[i] = keep - h;
+        const double down = loss();
+        (*v)[i] = keep;
+        ASSERT_NEAR((*g)[i], (up - down) / (2 * h), 1e-4 * (1 + std::abs((*g)[i])))
+            << name << " " << i;
+      }
     }
   }
 }
