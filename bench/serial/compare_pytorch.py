@@ -13,7 +13,6 @@ Prints a Markdown table; --write appends nothing, it replaces the section in ben
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import struct
@@ -22,6 +21,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from results_md import replace_section  # noqa: E402
 SECTION = "## Serial training: fivefold vs PyTorch"
 
 
@@ -98,6 +99,7 @@ def main():
             print(f"round {r + 1}: fivefold {ff[-1]['tokens_per_s']:.0f} tok/s, "
                   f"pytorch {pt[-1]['tokens_per_s']:.0f} tok/s", file=sys.stderr)
     med = lambda xs: statistics.median(xs)
+    per_round = lambda runs: ", ".join("%.0f" % x["tokens_per_s"] for x in runs)
     ff_tps, pt_tps = med([x["tokens_per_s"] for x in ff]), med([x["tokens_per_s"] for x in pt])
     fop = med([x["flops_over_peak"] for x in ff])
     ff_rss, pt_rss = max(x["rss_mb"] for x in ff), max(x["rss_mb"] for x in pt)
@@ -110,8 +112,7 @@ def main():
         f"| MFU (over fivefold's measured sgemm ceiling) | {100 * ff_tps * fop:.1f}% | "
         f"{100 * pt_tps * fop:.1f}% | |",
         f"| peak RSS | {ff_rss:.0f} MiB | {pt_rss:.0f} MiB | {ff_rss / pt_rss:.2f}x |",
-        f"| per-round tokens/s | {', '.join(f'{x['tokens_per_s']:.0f}' for x in ff)} | "
-        f"{', '.join(f'{x['tokens_per_s']:.0f}' for x in pt)} | |",
+        f"| per-round tokens/s | {per_round(ff)} | {per_round(pt)} | |",
     ]
     table = "\n".join(rows)
     print(table)
@@ -119,11 +120,7 @@ def main():
         body = (f"{SECTION}\n\nModel `configs/bench.toml` ({pt[0]['params']:,} parameters, d=384, "
                 f"6 layers, 6 heads, T=256, vocab 4096, micro-batch 8, fp32, AdamW), KJV tokens, "
                 f"{a.threads} threads for both.\n\n```\n{cmdline}\n```\n\n{table}\n")
-        path = os.path.join(ROOT, "bench/RESULTS.md")
-        text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-        pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)
-        text = pattern.sub(body.rstrip("\n"), text) if SECTION in text else text.rstrip("\n") + "\n\n" + body
-        open(path, "w").write(text)
+        replace_section(SECTION, body)
 
 
 if __name__ == "__main__":
