@@ -1,13 +1,16 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "comm/comm.h"
+#include "comm/comm_world.h"
+#include "comm/mesh.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
 namespace ff::cli {
 
 int cmd_train(const Args& a) {
-  const char* usage = "fivefold train --config FILE --out DIR [--key value ...]";
+  const char* usage = "[mpirun -np N] fivefold train --config FILE --out DIR [--key value ...]";
   if (a.help) {
     std::printf("%s\n\nconfig keys (TOML file or --key value, '_' may be written '-'):\n", usage);
     for (const auto& k : config_keys()) std::printf("  %-16s %s\n", k.name, k.help);
@@ -18,8 +21,12 @@ int cmd_train(const Args& a) {
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "out") overrides.emplace_back(k, v);
   TrainConfig cfg = load_train_config(a.get("config"), overrides);
-  Trainer trainer(cfg, out);
-  std::printf("%s", config_to_toml(trainer.config()).c_str());
+  Comm& world = comm_world();
+  resolve_layout(cfg, world.size());
+  validate_train_config(cfg);
+  Mesh mesh(world, MeshDegrees{cfg.dp, cfg.tp, cfg.pp, cfg.cp});  // checks the product first
+  Trainer trainer(cfg, out, const_cast<Comm*>(&mesh.group(MeshAxis::dp)));
+  if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
   return 0;
 }

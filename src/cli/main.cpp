@@ -6,6 +6,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "comm/comm.h"
+#include "comm/comm_world.h"
 
 namespace {
 const char* kUsage =
@@ -24,6 +26,9 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  // Every command runs inside the communication layer: under mpirun each process is a rank,
+  // launched plainly it is a world of one.
+  ff::CommSession session(&argc, &argv);
   try {
     ff::cli::Args a = ff::cli::parse_args(argc, argv, 2);
     if (cmd == "prepare") return ff::cli::cmd_prepare(a);
@@ -35,6 +40,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::fflush(stdout);
+    // With other ranks alive, one rank returning would leave them waiting in a collective:
+    // end the whole job instead, naming this rank and the cause.
+    if (ff::comm_world().size() > 1) ff::abort_job("fivefold " + cmd + ": error: " + e.what());
     std::fprintf(stderr, "fivefold %s: error: %s\n", cmd.c_str(), e.what());
     return 1;
   }

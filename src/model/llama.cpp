@@ -24,9 +24,9 @@ void matmul_xwt(float* y, const float* x, const float* W, int N, int in, int out
 void matmul_dyw(float* dx, const float* dy, const float* W, int N, int in, int out) {
   gemm(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in);
 }
-// dW(out,in) += dy^T x
+// dW(out,in) += dy^T x (linear_backward picks the faster operand order for tall weights)
 void accumulate_dw(float* dW, const float* dy, const float* x, int N, int in, int out) {
-  gemm(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in);
+  linear_backward(nullptr, dW, dy, x, nullptr, N, in, out);
 }
 void copy_rows(float* dst, const float* src, size_t n) { std::memcpy(dst, src, n * sizeof(float)); }
 }  // namespace

@@ -15,7 +15,7 @@ namespace ff {
 
 namespace {
 
-using FieldRef = std::variant<int*, float*, bool*, uint64_t*, std::string*, Recompute*>;
+using FieldRef = std::variant<int*, float*, bool*, uint64_t*, std::string*, Recompute*, GradSync*>;
 struct Binding {
   ConfigKey key;
   FieldRef (*ref)(TrainConfig&);
@@ -55,6 +55,14 @@ const std::vector<Binding>& bindings() {
       {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
       {{"ckpt_every", "checkpoint every N steps, and always at the end (0 = end only)"}, FF_FIELD(ckpt_every)},
       {{"log_every", "progress line every N steps"}, FF_FIELD(log_every)},
+      {{"dp", "data-parallel replicas (0 = all ranks left by tp, pp, cp)"}, FF_FIELD(dp)},
+      {{"tp", "tensor-parallel degree (not yet available: 1)"}, FF_FIELD(tp)},
+      {{"pp", "pipeline-parallel stages (not yet available: 1)"}, FF_FIELD(pp)},
+      {{"cp", "context-parallel degree (not yet available: 1)"}, FF_FIELD(cp)},
+      {{"zero", "ZeRO stage over the data-parallel group: 0 (DDP), 1, 2 or 3 (FSDP)"}, FF_FIELD(zero)},
+      {{"bucket_mb", "DDP gradient bucket size in MiB"}, FF_FIELD(bucket_mb)},
+      {{"grad_sync", "DDP all-reduce: overlap (with backward) | after_backward | none (benchmarks only: replicas drift)"}, FF_FIELD(grad_sync)},
+      {{"trace", "write a Chrome trace (open in Perfetto) of the run to this file"}, FF_FIELD(trace)},
   };
   return table;
 }
@@ -126,6 +134,12 @@ void set_config_key(TrainConfig& c, const std::string& raw_key, const std::strin
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("config key 'recompute' ({}): {}", source, e.what()));
     }
+  } else if (auto p = std::get_if<GradSync*>(&ref)) {
+    try {
+      **p = parse_grad_sync(value);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("config key 'grad_sync' ({}): {}", source, e.what()));
+    }
   } else if (auto p = std::get_if<bool*>(&ref)) {
     if (value == "true" || value == "1") **p = true;
     else if (value == "false" || value == "0") **p = false;
@@ -184,6 +198,7 @@ std::string config_to_toml(const TrainConfig& src) {
     } else if (auto p = std::get_if<bool*>(&ref)) v = **p ? "true" : "false";
     else if (auto p = std::get_if<std::string*>(&ref)) v = fmt::format("\"{}\"", **p);
     else if (auto p = std::get_if<Recompute*>(&ref)) v = fmt::format("\"{}\"", recompute_name(**p));
+    else if (auto p = std::get_if<GradSync*>(&ref)) v = fmt::format("\"{}\"", grad_sync_name(**p));
     out += fmt::format("{} = {}  # {}\n", b.key.name, v, b.key.help);
   }
   return out;
@@ -207,12 +222,34 @@ void validate_train_config(const TrainConfig& c) {
   need(c.threads > 0, fmt::format("threads must be positive (got {})", c.threads));
   need(c.eval_every >= 0 && c.eval_batches > 0, "eval_every must be >= 0 and eval_batches > 0");
   need(c.ckpt_every >= 0 && c.log_every > 0, "ckpt_every must be >= 0 and log_every > 0");
+  need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
+  need(c.tp == 1 && c.pp == 1 && c.cp == 1,
+       fmt::format("tp = {}, pp = {}, cp = {}: only data parallelism is available in this build; "
+                   "set tp, pp and cp to 1",
+                   c.tp, c.pp, c.cp));
+  need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
+  need(c.bucket_mb > 0, "bucket_mb must be positive");
   if (c.model.vocab_size != 0) c.model.validate();
   else {
     ModelConfig probe = c.model;
     probe.vocab_size = 1;  // the real one comes from the tokenizer; check the rest now
     probe.validate();
   }
+}
+
+}  // namespace ff
+
+namespace ff {
+
+void resolve_layout(TrainConfig& c, int world_size) {
+  const int others = c.tp * c.pp * c.cp;
+  if (c.dp != 0) return;  // an explicit layout is checked by the Mesh, which names every degree
+  if (world_size % others != 0)
+    throw std::runtime_error(fmt::format(
+        "config: tp ({}) x pp ({}) x cp ({}) = {} does not divide the {} ranks mpirun started; "
+        "change -np or the degrees",
+        c.tp, c.pp, c.cp, others, world_size));
+  c.dp = world_size / others;
 }
 
 }  // namespace ff

@@ -9,6 +9,7 @@
 
 #include "model/activations.h"
 #include "model/model_config.h"
+#include "parallel/model_state.h"
 
 namespace ff {
 
@@ -32,8 +33,16 @@ struct TrainConfig {
   int eval_batches = 4;         // micro-batches of validation data per evaluation
   int ckpt_every = 0;           // checkpoint every N steps (and always at the end); 0 = end only
   int log_every = 1;            // progress line every N steps
+  // Layout over the ranks mpirun started (dp * tp * pp * cp must equal them).
+  int dp = 0;                   // data-parallel replicas; 0 = every rank the other axes leave
+  int tp = 1, pp = 1, cp = 1;   // tensor, pipeline, context parallel degrees
+  int zero = 0;                 // ZeRO stage 0..3 over the data-parallel group
+  float bucket_mb = 4.0f;       // DDP gradient bucket size
+  GradSync grad_sync = GradSync::overlap;  // DDP: overlap | after_backward | none (benchmarks)
+  std::string trace;            // write a Chrome trace (Perfetto) of the run to this file
 
-  int global_batch() const { return micro_batch * grad_accum; }
+  // Sequences per optimizer step over all data-parallel ranks.
+  int global_batch() const { return micro_batch * grad_accum * (dp > 0 ? dp : 1); }
 };
 
 struct ConfigKey {
@@ -53,5 +62,7 @@ void set_config_key(TrainConfig& c, const std::string& key, const std::string& v
 std::string config_to_toml(const TrainConfig& c);
 // Cheap checks that must pass before any data is read or memory allocated.
 void validate_train_config(const TrainConfig& c);
+// Fills dp = 0 with the ranks tp * pp * cp leave (the Mesh checks an explicit layout).
+void resolve_layout(TrainConfig& c, int world_size);
 
 }  // namespace ff

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "io/tokenizer.h"
 #include "kernels/adamw.h"
 #include "kernels/gemm.h"
+#include "comm/comm.h"
 #include "train/checkpoint.h"
 
 namespace ff {
@@ -56,7 +58,13 @@ std::string format_duration(double s) {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig cfg, std::string out_dir) : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)) {
+Trainer::Trainer(TrainConfig cfg, std::string out_dir, Comm* dp)
+    : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp) {
+  if (dp_) dp_rank_ = dp_->rank(), dp_size_ = dp_->size();
+  if (cfg_.dp == 0) cfg_.dp = dp_size_;
+  if (cfg_.dp != dp_size_)
+    throw std::runtime_error(fmt::format("config dp = {} but the data-parallel group has {} ranks",
+                                         cfg_.dp, dp_size_));
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
 
@@ -72,7 +80,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir) : cfg_(std::move(cfg)), o
   cfg_.model.validate();
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
-  fs::create_directories(out_dir_);
+  if (leader()) fs::create_directories(out_dir_);
   const fs::path ckpt = fs::path(out_dir_) / checkpoint_file_name();
   CheckpointState resume;
   const bool resuming = fs::exists(ckpt);
@@ -99,29 +107,37 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir) : cfg_(std::move(cfg)), o
   DataLoader(val_tokens_, cfg_.model.seq_len, cfg_.seed);  // throws now if val is too short
 
   model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute);
-  const size_t n = model_->layout().total();
-  params_.allocate(n, MemCategory::params);
-  grads_.allocate(n, MemCategory::grads);
-  optimizer_ = std::make_unique<AdamW>(full_model_spans(model_->layout()), n, AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay});
+  if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(dp_rank_);
+  state_ = make_model_state(model_->layout(),
+                            AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, dp_, tracer_.get());
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (resuming) {
-    resume = load_checkpoint(ckpt.string(), params_.data(), optimizer_->m(), optimizer_->v(), n);
+    // Every rank reads the full state and keeps its part (a checkpoint is layout-free).
+    const size_t n = model_->layout().total();
+    std::vector<float> p(n), m(n), v(n);
+    resume = load_checkpoint(ckpt.string(), p.data(), m.data(), v.data(), n);
+    state_->load_full(p.data(), m.data(), v.data());
     step_ = resume.step;
     loader_->set_position(resume.data);
   } else {
-    init_parameters(params_.data(), model_->layout(), cfg_.model, cfg_.seed);
+    state_->init_parameters(cfg_.model, cfg_.seed);
   }
-  const size_t rows = size_t(cfg_.global_batch()) * cfg_.model.seq_len;
+  // This rank's rows of each global batch: a contiguous slice, so the ranks together see exactly
+  // the sequences a serial run with the same global batch sees.
+  const size_t rows = size_t(cfg_.micro_batch) * cfg_.grad_accum * cfg_.model.seq_len;
   batch_inputs_.resize(rows);
   batch_targets_.resize(rows);
 
-  write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
-  fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
-  metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming);
+  if (leader()) {
+    write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
+    fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
+    metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming);
+  }
   flops_per_token_ = training_flops_per_token(cfg_.model);
   static const double peak = measure_sgemm_gflops() * 1e9;  // once per process
   sgemm_peak_flops_ = peak;
-  if (resuming && !quiet)
+  if (resuming && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, ckpt.c_str());
 }
 
@@ -130,30 +146,40 @@ Trainer::~Trainer() = default;
 StepRecord Trainer::train_step() {
   const auto t0 = std::chrono::steady_clock::now();
   const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = cfg_.global_batch();
-  const size_t n = params_.size();
-  loader_->next_batch(G, 0, G, batch_inputs_.data(), batch_targets_.data());
-  std::memset(grads_.data(), 0, n * sizeof(float));
+  const int local = mb * cfg_.grad_accum;
+  loader_->next_batch(G, dp_rank_ * local, local, batch_inputs_.data(), batch_targets_.data());
+  state_->zero_grads();
   // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
-  // scaled by 1/(G*T): accumulation over micro-batches then equals one big batch.
+  // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
   const float grad_scale = 1.0f / float(size_t(G) * T);
   double loss_sum = 0;
   for (int micro = 0; micro < cfg_.grad_accum; ++micro) {
+    TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
     const size_t row0 = size_t(micro) * mb * T;
-    loss_sum += model_->forward_backward(params_.data(), grads_.data(), batch_inputs_.data() + row0,
-                                         batch_targets_.data() + row0, mb, T, grad_scale);
+    const bool last = micro + 1 == cfg_.grad_accum;  // only the last micro-batch communicates
+    loss_sum += model_->forward_backward(state_->params(), state_->grads(last),
+                                         batch_inputs_.data() + row0, batch_targets_.data() + row0,
+                                         mb, T, grad_scale);
   }
+  {
+    TraceScope scope(tracer_.get(), "wait gradients", "step");
+    state_->finish_grads();
+  }
+  if (dp_ && dp_size_ > 1) dp_->all_reduce(&loss_sum, 1);
   const double loss = loss_sum / (double(G) * T);
   if (!std::isfinite(loss))
     throw std::runtime_error(fmt::format(
         "loss became {} at step {}; lower lr (now {}) or grad_clip. The last checkpoint in '{}' "
         "was left as it was",
         loss, step_ + 1, cfg_.lr, out_dir_));
-  const double norm = l2_norm(grads_.data(), n);
-  if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip)
-    scale_inplace(grads_.data(), n, float(cfg_.grad_clip / norm));
+  const double norm = state_->grad_norm();
+  if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;
   const float lr = schedule_.at(step_);
-  optimizer_->step(params_.data(), grads_.data(), lr, step_);
+  {
+    TraceScope scope(tracer_.get(), "optimizer", "step");
+    state_->optimizer_step(lr, step_);
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   StepRecord r{step_, loss, norm, lr, seconds};
   history_.push_back(r);
@@ -162,25 +188,40 @@ StepRecord Trainer::train_step() {
 
 double Trainer::evaluate() {
   const int T = cfg_.model.seq_len, mb = cfg_.micro_batch;
-  // A fresh loader at position 0 each time: every evaluation sees the same sequences.
+  // A fresh loader at position 0 each time: every evaluation sees the same sequences. Every rank
+  // evaluates all of them: the number is then the same for any layout, and ZeRO-3's gathers stay
+  // in step across ranks.
   DataLoader val(val_tokens_, T, cfg_.seed);
   std::vector<int32_t> in(size_t(mb) * T), tgt(size_t(mb) * T);
   double sum = 0;
   for (int b = 0; b < cfg_.eval_batches; ++b) {
     val.next_batch(mb, 0, mb, in.data(), tgt.data());
-    sum += model_->forward_loss(params_.data(), in.data(), tgt.data(), mb, T);
+    sum += model_->forward_loss(state_->params(), in.data(), tgt.data(), mb, T);
   }
   return sum / (double(cfg_.eval_batches) * mb * T);
 }
 
+std::vector<float> Trainer::full_params() {
+  const size_t n = model_->layout().total();
+  std::vector<float> p(n), m(n), v(n);
+  state_->gather_full(p.data(), m.data(), v.data());
+  return p;
+}
+
 void Trainer::save() {
+  const size_t n = model_->layout().total();
+  std::vector<float> p(n), m(n), v(n);
+  state_->gather_full(p.data(), m.data(), v.data());
+  if (!leader()) return;
   CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
-  save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, params_.data(),
-                  optimizer_->m(), optimizer_->v(), params_.size());
+  save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, p.data(), m.data(),
+                  v.data(), n);
 }
 
 void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_loss) {
-  const double mfu = tokens_per_s * flops_per_token_ / sgemm_peak_flops_;
+  if (!leader()) return;
+  // Per-rank peak times the ranks: MFU of the whole job.
+  const double mfu = tokens_per_s * flops_per_token_ / (sgemm_peak_flops_ * dp_size_);
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   const double eta = steps_timed_ > 0 ? run_seconds_ / steps_timed_ * (last - r.step) : NAN;
   nlohmann::json rec = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
@@ -201,13 +242,32 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
   std::fflush(stdout);
 }
 
+void Trainer::write_trace() {
+  if (!tracer_) return;
+  // Each rank writes its part next to the target; rank 0 merges them into one file.
+  const std::string part = cfg_.trace + ".rank" + std::to_string(dp_rank_);
+  write_file_atomic(part, tracer_->events_json());
+  if (dp_ && dp_size_ > 1) dp_->barrier();
+  if (!leader()) return;
+  std::vector<std::string> parts;
+  for (int r = 0; r < dp_size_; ++r) {
+    const std::string path = cfg_.trace + ".rank" + std::to_string(r);
+    std::ifstream f(path);
+    parts.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    fs::remove(path);
+  }
+  Tracer::write_file(cfg_.trace, parts);
+  if (!quiet) std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", cfg_.trace.c_str());
+}
+
 void Trainer::run() {
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   const double tokens_per_step = double(cfg_.global_batch()) * cfg_.model.seq_len;
-  if (!quiet)
-    std::printf("training %zu parameters, %d steps of %d x %d tokens, recompute %s, %d threads, %s GEMM\n",
-                params_.size(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
-                recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
+  if (leader() && !quiet)
+    std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, zero %d, recompute %s, "
+                "%d threads per rank, %s GEMM\n",
+                model_->layout().total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
+                dp_size_, cfg_.zero, recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
   while (step_ < last) {
     StepRecord r = train_step();
     // The first step pays for page faults and library warm-up; ETA and averages skip it.
@@ -218,7 +278,8 @@ void Trainer::run() {
     if (cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last) save();
   }
   save();
-  if (!quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
+  write_trace();
+  if (leader() && !quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
 }
 
 }  // namespace ff

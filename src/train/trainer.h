@@ -1,8 +1,9 @@
 #pragma once
-// The training loop of one process: data, model, optimizer, schedule, checkpoints, metrics.
-// Construction does every check that can fail (config, data files, vocabulary, checkpoint
-// compatibility) before the first heavy allocation, so bad input never costs a long wait and never
-// touches a good checkpoint.
+// The training loop of one rank: data, model, model state (replicated or ZeRO-sharded),
+// schedule, checkpoints, metrics. Construction does every check that can fail (config, data files,
+// vocabulary, checkpoint compatibility) before the first heavy allocation, so bad input never
+// costs a long wait and never touches a good checkpoint. Only data-parallel rank 0 writes files
+// and prints.
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,12 +11,15 @@
 #include "core/memory.h"
 #include "io/data_loader.h"
 #include "io/metrics.h"
+#include "io/trace.h"
 #include "model/llama.h"
+#include "parallel/model_state.h"
 #include "train/lr_schedule.h"
-#include "train/optimizer.h"
 #include "train/train_config.h"
 
 namespace ff {
+
+class Comm;
 
 struct StepRecord {
   int step;
@@ -27,37 +31,42 @@ struct StepRecord {
 
 class Trainer {
  public:
-  Trainer(TrainConfig cfg, std::string out_dir);
+  // dp: the data-parallel group (null or size 1 for one process). cfg.dp must equal its size.
+  Trainer(TrainConfig cfg, std::string out_dir, Comm* dp = nullptr);
   ~Trainer();
   // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
   void run();
-  // One optimizer step on the next global batch; returns its record.
+  // One optimizer step on the next global batch; returns its record (loss over all ranks).
   StepRecord train_step();
   double evaluate();  // mean validation loss over cfg.eval_batches micro-batches
-  void save();
+  void save();        // collective: every rank calls it, rank 0 writes
 
   const TrainConfig& config() const { return cfg_; }
   const Llama& model() const { return *model_; }
-  const float* params() const { return params_.data(); }
-  const float* grads() const { return grads_.data(); }
-  size_t num_params() const { return params_.size(); }
+  // The full parameters (gathered from the shards under ZeRO-3; collective).
+  std::vector<float> full_params();
+  ModelState& state() { return *state_; }
   int step() const { return step_; }
   const std::vector<StepRecord>& history() const { return history_; }
   bool quiet = false;  // tests silence the progress lines
 
  private:
+  bool leader() const { return dp_rank_ == 0; }
   void log_progress(const StepRecord& r, double tokens_per_s, double val_loss);
+  void write_trace();
 
   TrainConfig cfg_;
   std::string out_dir_;
+  Comm* dp_ = nullptr;
+  int dp_rank_ = 0, dp_size_ = 1;
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<Llama> model_;
-  TrackedBuffer<float> params_, grads_;
-  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<ModelState> state_;
   LrSchedule schedule_;
   std::unique_ptr<MetricsWriter> metrics_;
-  std::vector<int32_t> batch_inputs_, batch_targets_;  // (global batch, T)
+  std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
   int step_ = 0;
   double flops_per_token_ = 0, sgemm_peak_flops_ = 0;

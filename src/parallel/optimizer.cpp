@@ -1,4 +1,4 @@
-#include "train/optimizer.h"
+#include "parallel/optimizer.h"
 
 namespace ff {
 

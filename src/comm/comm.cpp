@@ -1,0 +1,335 @@
+#include "comm/comm.h"
+
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "comm/engine.h"
+#include "comm/exchange_op.h"
+#include "comm/nbc_op.h"
+#include "comm/pairwise_op.h"
+#include "comm/split_op.h"
+
+namespace ff {
+namespace {
+
+using detail::ExchangeOp;
+
+std::string group_text(const detail::CommState& s) {
+  return "a group of " + std::to_string(s.size);
+}
+
+void require_buffer(const void* p, size_t n, const char* op, const char* name) {
+  if (n > 0 && p == nullptr) {
+    throw std::invalid_argument(std::string(op) + ": " + name + " is null but n = " +
+                                std::to_string(n) + "; pass a buffer of n elements");
+  }
+}
+
+void require_rank(int rank, int size, const char* op, const char* what) {
+  if (rank < 0 || rank >= size) {
+    throw std::invalid_argument(std::string(op) + ": " + what + " " + std::to_string(rank) +
+                                " is not a rank of this group (size " + std::to_string(size) +
+                                "); use a rank in [0, size())");
+  }
+}
+
+void require_tag(int tag, const char* op) {
+  if (tag < 0 || tag >= detail::kUserTagLimit) {
+    throw std::invalid_argument(std::string(op) + ": tag " + std::to_string(tag) +
+                                " is outside [0, 2^29); tags above are reserved for collectives");
+  }
+}
+
+}  // namespace
+
+Comm::Comm(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
+Comm::~Comm() = default;
+Comm::Comm(Comm&&) noexcept = default;
+Comm& Comm::operator=(Comm&&) noexcept = default;
+
+detail::CommState& Comm::state() const {
+  if (!state_) {
+    throw std::logic_error("operation on an empty Comm; obtain one from comm_world() or split()");
+  }
+  return *state_;
+}
+
+int Comm::rank() const { return state().rank; }
+int Comm::size() const { return state().size; }
+const std::vector<int>& Comm::world_ranks() const { return state().world_ranks; }
+void Comm::set_options(const CommOptions& options) const { state().options = options; }
+const CommOptions& Comm::options() const { return state().options; }
+const CommStats& Comm::stats() const { return state().stats; }
+void Comm::reset_stats() const { state().stats = CommStats{}; }
+
+void Comm::count(CommOpKind kind, uint64_t bytes) const {
+  auto& st = state().stats;
+  st.bytes[size_t(kind)] += bytes;
+  st.calls[size_t(kind)] += 1;
+}
+
+CommRequest Comm::launch(std::shared_ptr<detail::Op> op, bool blocking) const {
+  detail::Engine::instance().submit(op, blocking);
+  return CommRequest(std::move(op));
+}
+
+// ---- all_reduce / reduce_scatter / all_gather ----
+
+CommRequest Comm::start_all_reduce(void* data, size_t n, CommType type, ReduceOp op, bool blocking) const {
+  auto& s = state();
+  require_buffer(data, n, "all_reduce", "data");
+  count(CommOpKind::all_reduce, n * comm_type_size(type));
+  uint64_t seq = s.next_seq++;
+  if (s.size == 1 || n == 0) return {};
+  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::all_reduce, state_,
+                                                     data, data, n, type, op, seq),
+                blocking);
+}
+
+CommRequest Comm::start_reduce_scatter(const void* in, void* out, size_t n_total, CommType type,
+                                       ReduceOp op, bool blocking) const {
+  auto& s = state();
+  require_buffer(in, n_total, "reduce_scatter", "in");
+  require_buffer(out, chunk_range(n_total, s.size, s.rank).count, "reduce_scatter", "out");
+  count(CommOpKind::reduce_scatter, n_total * comm_type_size(type));
+  uint64_t seq = s.next_seq++;
+  if (s.size == 1) {
+    if (n_total > 0 && in != out) std::memmove(out, in, n_total * comm_type_size(type));
+    return {};
+  }
+  if (n_total == 0) return {};
+  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::reduce_scatter,
+                                                     state_, in, out, n_total, type, op, seq),
+                blocking);
+}
+
+CommRequest Comm::start_all_gather(const void* in, void* out, size_t n_total, CommType type,
+                                   bool blocking) const {
+  auto& s = state();
+  ChunkRange mine = chunk_range(n_total, s.size, s.rank);
+  require_buffer(in, mine.count, "all_gather", "in_chunk");
+  require_buffer(out, n_total, "all_gather", "out_full");
+  count(CommOpKind::all_gather, mine.count * comm_type_size(type));
+  uint64_t seq = s.next_seq++;
+  if (s.size == 1) {
+    if (n_total > 0 && in != out) std::memmove(out, in, n_total * comm_type_size(type));
+    return {};
+  }
+  if (n_total == 0) return {};
+  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::all_gather, state_,
+                                                     in, out, n_total, type, ReduceOp::sum, seq),
+                blocking);
+}
+
+// ---- broadcast / barrier ----
+
+CommRequest Comm::start_broadcast(void* data, size_t n, CommType type, int root, bool blocking) const {
+  auto& s = state();
+  require_rank(root, s.size, "broadcast", "root");
+  require_buffer(data, n, "broadcast", "data");
+  count(CommOpKind::broadcast, s.rank == root ? n * comm_type_size(type) : 0);
+  s.next_seq++;
+  if (s.size == 1 || n == 0) return {};
+  size_t es = comm_type_size(type);
+  auto poster = [data, n, type, root, es](MPI_Comm comm, std::vector<MPI_Request>& reqs) {
+    // MPI counts are int: pieces of at most 1 GiB, all posted at once (libnbc runs them
+    // concurrently and every rank cuts the same way).
+    size_t piece = ExchangeOp::kMaxMessageBytes / es;
+    for (size_t off = 0; off < n; off += piece) {
+      MPI_Request req;
+      detail::check_mpi(MPI_Ibcast(static_cast<std::byte*>(data) + off * es,
+                                   detail::mpi_count(std::min(piece, n - off)),
+                                   detail::mpi_type(type), root, comm, &req),
+                        "MPI_Ibcast", [] { return std::string("broadcast"); });
+      reqs.push_back(req);
+    }
+  };
+  std::string what = "broadcast of " + std::to_string(n) + " " + comm_type_name(type) +
+                     " from rank " + std::to_string(root) + " on " + group_text(s);
+  return launch(std::make_shared<detail::NbcOp>(state_, CommOpKind::broadcast, poster, what), blocking);
+}
+
+void Comm::barrier() const {
+  auto& s = state();
+  count(CommOpKind::barrier, 0);
+  s.next_seq++;
+  if (s.size == 1) return;
+  auto poster = [](MPI_Comm comm, std::vector<MPI_Request>& reqs) {
+    MPI_Request req;
+    detail::check_mpi(MPI_Ibarrier(comm, &req), "MPI_Ibarrier", [] { return std::string("barrier"); });
+    reqs.push_back(req);
+  };
+  launch(std::make_shared<detail::NbcOp>(state_, CommOpKind::barrier, poster,
+                                         "barrier on " + group_text(s)),
+         true)
+      .wait();
+}
+
+// ---- all_to_all(v) ----
+
+CommRequest Comm::start_all_to_allv(const void* in, const std::vector<size_t>& send_counts,
+                                    void* out, const std::vector<size_t>& recv_counts,
+                                    CommType type, CommOpKind kind, bool blocking) const {
+  auto& s = state();
+  const char* name = comm_op_name(kind);
+  if (send_counts.size() != size_t(s.size) || recv_counts.size() != size_t(s.size)) {
+    throw std::invalid_argument(std::string(name) + ": send_counts has " +
+                                std::to_string(send_counts.size()) + " entries and recv_counts " +
+                                std::to_string(recv_counts.size()) + " but the group has " +
+                                std::to_string(s.size) + " ranks; pass one count per rank");
+  }
+  size_t es = comm_type_size(type);
+  size_t send_total = std::accumulate(send_counts.begin(), send_counts.end(), size_t(0));
+  size_t recv_total = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t(0));
+  require_buffer(in, send_total, name, "in");
+  require_buffer(out, recv_total, name, "out");
+  count(kind, send_total * es);
+  uint64_t seq = s.next_seq++;
+
+  std::vector<ExchangeOp::Transfer> sends, recvs;
+  size_t send_off = 0, recv_off = 0;
+  std::vector<size_t> send_offsets(size_t(s.size)), recv_offsets(size_t(s.size));
+  for (int q = 0; q < s.size; ++q) {
+    send_offsets[size_t(q)] = send_off;
+    recv_offsets[size_t(q)] = recv_off;
+    send_off += send_counts[size_t(q)];
+    recv_off += recv_counts[size_t(q)];
+  }
+  // Our own block is a local copy; its two counts must agree like any peer's.
+  size_t me = size_t(s.rank);
+  if (send_counts[me] != recv_counts[me]) {
+    throw std::invalid_argument(std::string(name) + ": send_counts[" + std::to_string(me) +
+                                "] = " + std::to_string(send_counts[me]) + " but recv_counts[" +
+                                std::to_string(me) + "] = " + std::to_string(recv_counts[me]) +
+                                "; the block a rank sends to itself must have one size");
+  }
+  auto* src = static_cast<const std::byte*>(in);
+  auto* dst = static_cast<std::byte*>(out);
+  if (send_counts[me] > 0) {
+    std::memmove(dst + recv_offsets[me] * es, src + send_offsets[me] * es, send_counts[me] * es);
+  }
+  // Peers in the order r+1, r+2, ...: every rank starts with a different partner.
+  for (int k = 1; k < s.size; ++k) {
+    int to = (s.rank + k) % s.size;
+    int from = (s.rank - k + s.size) % s.size;
+    if (send_counts[size_t(to)] > 0) {
+      sends.push_back({to, const_cast<std::byte*>(src + send_offsets[size_t(to)] * es),
+                       send_counts[size_t(to)]});
+    }
+    if (recv_counts[size_t(from)] > 0) {
+      recvs.push_back({from, dst + recv_offsets[size_t(from)] * es, recv_counts[size_t(from)]});
+    }
+  }
+  if (sends.empty() && recvs.empty()) return {};
+  std::string what = std::string(name) + " of " + std::to_string(send_total) + " " +
+                     comm_type_name(type) + " on " + group_text(s);
+  return launch(std::make_shared<ExchangeOp>(state_, kind, type, detail::coll_tag(seq, 0),
+                                             std::move(sends), std::move(recvs), what),
+                blocking);
+}
+
+// ---- point to point ----
+
+CommRequest Comm::start_send(const void* data, size_t n, CommType type, int dst, int tag, bool blocking) const {
+  auto& s = state();
+  require_rank(dst, s.size, "send", "dst");
+  require_tag(tag, "send");
+  require_buffer(data, n, "send", "data");
+  count(CommOpKind::send, n * comm_type_size(type));
+  if (n == 0) return {};
+  std::string what = "send of " + std::to_string(n) + " " + comm_type_name(type) + " to rank " +
+                     std::to_string(dst) + " (tag " + std::to_string(tag) + ") on " + group_text(s);
+  std::vector<ExchangeOp::Transfer> sends{{dst, static_cast<std::byte*>(const_cast<void*>(data)), n}};
+  return launch(std::make_shared<ExchangeOp>(state_, CommOpKind::send, type, tag, std::move(sends),
+                                             std::vector<ExchangeOp::Transfer>{}, what),
+                blocking);
+}
+
+CommRequest Comm::start_recv(void* data, size_t n, CommType type, int src, int tag, bool blocking) const {
+  auto& s = state();
+  require_rank(src, s.size, "recv", "src");
+  require_tag(tag, "recv");
+  require_buffer(data, n, "recv", "data");
+  count(CommOpKind::recv, 0);
+  if (n == 0) return {};
+  std::string what = "recv of " + std::to_string(n) + " " + comm_type_name(type) + " from rank " +
+                     std::to_string(src) + " (tag " + std::to_string(tag) + ") on " + group_text(s);
+  std::vector<ExchangeOp::Transfer> recvs{{src, static_cast<std::byte*>(data), n}};
+  return launch(std::make_shared<ExchangeOp>(state_, CommOpKind::recv, type, tag,
+                                             std::vector<ExchangeOp::Transfer>{}, std::move(recvs), what),
+                blocking);
+}
+
+// ---- split ----
+
+Comm Comm::split(int color, int key) const {
+  auto& s = state();
+  if (color < 0) {
+    throw std::invalid_argument("split: color " + std::to_string(color) +
+                                " is negative; every rank must join a group (color >= 0)");
+  }
+  auto op = std::make_shared<detail::SplitOp>(state_, color, key, s.next_split++);
+  detail::Engine::instance().submit(op, true);
+  detail::Engine::instance().wait(*op);
+  return Comm(op->result);
+}
+
+// ---- public forwarding: blocking = start + wait ----
+
+void Comm::all_reduce(void* data, size_t n, CommType type, ReduceOp op) const {
+  start_all_reduce(data, n, type, op, true).wait();
+}
+CommRequest Comm::all_reduce_async(void* data, size_t n, CommType type, ReduceOp op) const {
+  return start_all_reduce(data, n, type, op, false);
+}
+void Comm::reduce_scatter(const void* in, void* out, size_t n_total, CommType type, ReduceOp op) const {
+  start_reduce_scatter(in, out, n_total, type, op, true).wait();
+}
+CommRequest Comm::reduce_scatter_async(const void* in, void* out, size_t n_total, CommType type,
+                                       ReduceOp op) const {
+  return start_reduce_scatter(in, out, n_total, type, op, false);
+}
+void Comm::all_gather(const void* in_chunk, void* out_full, size_t n_total, CommType type) const {
+  start_all_gather(in_chunk, out_full, n_total, type, true).wait();
+}
+CommRequest Comm::all_gather_async(const void* in_chunk, void* out_full, size_t n_total, CommType type) const {
+  return start_all_gather(in_chunk, out_full, n_total, type, false);
+}
+void Comm::broadcast(void* data, size_t n, CommType type, int root) const {
+  start_broadcast(data, n, type, root, true).wait();
+}
+CommRequest Comm::broadcast_async(void* data, size_t n, CommType type, int root) const {
+  return start_broadcast(data, n, type, root, false);
+}
+void Comm::all_to_all(const void* in, void* out, size_t n_per_rank, CommType type) const {
+  std::vector<size_t> counts(size_t(size()), n_per_rank);
+  start_all_to_allv(in, counts, out, counts, type, CommOpKind::all_to_all, true).wait();
+}
+CommRequest Comm::all_to_all_async(const void* in, void* out, size_t n_per_rank, CommType type) const {
+  std::vector<size_t> counts(size_t(size()), n_per_rank);
+  return start_all_to_allv(in, counts, out, counts, type, CommOpKind::all_to_all, false);
+}
+void Comm::all_to_allv(const void* in, const std::vector<size_t>& send_counts, void* out,
+                       const std::vector<size_t>& recv_counts, CommType type) const {
+  start_all_to_allv(in, send_counts, out, recv_counts, type, CommOpKind::all_to_allv, true).wait();
+}
+CommRequest Comm::all_to_allv_async(const void* in, const std::vector<size_t>& send_counts,
+                                    void* out, const std::vector<size_t>& recv_counts, CommType type) const {
+  return start_all_to_allv(in, send_counts, out, recv_counts, type, CommOpKind::all_to_allv, false);
+}
+void Comm::send(const void* data, size_t n, CommType type, int dst, int tag) const {
+  start_send(data, n, type, dst, tag, true).wait();
+}
+CommRequest Comm::send_async(const void* data, size_t n, CommType type, int dst, int tag) const {
+  return start_send(data, n, type, dst, tag, false);
+}
+void Comm::recv(void* data, size_t n, CommType type, int src, int tag) const {
+  start_recv(data, n, type, src, tag, true).wait();
+}
+CommRequest Comm::recv_async(void* data, size_t n, CommType type, int src, int tag) const {
+  return start_recv(data, n, type, src, tag, false);
+}
+
+}  // namespace ff

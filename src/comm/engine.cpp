@@ -1,0 +1,304 @@
+#include "comm/engine.h"
+
+#include <cstdlib>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "comm/backoff.h"
+#include "comm/comm.h"
+#include "comm/comm_world.h"
+#include "comm/mpi_check.h"
+
+namespace ff::detail {
+namespace {
+
+// How long a thread blocked in wait() keeps polling after the last completed message before it
+// starts sleeping. Long enough to cover the gap between two segments of one transfer (tens of
+// microseconds here), short enough that a rank waiting for a late peer soon stops using a core.
+constexpr std::chrono::microseconds kWaiterSpinWindow{2000};
+
+// Variables a launcher (mpirun, Slurm's srun with PMIx/PMI2) sets in every rank's environment.
+bool launched_by_mpi_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(name)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+thread_local bool Engine::holds_token_ = false;
+
+Engine& Engine::instance() {
+  static Engine engine;
+  return engine;
+}
+
+Engine::~Engine() {
+  // A program that forgot finalize_comm still ends cleanly (mpirun reports a rank that exits
+  // without MPI_Finalize as a failure).
+  if (running()) stop();
+}
+
+bool Engine::mpi_live() const {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+Comm& Engine::world() {
+  if (!running()) {
+    throw std::logic_error(
+        "the comm layer is not initialised: call ff::init_comm(&argc, &argv) (or create an "
+        "ff::CommSession) at the start of main, before using comm_world()");
+  }
+  return *world_;
+}
+
+void Engine::start(int* argc, char*** argv) {
+  if (running()) return;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    throw std::logic_error(
+        "init_comm: MPI was already initialised by other code; let ff::init_comm be the only "
+        "place that initialises MPI (it needs MPI_THREAD_SERIALIZED)");
+  }
+  // A plain ./fivefold is an Open MPI singleton. By default that spends ~0.3 s probing network
+  // transports (UCX, PSM, OFI) and starting a helper daemon that a one-process job never uses;
+  // with these two settings MPI_Init takes ~40 ms. A user's own setting wins, jobs started by a
+  // launcher are not touched, and the variables are removed again after MPI_Init so that
+  // processes this one starts do not inherit them.
+  std::vector<const char*> set_here;
+  if (!launched_by_mpi_launcher()) {
+    for (auto [name, value] : {std::pair{"OMPI_MCA_ess_singleton_isolated", "1"},
+                               std::pair{"OMPI_MCA_pml", "ob1"}}) {
+      if (!std::getenv(name)) {
+        setenv(name, value, 0);
+        set_here.push_back(name);
+      }
+    }
+  }
+  int provided = 0;
+  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  for (const char* name : set_here) unsetenv(name);
+  if (rc != MPI_SUCCESS) {
+    throw std::runtime_error(
+        "MPI_Init_thread failed (code " + std::to_string(rc) +
+        "); check that Open MPI works here: `mpirun -np 2 hostname` must print two lines");
+  }
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    throw std::runtime_error(
+        "this MPI provides thread level " + std::to_string(provided) +
+        " but the comm layer needs MPI_THREAD_SERIALIZED (its comm thread and waiting callers "
+        "take turns calling MPI); use an MPI built with thread support (Debian's Open MPI is)");
+  }
+  int* tag_ub = nullptr;
+  int has_ub = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);
+  if (!has_ub || *tag_ub < kTagsNeeded - 1) {
+    MPI_Finalize();
+    throw std::runtime_error("this MPI's largest tag (MPI_TAG_UB) is " +
+                             std::to_string(has_ub ? *tag_ub : 0) + " but the comm layer needs " +
+                             std::to_string(kTagsNeeded - 1) + " (see comm_state.h); use Open MPI");
+  }
+
+  // The world Comm is a duplicate, so library traffic never meets anything else that might
+  // use MPI_COMM_WORLD, and it returns errors to us instead of aborting without context.
+  MPI_Comm dup = MPI_COMM_NULL;
+  auto during = [] { return std::string("init_comm"); };
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", during);
+  check_mpi(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", during);
+  int size = 0;
+  MPI_Comm_size(dup, &size);
+  std::vector<int> members(size_t(size), 0);
+  std::iota(members.begin(), members.end(), 0);
+  world_.reset(new Comm(std::make_shared<CommState>(dup, std::move(members))));
+
+  stop_ = false;
+  running_.store(true, std::memory_order_release);
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void Engine::stop() {
+  if (!running()) return;
+  drain();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  // From here CommStates skip MPI_Comm_free: MPI_Finalize reclaims every communicator, so
+  // Comms that outlive finalize_comm (a Mesh in main's scope) are harmless.
+  running_.store(false, std::memory_order_release);
+  world_.reset();
+  scratch_.clear();
+  MPI_Finalize();
+}
+
+void Engine::submit(std::shared_ptr<Op> op, bool caller_waits) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running()) {
+      throw std::logic_error("communication after finalize_comm (" + op->describe() +
+                             "); finish all communication before finalize_comm");
+    }
+    queue_.push_back(std::move(op));
+  }
+  if (!caller_waits) wake_.notify_one();
+}
+
+bool Engine::round() {
+  bool moved = false;
+  std::deque<std::shared_ptr<Op>> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fresh.swap(queue_);
+  }
+  for (auto& op : fresh) {
+    op->start();
+    active_.push_back(std::move(op));
+    moved = true;
+  }
+  for (auto& op : active_) {
+    if (!op->finished() && op->progress()) moved = true;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < active_.size(); ++i) {
+    if (active_[i]->finished()) {
+      active_[i]->release();
+      active_[i]->complete.store(true, std::memory_order_release);
+      moved = true;
+    } else {
+      active_[kept++] = std::move(active_[i]);
+    }
+  }
+  active_.resize(kept);  // may destroy Ops and CommStates; their MPI calls run under our token
+  active_count_.store(active_.size(), std::memory_order_release);
+  return moved;
+}
+
+void Engine::thread_main() {
+#ifdef __linux__
+  // The back-off sleeps are 20 us to 1 ms; Linux's default 50 us timer slack would stretch the
+  // short ones three-fold.
+  prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
+#endif
+  Backoff backoff(std::chrono::microseconds{0});
+  std::unique_lock<std::mutex> lk(mu_);
+  while (true) {
+    // Asleep (no CPU) while there is nothing in flight, or while a waiting caller drives.
+    wake_.wait(lk, [&] {
+      return stop_ || (waiters_.load() == 0 && (!queue_.empty() || active_count_.load() > 0));
+    });
+    if (stop_) return;
+    lk.unlock();
+    bool moved = false;
+    if (token_.try_lock()) {
+      holds_token_ = true;
+      moved = round();
+      holds_token_ = false;
+      token_.unlock();
+    }
+    lk.lock();
+    if (moved) {
+      backoff.progressed();
+      continue;  // something completed: the next message is likely ready, poll again at once
+    }
+    // Nothing moved: the caller computes and the peers are slower. Sleep, but wake at once for
+    // a new submission.
+    wake_.wait_for(lk, backoff.next_sleep(), [&] { return stop_ || !queue_.empty(); });
+  }
+}
+
+void Engine::wait(Op& op) {
+  if (op.complete.load(std::memory_order_acquire)) return;
+  double timeout_s = op.comm()->options.timeout_s;
+  auto started = std::chrono::steady_clock::now();
+  waiters_.fetch_add(1);
+  Backoff backoff(kWaiterSpinWindow);
+  unsigned polls = 0;
+  while (!op.complete.load(std::memory_order_acquire)) {
+    bool moved = false;
+    if (token_.try_lock()) {
+      holds_token_ = true;
+      moved = round();
+      holds_token_ = false;
+      token_.unlock();
+    }
+    if (op.complete.load(std::memory_order_acquire)) break;
+    if (moved) {
+      backoff.progressed();
+      continue;
+    }
+    auto sleep = backoff.next_sleep();
+    if (sleep.count() == 0) {
+      // Spinning: yield the core every few polls to any other runnable thread (a compute
+      // thread, an oversubscribed rank); a syscall on every poll would halve the polling rate.
+      if (++polls % 16 == 0) std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(sleep);
+    }
+    if (timeout_s > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > timeout_s) {
+      std::ostringstream limit;
+      limit << timeout_s;
+      abort_job(op.describe() + " did not complete within " + limit.str() +
+                " s (CommOptions::timeout_s): a peer rank is stuck or dead; raise the timeout "
+                "if this step is legitimately that slow");
+    }
+  }
+  bool work_left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters_.fetch_sub(1);
+    work_left = !queue_.empty() || active_count_.load() > 0;
+  }
+  // The comm thread takes over whatever is still in flight. Waking it for nothing would cost
+  // a context switch per blocking call, on a core another rank may be using.
+  if (work_left) wake_.notify_one();
+}
+
+void Engine::drain() {
+  // Same driving loop as wait(), until nothing is queued or in flight.
+  waiters_.fetch_add(1);
+  Backoff backoff(kWaiterSpinWindow);
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty() && active_count_.load() == 0) break;
+    }
+    bool moved = false;
+    with_token([&] { moved = round(); });
+    if (moved) {
+      backoff.progressed();
+    } else if (auto sleep = backoff.next_sleep(); sleep.count() > 0) {
+      std::this_thread::sleep_for(sleep);
+    }
+  }
+  waiters_.fetch_sub(1);
+}
+
+bool Engine::try_token_for(int ms) {
+  if (holds_token_) return true;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (token_.try_lock()) {
+      holds_token_ = true;
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+}  // namespace ff::detail

@@ -1,0 +1,98 @@
+#pragma once
+// Internal: the process-wide communication engine.
+//
+// MPI is initialised with MPI_THREAD_SERIALIZED and every MPI call after that is made by
+// whichever thread holds the engine's MPI token (one mutex):
+//   - the comm thread, while operations are in flight and nobody waits for them. This is what
+//     makes an async all-reduce progress while the caller computes: Open MPI moves a message
+//     only inside an MPI call, so without this thread nothing would move until wait().
+//   - a caller blocked in wait(). It drives all in-flight operations itself and the comm thread
+//     stands aside, so a blocking collective costs no thread hand-off (the first design, with
+//     the comm thread making every call, lost ~2x at 256 KiB to wake-up latency).
+// Neither busy-spins for long: see backoff.h. With nothing in flight the comm thread sleeps on
+// a condition variable and costs nothing.
+//
+// Operations start in the order they were submitted (MPI requires each communicator's
+// collectives in the same order on every rank, and the caller's program order provides it)
+// and are progressed concurrently.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "comm/op.h"
+#include "comm/scratch_pool.h"
+
+namespace ff {
+class Comm;
+}
+
+namespace ff::detail {
+
+class Engine {
+ public:
+  static Engine& instance();
+  ~Engine();
+
+  void start(int* argc, char*** argv);  // MPI_Init_thread + the comm thread; idempotent
+  void stop();                          // drains, joins the thread, MPI_Finalize
+  bool running() const { return running_.load(std::memory_order_acquire); }
+  // True between MPI_Init and MPI_Finalize (abort_job needs it even if start() failed later).
+  bool mpi_live() const;
+
+  Comm& world();
+
+  // caller_waits: the submitter is about to wait() (a blocking call), so it will start the op
+  // itself and the comm thread is not woken for nothing.
+  void submit(std::shared_ptr<Op> op, bool caller_waits);
+  void wait(Op& op);
+
+  // Runs f with the MPI token held (recursively safe for the holder). For split's blocking
+  // MPI_Comm_create_group, freeing communicators, and the benchmark's raw-MPI baseline.
+  template <typename F>
+  void with_token(F&& f) {
+    if (holds_token_) {
+      f();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(token_);
+    holds_token_ = true;
+    f();
+    holds_token_ = false;
+  }
+  bool holds_token() const { return holds_token_; }
+  // abort_job: take the token if it comes free soon, so MPI_Abort is serialized with the comm
+  // thread; give up after `ms` because the holder may be stuck inside MPI for good.
+  bool try_token_for(int ms);
+
+  ScratchPool& scratch() { return scratch_; }  // token required
+
+ private:
+  Engine() = default;
+  bool round();  // token required: admit queued ops, progress all, retire finished ones
+  void thread_main();
+  void drain();
+
+  std::mutex token_;                         // the MPI token
+  static thread_local bool holds_token_;
+
+  std::mutex mu_;                            // guards queue_, stop_, and the cv predicates
+  std::condition_variable wake_;             // the comm thread sleeps here
+  std::deque<std::shared_ptr<Op>> queue_;    // submitted, not yet started
+  bool stop_ = false;
+  std::atomic<int> waiters_{0};              // threads inside wait() driving progress
+  std::atomic<size_t> active_count_{0};      // mirror of active_.size() for the cv predicate
+
+  std::vector<std::shared_ptr<Op>> active_;  // started, not finished (token required)
+  ScratchPool scratch_;
+
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  bool mpi_started_here_ = false;
+  std::unique_ptr<Comm> world_;
+};
+
+}  // namespace ff::detail

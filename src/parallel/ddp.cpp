@@ -1,0 +1,53 @@
+#include "parallel/ddp.h"
+
+#include <string>
+
+namespace ff {
+
+BucketedAllReduce::BucketedAllReduce(const ParamLayout& layout, float* grads, Comm& comm,
+                                     size_t bucket_elems, bool overlap, Tracer* tracer)
+    : grads_(grads), comm_(comm), tracer_(tracer), overlap_(overlap) {
+  // Segments in completion order; a bucket closes once it reaches bucket_elems, so a large
+  // segment is a bucket of its own and small ones share.
+  std::vector<ParamSegment> order{layout.head_segment()};
+  for (int l = layout.n_blocks() - 1; l >= 0; --l) order.push_back(layout.block_segment(l));
+  order.push_back(layout.embedding_segment());
+  size_t hi = layout.total(), lo = hi;
+  for (const ParamSegment& seg : order) {
+    lo = seg.offset;
+    if (hi - lo >= bucket_elems) {
+      buckets_.push_back({lo, hi});
+      hi = lo;
+    }
+  }
+  if (hi > 0) buckets_.push_back({0, hi});
+}
+
+float* BucketedAllReduce::acquire(const ParamSegment& seg) {
+  if (tracer_) acquire_us_ = tracer_->now_us();
+  return grads_ + seg.offset;
+}
+
+void BucketedAllReduce::release(const ParamSegment& seg) {
+  if (tracer_) tracer_->span("backward " + std::to_string(seg.offset), "compute", acquire_us_, tracer_->now_us());
+  if (!sync_ || !overlap_) return;
+  // Backward releases segments from the top of the flat layout down, so everything at or above
+  // seg.offset is final: every bucket that starts there is ready.
+  while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].lo >= seg.offset) start(next_bucket_++);
+}
+
+void BucketedAllReduce::start(size_t b) {
+  const Bucket& k = buckets_[b];
+  inflight_.push_back(comm_.all_reduce_async(grads_ + k.lo, k.hi - k.lo));
+}
+
+void BucketedAllReduce::finish() {
+  if (sync_) {
+    while (next_bucket_ < buckets_.size()) start(next_bucket_++);  // not overlapped: all now
+  }
+  for (auto& r : inflight_) r.wait();
+  inflight_.clear();
+  next_bucket_ = 0;
+}
+
+}  // namespace ff

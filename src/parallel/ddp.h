@@ -1,0 +1,43 @@
+#pragma once
+// DDP's gradient side: a GradSink over the full gradient buffer that groups segments into
+// buckets (in the order backward finishes them: head, last block ... first block, embedding) and
+// starts each bucket's all-reduce the moment its last segment is released, so communication of
+// bucket k overlaps the backward of bucket k+1. Only the step's last micro-batch communicates.
+#include <vector>
+
+#include "comm/comm.h"
+#include "io/trace.h"
+#include "model/param_access.h"
+#include "model/parameters.h"
+
+namespace ff {
+
+class BucketedAllReduce final : public GradSink {
+ public:
+  BucketedAllReduce(const ParamLayout& layout, float* grads, Comm& comm, size_t bucket_elems,
+                    bool overlap, Tracer* tracer);
+  void set_sync(bool sync) { sync_ = sync; }
+  float* acquire(const ParamSegment& seg) override;
+  void release(const ParamSegment& seg) override;
+  void finish();  // waits for every bucket started this step
+
+  struct Bucket {
+    size_t lo, hi;  // flat range; buckets are contiguous and cover [0, total)
+  };
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+ private:
+  void start(size_t b);
+
+  float* grads_;
+  Comm& comm_;
+  Tracer* tracer_;
+  std::vector<Bucket> buckets_;  // in completion order: highest offsets first
+  std::vector<CommRequest> inflight_;
+  size_t next_bucket_ = 0;
+  bool sync_ = false;
+  bool overlap_ = true;
+  double acquire_us_ = 0;
+};
+
+}  // namespace ff

@@ -1,0 +1,38 @@
+#include "parallel/model_state.h"
+
+#include <stdexcept>
+
+#include "parallel/replicated_state.h"
+#include "parallel/sharded_state.h"
+
+namespace ff {
+
+GradSync parse_grad_sync(const std::string& s) {
+  if (s == "overlap") return GradSync::overlap;
+  if (s == "after_backward") return GradSync::after_backward;
+  if (s == "none") return GradSync::none;
+  throw std::runtime_error("grad_sync must be overlap | after_backward | none (got '" + s + "')");
+}
+
+const char* grad_sync_name(GradSync g) {
+  switch (g) {
+    case GradSync::overlap: return "overlap";
+    case GradSync::after_backward: return "after_backward";
+    case GradSync::none: return "none";
+  }
+  return "?";
+}
+
+std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
+                                             const AdamWConfig& adam, const DataParallelConfig& cfg,
+                                             Comm* dp, Tracer* tracer) {
+  if (cfg.zero < 0 || cfg.zero > 3)
+    throw std::runtime_error("zero must be 0, 1, 2 or 3 (got " + std::to_string(cfg.zero) + ")");
+  if (cfg.sync != GradSync::overlap && cfg.zero != 0)
+    throw std::runtime_error("grad_sync other than overlap is a DDP (zero 0) benchmarking setting");
+  if (cfg.zero == 0 || !dp || dp->size() == 1)
+    return std::make_unique<ReplicatedState>(layout, adam, cfg, dp, tracer);
+  return std::make_unique<ShardedState>(layout, adam, cfg.zero, *dp, tracer);
+}
+
+}  // namespace ff

@@ -1,0 +1,61 @@
+#pragma once
+// One rank's share of the model state (parameters, gradients, AdamW moments) and the
+// communication that keeps the ranks consistent. The trainer drives every layout through this
+// one interface; the model sees only the ParamSource/GradSink it hands out.
+//
+//   zero 0 (ReplicatedState): everything replicated; gradients all-reduced in buckets that start
+//          as soon as backward finishes writing them (DDP).
+//   zero 1/2/3 (ShardedState): AdamW moments / + gradients / + parameters sharded across the
+//          data-parallel group (ZeRO, Rajbhandari et al. 2020; stage 3 is FSDP).
+#include <memory>
+#include <string>
+
+#include "model/param_access.h"
+#include "model/parameters.h"
+#include "parallel/optimizer.h"
+
+namespace ff {
+
+class Comm;
+class Tracer;
+
+// When DDP's all-reduces run: overlapped with backward (the point of buckets), all after
+// backward (to measure what overlap saves), or never (benchmarks only: replicas drift apart).
+enum class GradSync { overlap, after_backward, none };
+GradSync parse_grad_sync(const std::string& s);
+const char* grad_sync_name(GradSync g);
+
+struct DataParallelConfig {
+  int zero = 0;              // ZeRO stage 0..3
+  double bucket_mb = 4.0;    // DDP bucket size (zero 0)
+  GradSync sync = GradSync::overlap;
+};
+
+class ModelState {
+ public:
+  virtual ~ModelState() = default;
+  virtual ParamSource& params() = 0;
+  // sync: this is the step's last micro-batch, so gradients are communicated as they complete.
+  virtual GradSink& grads(bool sync) = 0;
+  virtual void zero_grads() = 0;
+  // Waits for this step's gradient communication; afterwards grads hold the global sum.
+  virtual void finish_grads() = 0;
+  virtual double grad_norm() = 0;  // global L2 norm of the summed gradient
+  virtual void scale_grads(float s) = 0;
+  virtual void optimizer_step(float lr, int step) = 0;
+  // Initial weights from the deterministic initializer (each rank fills what it holds).
+  virtual void init_parameters(const ModelConfig& c, uint64_t seed) = 0;
+  // Checkpoints hold the full, unsharded state: gather to rank 0 (others may pass null) and
+  // take each rank's part of a full state on load.
+  virtual void gather_full(float* params, float* m, float* v) = 0;
+  virtual void load_full(const float* params, const float* m, const float* v) = 0;
+  // The full gradient on this rank, for tests (replicated state only; null otherwise).
+  virtual const float* full_grads() const { return nullptr; }
+};
+
+// dp: the data-parallel group, or null for a single process.
+std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
+                                             const AdamWConfig& adam, const DataParallelConfig& cfg,
+                                             Comm* dp, Tracer* tracer);
+
+}  // namespace ff

@@ -1,0 +1,63 @@
+#include "parallel/replicated_state.h"
+
+#include <cstring>
+
+#include "kernels/adamw.h"
+
+namespace ff {
+
+ReplicatedState::ReplicatedState(const ParamLayout& layout, const AdamWConfig& adam,
+                                 const DataParallelConfig& cfg, Comm* dp, Tracer* tracer)
+    : layout_(layout),
+      params_(layout.total(), MemCategory::params),
+      grads_(layout.total(), MemCategory::grads),
+      adam_(full_model_spans(layout), layout.total(), adam),
+      source_(params_.data()),
+      local_sink_(grads_.data()) {
+  if (dp && dp->size() > 1 && cfg.sync != GradSync::none) {
+    const size_t bucket_elems = size_t(cfg.bucket_mb * 1024 * 1024 / sizeof(float));
+    ddp_ = std::make_unique<BucketedAllReduce>(layout, grads_.data(), *dp, bucket_elems,
+                                               cfg.sync == GradSync::overlap, tracer);
+  }
+}
+
+GradSink& ReplicatedState::grads(bool sync) {
+  if (!ddp_) return local_sink_;
+  ddp_->set_sync(sync);
+  return *ddp_;
+}
+
+void ReplicatedState::zero_grads() { std::memset(grads_.data(), 0, grads_.bytes()); }
+
+void ReplicatedState::finish_grads() {
+  if (ddp_) ddp_->finish();
+}
+
+double ReplicatedState::grad_norm() { return l2_norm(grads_.data(), grads_.size()); }
+
+void ReplicatedState::scale_grads(float s) { scale_inplace(grads_.data(), grads_.size(), s); }
+
+void ReplicatedState::optimizer_step(float lr, int step) {
+  // Every rank holds the same summed gradient, so every replica takes the same step.
+  adam_.step(params_.data(), grads_.data(), lr, step);
+}
+
+void ReplicatedState::init_parameters(const ModelConfig& c, uint64_t seed) {
+  ff::init_parameters(params_.data(), layout_, c, seed);
+}
+
+void ReplicatedState::gather_full(float* params, float* m, float* v) {
+  const size_t bytes = params_.bytes();
+  if (params) std::memcpy(params, params_.data(), bytes);
+  if (m) std::memcpy(m, adam_.m(), bytes);
+  if (v) std::memcpy(v, adam_.v(), bytes);
+}
+
+void ReplicatedState::load_full(const float* params, const float* m, const float* v) {
+  const size_t bytes = params_.bytes();
+  std::memcpy(params_.data(), params, bytes);
+  std::memcpy(adam_.m(), m, bytes);
+  std::memcpy(adam_.v(), v, bytes);
+}
+
+}  // namespace ff

@@ -1,0 +1,37 @@
+#pragma once
+// ZeRO stage 0: every rank holds the whole model state; gradients are summed by bucketed
+// all-reduce overlapped with backward (DDP). With no group (one process) it is the serial state.
+#include <memory>
+
+#include "core/memory.h"
+#include "parallel/ddp.h"
+#include "parallel/model_state.h"
+
+namespace ff {
+
+class ReplicatedState final : public ModelState {
+ public:
+  ReplicatedState(const ParamLayout& layout, const AdamWConfig& adam, const DataParallelConfig& cfg,
+                  Comm* dp, Tracer* tracer);
+  ParamSource& params() override { return source_; }
+  GradSink& grads(bool sync) override;
+  void zero_grads() override;
+  void finish_grads() override;
+  double grad_norm() override;
+  void scale_grads(float s) override;
+  void optimizer_step(float lr, int step) override;
+  void init_parameters(const ModelConfig& c, uint64_t seed) override;
+  void gather_full(float* params, float* m, float* v) override;
+  void load_full(const float* params, const float* m, const float* v) override;
+  const float* full_grads() const override { return grads_.data(); }
+
+ private:
+  const ParamLayout& layout_;
+  TrackedBuffer<float> params_, grads_;
+  AdamW adam_;
+  FlatParams source_;
+  FlatGrads local_sink_;
+  std::unique_ptr<BucketedAllReduce> ddp_;  // null without a group of 2 or more
+};
+
+}  // namespace ff

@@ -1,0 +1,144 @@
+#include "parallel/sharded_state.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/adamw.h"
+
+namespace ff {
+
+// Stage 1's sink: backward accumulates into the full gradient; on the step's last micro-batch
+// each released segment is reduce-scattered straight into the gradient shard.
+class ShardedState::Stage1Sink final : public GradSink {
+ public:
+  Stage1Sink(const ShardLayout& shards, float* full, float* shard, Comm& comm)
+      : shards_(shards), full_(full), shard_(shard), comm_(comm) {}
+  void set_sync(bool sync) { sync_ = sync; }
+  float* acquire(const ParamSegment& seg) override { return full_ + seg.offset; }
+  void release(const ParamSegment& seg) override {
+    if (!sync_) return;
+    const ShardedSegment& s = shards_.of(seg);
+    inflight_.push_back(comm_.reduce_scatter_async(full_ + seg.offset, shard_ + s.shard_at, seg.count));
+  }
+  void finish() {
+    for (auto& r : inflight_) r.wait();
+    inflight_.clear();
+  }
+
+ private:
+  const ShardLayout& shards_;
+  float* full_;
+  float* shard_;
+  Comm& comm_;
+  bool sync_ = false;
+  std::vector<CommRequest> inflight_;
+};
+
+ShardedState::ShardedState(const ParamLayout& layout, const AdamWConfig& adam, int stage,
+                           Comm& dp, Tracer* tracer)
+    : layout_(layout),
+      stage_(stage),
+      comm_(dp),
+      shards_(layout, dp.size(), dp.rank()),
+      params_(stage == 3 ? shards_.shard_size() : layout.total(), MemCategory::params),
+      // Stage 1 already holds the full gradient (the formula's 4Ψ); its shard is only the
+      // reduce-scatter's output, so it is counted as communication workspace.
+      grad_shard_(shards_.shard_size(), stage == 1 ? MemCategory::workspace : MemCategory::grads),
+      adam_(shards_.optimizer_spans(layout, stage == 3), shards_.shard_size(), adam),
+      flat_source_(params_.data()) {
+  if (stage == 1) {
+    full_grads_.allocate(layout.total(), MemCategory::grads);
+    stage1_sink_ = std::make_unique<Stage1Sink>(shards_, full_grads_.data(), grad_shard_.data(), dp);
+  } else {
+    rs_sink_ = std::make_unique<ReduceScatterGrads>(shards_, grad_shard_.data(), dp, tracer);
+  }
+  if (stage == 3) gather_ = std::make_unique<GatherPool>(shards_, params_.data(), dp, tracer);
+}
+
+ShardedState::~ShardedState() = default;
+
+ParamSource& ShardedState::params() {
+  if (gather_) return *gather_;
+  return flat_source_;
+}
+
+GradSink& ShardedState::grads(bool sync) {
+  if (stage1_sink_) {
+    stage1_sink_->set_sync(sync);
+    return *stage1_sink_;
+  }
+  return *rs_sink_;
+}
+
+void ShardedState::zero_grads() {
+  std::memset(grad_shard_.data(), 0, grad_shard_.bytes());
+  if (full_grads_.data()) std::memset(full_grads_.data(), 0, full_grads_.bytes());
+}
+
+void ShardedState::finish_grads() {
+  if (stage1_sink_) stage1_sink_->finish();
+  if (rs_sink_) rs_sink_->finish();
+}
+
+double ShardedState::grad_norm() {
+  const double local = l2_norm(grad_shard_.data(), grad_shard_.size());
+  double sq = local * local;
+  comm_.all_reduce(&sq, 1);
+  return std::sqrt(sq);
+}
+
+void ShardedState::scale_grads(float s) { scale_inplace(grad_shard_.data(), grad_shard_.size(), s); }
+
+void ShardedState::gather_segments(const float* shard, float* full) {
+  std::vector<CommRequest> reqs;
+  for (const ShardedSegment& s : shards_.segments())
+    reqs.push_back(comm_.all_gather_async(shard + s.shard_at, full + s.seg.offset, s.seg.count));
+  for (auto& r : reqs) r.wait();
+}
+
+void ShardedState::optimizer_step(float lr, int step) {
+  adam_.step(params_.data(), grad_shard_.data(), lr, step);
+  if (stage_ == 3) {
+    gather_->invalidate();
+    return;
+  }
+  // Stages 1 and 2: each rank updated its chunks in place in the full buffer; gather everyone's.
+  std::vector<float> mine(shards_.shard_size());
+  for (const ShardedSegment& s : shards_.segments())
+    std::memcpy(mine.data() + s.shard_at, params_.data() + s.seg.offset + s.mine.offset,
+                s.mine.count * sizeof(float));
+  gather_segments(mine.data(), params_.data());
+}
+
+void ShardedState::init_parameters(const ModelConfig& c, uint64_t seed) {
+  if (stage_ != 3) {
+    ff::init_parameters(params_.data(), layout_, c, seed);
+    return;
+  }
+  // Each rank draws exactly its own elements (DESIGN principle 8).
+  for (const ShardedSegment& s : shards_.segments()) {
+    const size_t lo = s.seg.offset + s.mine.offset;
+    init_parameter_range(params_.data() + s.shard_at, lo, lo + s.mine.count, layout_, c, seed);
+  }
+}
+
+void ShardedState::gather_full(float* params, float* m, float* v) {
+  if (stage_ == 3) gather_segments(params_.data(), params);
+  else std::memcpy(params, params_.data(), params_.bytes());
+  gather_segments(adam_.m(), m);
+  gather_segments(adam_.v(), v);
+}
+
+void ShardedState::load_full(const float* params, const float* m, const float* v) {
+  if (stage_ != 3) std::memcpy(params_.data(), params, params_.bytes());
+  for (const ShardedSegment& s : shards_.segments()) {
+    const size_t from = s.seg.offset + s.mine.offset, n = s.mine.count * sizeof(float);
+    if (stage_ == 3) std::memcpy(params_.data() + s.shard_at, params + from, n);
+    std::memcpy(adam_.m() + s.shard_at, m + from, n);
+    std::memcpy(adam_.v() + s.shard_at, v + from, n);
+  }
+  if (gather_) gather_->invalidate();
+}
+
+}  // namespace ff
