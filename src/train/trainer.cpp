@@ -137,8 +137,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, Comm* dp)
   flops_per_token_ = training_flops_per_token(cfg_.model);
   static const double peak = measure_sgemm_gflops() * 1e9;  // once per process
   sgemm_peak_flops_ = peak;
-  if (resuming && leader() && !quiet)
-    std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, ckpt.c_str());
 }
 
 Trainer::~Trainer() = default;
@@ -268,6 +266,8 @@ void Trainer::run() {
                 "%d threads per rank, %s GEMM\n",
                 model_->layout().total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
                 dp_size_, cfg_.zero, recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
+  if (step_ > 0 && leader() && !quiet)
+    std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
   while (step_ < last) {
     StepRecord r = train_step();
     // The first step pays for page faults and library warm-up; ETA and averages skip it.
