@@ -12,6 +12,14 @@ included, so the count can be compared name by name); tests/oracle holds the flo
 that the serial model is checked against.
 
 With --json, stdout is a single JSON line; the parameter count also goes to stderr.
+
+--ddp runs one rank of torch.distributed data parallelism (gloo, CPU). Launch WORLD_SIZE copies
+by hand (torchrun is broken in Debian's 1.13), each with MASTER_ADDR, MASTER_PORT, RANK and
+WORLD_SIZE in its environment; --batch stays the global batch and rank r trains on rows
+[r*B/W, (r+1)*B/W) of each global batch, so the ranks together see what a serial run sees.
+The model is wrapped in DistributedDataParallel with its default buckets (bucket_cap_mb=25, a
+1 MiB first bucket, gradient_as_bucket_view=False). Rank 0 alone prints, with tokens_per_s
+counting the global batch. bench/dp/compare_pytorch_ddp.py is the driver.
 """
 
 import argparse
@@ -48,6 +56,9 @@ def parse_args(argv=None):
     ap.add_argument("--adamw", choices=("for-loop", "foreach"), default="for-loop",
                     help="AdamW implementation (default for-loop, the faster one here)")
     ap.add_argument("--json", action="store_true", help="print one JSON line on stdout")
+    ap.add_argument("--ddp", action="store_true",
+                    help="one DistributedDataParallel rank (gloo); RANK, WORLD_SIZE, MASTER_ADDR "
+                         "and MASTER_PORT come from the environment; --batch is the global batch")
     a = ap.parse_args(argv)
     if a.dim % a.heads or (a.dim // a.heads) % 2 or a.heads % a.kv_heads:
         ap.error("need dim % heads == 0, an even head dim, and heads % kv-heads == 0")
@@ -66,6 +77,7 @@ if ARGS is not None:
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
@@ -203,14 +215,40 @@ def make_batches(a, n):
 
 def main(a):
     torch.set_num_threads(a.threads)
+    rank, world = 0, 1
+    if a.ddp:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        if a.batch % world:
+            sys.exit(f"--batch {a.batch} (the global batch) must divide by WORLD_SIZE {world}")
+        # env:// rendezvous through MASTER_ADDR/MASTER_PORT, as torchrun would have set up.
+        dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(a.seed)
     model = LlamaForCausalLM(a)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"pytorch llama params: {n_params}", file=sys.stderr)
+    if rank == 0:
+        print(f"pytorch llama params: {n_params}", file=sys.stderr)
+    if a.ddp:
+        # The buffers are the constant RoPE tables and causal mask, built identically on every
+        # rank, so DDP is told not to sync them. Two reasons: gloo cannot broadcast the bool
+        # mask ("Invalid scalar type" in the constructor's initial sync), and by default DDP
+        # would re-broadcast every buffer from rank 0 before each forward, a cost fivefold does
+        # not pay (it sends nothing of the kind). With no buffers left, broadcast_buffers=True
+        # is a no-op, so the constructor keeps all its defaults, bucketing included
+        # (bucket_cap_mb=25, a 1 MiB first bucket): the peer is DDP as a user gets it.
+        DDP = torch.nn.parallel.DistributedDataParallel
+        DDP._set_params_and_buffers_to_ignore_for_model(
+            model, [name for name, _ in model.named_buffers()])
+        model = DDP(model)
     # Weight decay on every tensor (norms and embeddings included) to match a plain AdamW.
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1,
                             foreach=(a.adamw == "foreach"))
     batches = make_batches(a, a.warmup + a.steps)
+    if a.ddp:
+        # Every rank draws the same global batches (same seed) and keeps its contiguous slice of
+        # rows, so the union over ranks is exactly the serial run's data.
+        rows = a.batch // world
+        batches = [(x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows])
+                   for x, y in batches]
 
     def step(inputs, targets):
         opt.zero_grad(set_to_none=True)
@@ -230,7 +268,23 @@ def main(a):
             losses.append(loss)
             times.append(dt)
 
-    tokens = a.batch * a.seq
+    peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    rss_per_rank = [peak_rss_mb]
+    if a.ddp:
+        # All after the timed loop, so none of it is charged to a step. The loss each rank saw
+        # is the mean over its rows; with equal rows per rank, the mean over ranks is the
+        # global batch's loss, the number a serial run would print.
+        lt = torch.tensor(losses, dtype=torch.float64)
+        dist.all_reduce(lt)
+        losses = (lt / world).tolist()
+        rss_per_rank = [None] * world
+        dist.all_gather_object(rss_per_rank, peak_rss_mb)
+        dist.destroy_process_group()
+        if rank != 0:
+            return 0
+    # Rank 0's clock, like fivefold's metrics.jsonl: every DDP step ends in the same gradient
+    # all-reduce, so the ranks' step times differ only by scheduling noise.
+    tokens = a.batch * a.seq   # the global batch under --ddp
     res = {
         "impl": "pytorch",
         # Total timed tokens over total timed seconds (not 1/median), so one slow step counts.
@@ -238,7 +292,8 @@ def main(a):
         "step_ms_median": round(1e3 * statistics.median(times), 2),
         "step_ms_all": [round(1e3 * t, 2) for t in times],
         # Linux reports ru_maxrss in KiB; it is the process peak, warmup and model included.
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        # Under --ddp, rank 0's; peak_rss_mb_per_rank has them all.
+        "peak_rss_mb": peak_rss_mb,
         "params": n_params,
         "threads": a.threads,
         "optimizer": f"torch.optim.AdamW({a.adamw})",
@@ -250,6 +305,15 @@ def main(a):
                    "tied": a.tied, "steps": a.steps, "warmup": a.warmup,
                    "data": a.tokens or f"random(seed={a.seed})"},
     }
+    if a.ddp:
+        # Extra keys only; the serial JSON keeps exactly its old shape.
+        # Read back from the wrapper rather than restated, so the record cannot go stale.
+        res["ddp"] = {"world_size": world, "backend": "gloo",
+                      "bucket_cap_mb": model.bucket_bytes_cap / 2**20,
+                      "first_bucket_mb": dist._DEFAULT_FIRST_BUCKET_BYTES / 2**20,
+                      "synced_buffers": len(model.modules_buffers),
+                      "rows_per_rank": a.batch // world}
+        res["peak_rss_mb_per_rank"] = rss_per_rank
     if a.json:
         print(json.dumps(res))
     else:

@@ -57,7 +57,8 @@ class Comm {
     return all_reduce_async(data, n, comm_type_of<T>(), op);
   }
   // in: n_total elements on every rank; out: chunk_range(n_total, size(), rank()).count
-  // elements, the reduction of this rank's chunk.
+  // elements, the reduction of this rank's chunk. out may be in + offset of the own chunk
+  // (in place, as ZeRO does on the flat gradient buffer); any other overlap is an error.
   template <typename T>
   void reduce_scatter(const T* in, T* out, size_t n_total, ReduceOp op = ReduceOp::sum) const {
     reduce_scatter(in, out, n_total, comm_type_of<T>(), op);

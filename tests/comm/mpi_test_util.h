@@ -32,6 +32,6 @@ T rotating(int rank, int p, size_t i) {
 
 // Sizes that divide by 2, 3 and 4 (12), do not (13, 1), leave ranks with nothing (1 on 4
 // ranks), and span many segments of the pipelined algorithms (> kSlots x 256 KiB per chunk).
-inline std::vector<size_t> sizes() { return {1, 12, 13, 1000, 1200007}; }
+inline std::vector<size_t> sizes() { return {1, 12, 13, 1000, 2000003}; }
 
 }  // namespace ff::test

@@ -108,6 +108,23 @@ TYPED_TEST(Collectives, AllGatherAssemblesEveryChunkFromItsOwner) {
   }
 }
 
+TEST(Collectives, ReduceScatterAndAllGatherInPlaceOnOneFlatBuffer) {
+  // The ZeRO pattern: reduce-scatter the gradient into the own chunk of the same buffer, then
+  // all-gather the chunks back in place.
+  Comm& w = world();
+  int p = w.size(), r = w.rank();
+  for (size_t n : test::sizes()) {
+    std::vector<float> x(n);
+    for (size_t i = 0; i < n; ++i) x[i] = test::input<float>(r, i);
+    ChunkRange c = chunk_range(n, p, r);
+    w.reduce_scatter(x.data(), x.data() + c.offset, n);
+    w.all_gather(x.data() + c.offset, x.data(), n);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) bad += x[i] != test::expected_sum<float>(p, i);
+    EXPECT_EQ(bad, 0u) << "n=" << n;
+  }
+}
+
 TYPED_TEST(Collectives, BroadcastFromFirstAndLastRank) {
   using T = TypeParam;
   Comm& w = world();
