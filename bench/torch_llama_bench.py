@@ -279,7 +279,9 @@ def main(a):
         losses = (lt / world).tolist()
         rss_per_rank = [None] * world
         dist.all_gather_object(rss_per_rank, peak_rss_mb)
-        dist.destroy_process_group()
+        # The last collective: past it, no rank has a message in flight, so each may leave.
+        # The process group is never torn down (see the os._exit at the bottom).
+        dist.barrier()
         if rank != 0:
             return 0
     # Rank 0's clock, like fivefold's metrics.jsonl: every DDP step ends in the same gradient
@@ -324,4 +326,15 @@ def main(a):
 
 
 if __name__ == "__main__":
-    sys.exit(main(ARGS))
+    code = main(ARGS)
+    if ARGS.ddp:
+        # Leave without tearing torch.distributed down. In 1.13, freeing DDP's Reducer destroys
+        # the gloo process group, which joins its worker threads while holding the GIL; a worker
+        # still releasing a finished collective's tensor needs the GIL to drop the tensor's
+        # Python object, and the two wait for each other forever (seen here: rank 0 had printed
+        # its result, then both ranks hung at exit). Nothing is left to clean up: the result is
+        # printed and the peer ranks are past the final barrier.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -6,6 +6,8 @@
 //
 // busbw = S / t * 2(n-1)/n (nccl-tests, FORMULAS.md), S = bytes per rank, t = the slowest
 // rank's time per call, median over reps.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -169,6 +171,41 @@ void overlap(const ff::Comm& world, int reps) {
   }
 }
 
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);  // all threads of this rank, the comm thread included
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// What waiting for a late peer costs: rank 1 joins a 1 MiB all-reduce `late` after rank 0;
+// rank 0's CPU time over that wait, (a) blocked in the collective (the waiter drives), (b)
+// with an async collective while its main thread sleeps (the comm thread polls).
+void idle_cost(const ff::Comm& world) {
+  const double late = 1.0;
+  std::vector<float> x((1u << 20) / sizeof(float), 1.0f);
+  double blocked = 0, async = 0;
+  for (int mode = 0; mode < 2; ++mode) {
+    world.barrier();
+    double cpu0 = cpu_seconds();
+    auto t0 = clock_type::now();
+    if (world.rank() != 0) std::this_thread::sleep_for(std::chrono::duration<double>(late));
+    if (mode == 0 || world.rank() != 0) {
+      world.all_reduce(x.data(), x.size());
+    } else {
+      ff::CommRequest req = world.all_reduce_async(x.data(), x.size());
+      while (!req.test()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    double share = (cpu_seconds() - cpu0) / seconds_since(t0);
+    (mode == 0 ? blocked : async) = share;
+  }
+  if (world.rank() == 0) {
+    std::printf("\n## idle cost: rank 0 waits %.0f s for a late peer in a 1 MiB all-reduce\n", late);
+    std::printf("| rank 0 waits in | CPU time / wall time of rank 0 (all threads) |\n|---|---|\n");
+    std::printf("| blocking all_reduce (the waiter drives) | %.2f%% |\n", 100 * blocked);
+    std::printf("| async all_reduce, main thread asleep (comm thread drives) | %.2f%% |\n", 100 * async);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,5 +221,6 @@ int main(int argc, char** argv) {
   }
   bandwidth_table(world, reps);
   overlap(world, reps);
+  idle_cost(world);
   return 0;
 }

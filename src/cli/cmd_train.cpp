@@ -21,11 +21,11 @@ int cmd_train(const Args& a) {
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "out") overrides.emplace_back(k, v);
   TrainConfig cfg = load_train_config(a.get("config"), overrides);
-  Comm& world = comm_world();
+  const Comm& world = comm_world();
   resolve_layout(cfg, world.size());
   validate_train_config(cfg);
   Mesh mesh(world, MeshDegrees{cfg.dp, cfg.tp, cfg.pp, cfg.cp});  // checks the product first
-  Trainer trainer(cfg, out, const_cast<Comm*>(&mesh.group(MeshAxis::dp)));
+  Trainer trainer(cfg, out, &mesh.group(MeshAxis::dp));
   if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
   return 0;

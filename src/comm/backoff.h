@@ -2,11 +2,11 @@
 // Internal: how a thread waits for messages without burning a core.
 //
 // Right after something moved, more is usually about to move (the next segment of the same
-// transfer), so the thread keeps polling for `spin_window`, yielding the core between polls to
-// any other runnable thread (a compute thread, an oversubscribed rank). Once nothing has moved
-// for that long a peer is late (a pipeline bubble, a slower rank), and the thread sleeps
-// instead: 20 us first, doubling up to 1 ms, so a rank that waits for seconds costs ~0.1% of a
-// core while still noticing completion within ~1 ms.
+// transfer, or the peer finishing the previous phase), so a waiting thread keeps polling for
+// `spin_window`, handing the core to any other runnable thread now and then (a compute thread,
+// an oversubscribed rank). Once nothing has moved for that long a peer is late (a pipeline
+// bubble, a slower rank), and the thread sleeps instead: 20 us first, doubling up to 1 ms, so a
+// rank that waits for seconds costs ~2% of a core while still noticing completion within ~1 ms.
 #include <algorithm>
 #include <chrono>
 

@@ -7,7 +7,7 @@
 //
 // Launched by mpirun, the world has one rank per process. Launched plainly (./fivefold), Open
 // MPI's singleton mode gives a world of size 1, so the same code runs serially; init costs
-// ~40 ms there (see Engine::start).
+// ~20 ms there (see Engine::start).
 #include <string>
 
 namespace ff {

@@ -19,8 +19,10 @@ namespace ff::detail {
 namespace {
 
 // How long a thread blocked in wait() keeps polling after the last completed message before it
-// starts sleeping. Long enough to cover the gap between two segments of one transfer (tens of
-// microseconds here), short enough that a rank waiting for a late peer soon stops using a core.
+// starts sleeping. It must cover a peer that is still busy with the previous phase of the same
+// collective (copying and reducing a few MiB takes ~1 ms here): with 200 us, 8-16 MiB
+// all-reduces fell to 0.7-0.8x raw MPI because ranks dozed off mid-operation. Past 2 ms of
+// silence the peer is late, not busy, and sleeping costs nothing.
 constexpr std::chrono::microseconds kWaiterSpinWindow{2000};
 
 // Variables a launcher (mpirun, Slurm's srun with PMIx/PMI2) sets in every rank's environment.
@@ -71,9 +73,9 @@ void Engine::start(int* argc, char*** argv) {
         "init_comm: MPI was already initialised by other code; let ff::init_comm be the only "
         "place that initialises MPI (it needs MPI_THREAD_SERIALIZED)");
   }
-  // A plain ./fivefold is an Open MPI singleton. By default that spends ~0.3 s probing network
+  // A plain ./fivefold is an Open MPI singleton. By default that spends ~0.35 s probing network
   // transports (UCX, PSM, OFI) and starting a helper daemon that a one-process job never uses;
-  // with these two settings MPI_Init takes ~40 ms. A user's own setting wins, jobs started by a
+  // with these two settings MPI_Init takes ~20 ms. A user's own setting wins, jobs started by a
   // launcher are not touched, and the variables are removed again after MPI_Init so that
   // processes this one starts do not inherit them.
   std::vector<const char*> set_here;

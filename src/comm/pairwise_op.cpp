@@ -70,7 +70,7 @@ void PairwiseOp::start() {
     if (mode_ == Mode::all_gather) {
       // The caller may pass its chunk already in place inside out (then there is nothing to copy).
       std::byte* own = out_ + mine.offset * es_;
-      if (own != in_) std::memmove(own, in_, mine.count * es_);
+      if (mine.count > 0 && own != in_) std::memmove(own, in_, mine.count * es_);
     }
     ag_sends_.assign(size_t(p_), {});
     ag_recv_posted_.assign(size_t(p_), 0);

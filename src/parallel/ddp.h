@@ -14,7 +14,7 @@ namespace ff {
 
 class BucketedAllReduce final : public GradSink {
  public:
-  BucketedAllReduce(const ParamLayout& layout, float* grads, Comm& comm, size_t bucket_elems,
+  BucketedAllReduce(const ParamLayout& layout, float* grads, const Comm& comm, size_t bucket_elems,
                     bool overlap, Tracer* tracer);
   void set_sync(bool sync) { sync_ = sync; }
   float* acquire(const ParamSegment& seg) override;
@@ -30,7 +30,7 @@ class BucketedAllReduce final : public GradSink {
   void start(size_t b);
 
   float* grads_;
-  Comm& comm_;
+  const Comm& comm_;
   Tracer* tracer_;
   std::vector<Bucket> buckets_;  // in completion order: highest offsets first
   std::vector<CommRequest> inflight_;

@@ -4,7 +4,7 @@
 
 namespace ff {
 
-GatherPool::GatherPool(const ShardLayout& shards, const float* param_shard, Comm& comm,
+GatherPool::GatherPool(const ShardLayout& shards, const float* param_shard, const Comm& comm,
                        Tracer* tracer, int buffers)
     : shards_(shards), param_shard_(param_shard), comm_(comm), tracer_(tracer), slots_(size_t(buffers)) {
   for (Slot& s : slots_) s.data.allocate(shards.max_segment(), MemCategory::workspace);

@@ -16,7 +16,7 @@ namespace ff {
 
 class GatherPool final : public ParamSource {
  public:
-  GatherPool(const ShardLayout& shards, const float* param_shard, Comm& comm, Tracer* tracer,
+  GatherPool(const ShardLayout& shards, const float* param_shard, const Comm& comm, Tracer* tracer,
              int buffers = 3);
   const float* acquire(const ParamSegment& seg, Pass pass, const ParamSegment& next) override;
   void release(const ParamSegment& seg, Pass pass) override;
@@ -39,7 +39,7 @@ class GatherPool final : public ParamSource {
 
   const ShardLayout& shards_;
   const float* param_shard_;
-  Comm& comm_;
+  const Comm& comm_;
   Tracer* tracer_;
   std::vector<Slot> slots_;
   uint64_t clock_ = 0;

@@ -25,7 +25,7 @@ const char* grad_sync_name(GradSync g) {
 
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             Comm* dp, Tracer* tracer) {
+                                             const Comm* dp, Tracer* tracer) {
   if (cfg.zero < 0 || cfg.zero > 3)
     throw std::runtime_error("zero must be 0, 1, 2 or 3 (got " + std::to_string(cfg.zero) + ")");
   if (cfg.sync != GradSync::overlap && cfg.zero != 0)

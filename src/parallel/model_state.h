@@ -56,6 +56,6 @@ class ModelState {
 // dp: the data-parallel group, or null for a single process.
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             Comm* dp, Tracer* tracer);
+                                             const Comm* dp, Tracer* tracer);
 
 }  // namespace ff

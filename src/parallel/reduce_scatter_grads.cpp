@@ -7,7 +7,7 @@
 namespace ff {
 
 ReduceScatterGrads::ReduceScatterGrads(const ShardLayout& shards, float* grad_shard,
-                                       Comm& comm, Tracer* tracer)
+                                       const Comm& comm, Tracer* tracer)
     : shards_(shards), grad_shard_(grad_shard), comm_(comm), tracer_(tracer) {
   size_t max_chunk = 0;
   for (const auto& s : shards.segments()) max_chunk = std::max(max_chunk, s.mine.count);

@@ -15,7 +15,7 @@ namespace ff {
 
 class ReduceScatterGrads final : public GradSink {
  public:
-  ReduceScatterGrads(const ShardLayout& shards, float* grad_shard, Comm& comm, Tracer* tracer);
+  ReduceScatterGrads(const ShardLayout& shards, float* grad_shard, const Comm& comm, Tracer* tracer);
   float* acquire(const ParamSegment& seg) override;
   void release(const ParamSegment& seg) override;
   void finish();  // waits for every reduce-scatter and folds it into the shard
@@ -32,7 +32,7 @@ class ReduceScatterGrads final : public GradSink {
 
   const ShardLayout& shards_;
   float* grad_shard_;
-  Comm& comm_;
+  const Comm& comm_;
   Tracer* tracer_;
   Stage stages_[2];
   int next_ = 0;

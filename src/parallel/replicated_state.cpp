@@ -7,7 +7,7 @@
 namespace ff {
 
 ReplicatedState::ReplicatedState(const ParamLayout& layout, const AdamWConfig& adam,
-                                 const DataParallelConfig& cfg, Comm* dp, Tracer* tracer)
+                                 const DataParallelConfig& cfg, const Comm* dp, Tracer* tracer)
     : layout_(layout),
       params_(layout.total(), MemCategory::params),
       grads_(layout.total(), MemCategory::grads),

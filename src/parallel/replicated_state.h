@@ -12,7 +12,7 @@ namespace ff {
 class ReplicatedState final : public ModelState {
  public:
   ReplicatedState(const ParamLayout& layout, const AdamWConfig& adam, const DataParallelConfig& cfg,
-                  Comm* dp, Tracer* tracer);
+                  const Comm* dp, Tracer* tracer);
   ParamSource& params() override { return source_; }
   GradSink& grads(bool sync) override;
   void zero_grads() override;

@@ -12,7 +12,7 @@ namespace ff {
 // each released segment is reduce-scattered straight into the gradient shard.
 class ShardedState::Stage1Sink final : public GradSink {
  public:
-  Stage1Sink(const ShardLayout& shards, float* full, float* shard, Comm& comm)
+  Stage1Sink(const ShardLayout& shards, float* full, float* shard, const Comm& comm)
       : shards_(shards), full_(full), shard_(shard), comm_(comm) {}
   void set_sync(bool sync) { sync_ = sync; }
   float* acquire(const ParamSegment& seg) override { return full_ + seg.offset; }
@@ -30,13 +30,13 @@ class ShardedState::Stage1Sink final : public GradSink {
   const ShardLayout& shards_;
   float* full_;
   float* shard_;
-  Comm& comm_;
+  const Comm& comm_;
   bool sync_ = false;
   std::vector<CommRequest> inflight_;
 };
 
 ShardedState::ShardedState(const ParamLayout& layout, const AdamWConfig& adam, int stage,
-                           Comm& dp, Tracer* tracer)
+                           const Comm& dp, Tracer* tracer)
     : layout_(layout),
       stage_(stage),
       comm_(dp),

@@ -19,7 +19,7 @@ namespace ff {
 
 class ShardedState final : public ModelState {
  public:
-  ShardedState(const ParamLayout& layout, const AdamWConfig& adam, int stage, Comm& dp,
+  ShardedState(const ParamLayout& layout, const AdamWConfig& adam, int stage, const Comm& dp,
                Tracer* tracer);
   ~ShardedState() override;
   ParamSource& params() override;
@@ -39,7 +39,7 @@ class ShardedState final : public ModelState {
 
   const ParamLayout& layout_;
   int stage_;
-  Comm& comm_;
+  const Comm& comm_;
   ShardLayout shards_;
   TrackedBuffer<float> params_;      // full (stages 1, 2) or this rank's shard (stage 3)
   TrackedBuffer<float> full_grads_;  // stage 1 only

@@ -58,7 +58,7 @@ std::string format_duration(double s) {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig cfg, std::string out_dir, Comm* dp)
+Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp)
     : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp) {
   if (dp_) dp_rank_ = dp_->rank(), dp_size_ = dp_->size();
   if (cfg_.dp == 0) cfg_.dp = dp_size_;

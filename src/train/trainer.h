@@ -32,7 +32,7 @@ struct StepRecord {
 class Trainer {
  public:
   // dp: the data-parallel group (null or size 1 for one process). cfg.dp must equal its size.
-  Trainer(TrainConfig cfg, std::string out_dir, Comm* dp = nullptr);
+  Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp = nullptr);
   ~Trainer();
   // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
   void run();
@@ -57,7 +57,7 @@ class Trainer {
 
   TrainConfig cfg_;
   std::string out_dir_;
-  Comm* dp_ = nullptr;
+  const Comm* dp_ = nullptr;
   int dp_rank_ = 0, dp_size_ = 1;
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
   std::unique_ptr<DataLoader> loader_;
