@@ -1,5 +1,7 @@
 #include "comm/engine.h"
 
+#include <chrono>
+
 #include <cstdlib>
 #include <numeric>
 #include <sstream>
@@ -159,6 +161,11 @@ void Engine::submit(std::shared_ptr<Op> op, bool caller_waits) {
   if (!caller_waits) wake_.notify_one();
 }
 
+static double monotonic_us() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 bool Engine::round() {
   bool moved = false;
   std::deque<std::shared_ptr<Op>> fresh;
@@ -167,6 +174,7 @@ bool Engine::round() {
     fresh.swap(queue_);
   }
   for (auto& op : fresh) {
+    op->started_us = monotonic_us();
     op->start();
     active_.push_back(std::move(op));
     moved = true;
@@ -178,6 +186,7 @@ bool Engine::round() {
   for (size_t i = 0; i < active_.size(); ++i) {
     if (active_[i]->finished()) {
       active_[i]->release();
+      active_[i]->completed_us = monotonic_us();
       active_[i]->complete.store(true, std::memory_order_release);
       moved = true;
     } else {

@@ -34,6 +34,10 @@ class Op {
 
   // Set (release) by the driver after finished(); read (acquire) by wait() and test().
   std::atomic<bool> complete{false};
+  // When the driver started and retired the op, in microseconds of the monotonic clock (the
+  // clock traces use), so a timeline can show when the transfer really ran. Written before
+  // `complete` is released, read after it is acquired.
+  double started_us = 0, completed_us = 0;
 
  protected:
   std::shared_ptr<CommState> comm_;

@@ -10,8 +10,13 @@ BucketedAllReduce::BucketedAllReduce(const ParamLayout& layout, float* grads, co
   // Segments in completion order; a bucket closes once it reaches bucket_elems, so a large
   // segment is a bucket of its own and small ones share.
   std::vector<ParamSegment> order{layout.head_segment()};
-  for (int l = layout.n_blocks() - 1; l >= 0; --l) order.push_back(layout.block_segment(l));
+  segment_names_.push_back({layout.head_segment().offset, "head"});
+  for (int l = layout.n_blocks() - 1; l >= 0; --l) {
+    order.push_back(layout.block_segment(l));
+    segment_names_.push_back({layout.block_segment(l).offset, "block " + std::to_string(l)});
+  }
   order.push_back(layout.embedding_segment());
+  segment_names_.push_back({layout.embedding_segment().offset, "embedding"});
   size_t hi = layout.total(), lo = hi;
   for (const ParamSegment& seg : order) {
     lo = seg.offset;
@@ -29,7 +34,12 @@ float* BucketedAllReduce::acquire(const ParamSegment& seg) {
 }
 
 void BucketedAllReduce::release(const ParamSegment& seg) {
-  if (tracer_) tracer_->span("backward " + std::to_string(seg.offset), "compute", acquire_us_, tracer_->now_us());
+  if (tracer_) {
+    std::string name = "backward";
+    for (const auto& [offset, label] : segment_names_)
+      if (offset == seg.offset) name += " " + label;
+    tracer_->span(name, "compute", acquire_us_, tracer_->now_us());
+  }
   if (!sync_ || !overlap_) return;
   // Backward releases segments from the top of the flat layout down, so everything at or above
   // seg.offset is final: every bucket that starts there is ready.
@@ -45,7 +55,12 @@ void BucketedAllReduce::finish() {
   if (sync_) {
     while (next_bucket_ < buckets_.size()) start(next_bucket_++);  // not overlapped: all now
   }
-  for (auto& r : inflight_) r.wait();
+  for (size_t i = 0; i < inflight_.size(); ++i) {
+    inflight_[i].wait();
+    if (tracer_)
+      tracer_->span("all-reduce bucket " + std::to_string(i), "comm", inflight_[i].started_us(),
+                    inflight_[i].completed_us());
+  }
   inflight_.clear();
   next_bucket_ = 0;
 }

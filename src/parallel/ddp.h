@@ -3,6 +3,8 @@
 // buckets (in the order backward finishes them: head, last block ... first block, embedding) and
 // starts each bucket's all-reduce the moment its last segment is released, so communication of
 // bucket k overlaps the backward of bucket k+1. Only the step's last micro-batch communicates.
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/comm.h"
@@ -33,6 +35,7 @@ class BucketedAllReduce final : public GradSink {
   const Comm& comm_;
   Tracer* tracer_;
   std::vector<Bucket> buckets_;  // in completion order: highest offsets first
+  std::vector<std::pair<size_t, std::string>> segment_names_;  // offset -> "block 3", for traces
   std::vector<CommRequest> inflight_;
   size_t next_bucket_ = 0;
   bool sync_ = false;
