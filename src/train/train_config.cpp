@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <variant>
 
 #include <fmt/format.h>
@@ -50,7 +52,7 @@ const std::vector<Binding>& bindings() {
       {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
       {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
       {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
-      {{"threads", "OpenMP threads for kernels and GEMM"}, FF_FIELD(threads)},
+      {{"threads", "OpenMP threads per rank (0 = cores of this machine / ranks on it)"}, FF_FIELD(threads)},
       {{"eval_every", "validation loss every N steps and at the end (0 = never)"}, FF_FIELD(eval_every)},
       {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
       {{"ckpt_every", "checkpoint every N steps, and always at the end (0 = end only)"}, FF_FIELD(ckpt_every)},
@@ -219,7 +221,7 @@ void validate_train_config(const TrainConfig& c) {
   need(c.warmup_steps >= 0, "warmup_steps must be >= 0");
   need(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "beta1 and beta2 must be in [0, 1)");
   need(c.grad_clip >= 0, "grad_clip must be >= 0 (0 disables clipping)");
-  need(c.threads > 0, fmt::format("threads must be positive (got {})", c.threads));
+  need(c.threads >= 0, fmt::format("threads must be >= 0 (got {}; 0 = automatic)", c.threads));
   need(c.eval_every >= 0 && c.eval_batches > 0, "eval_every must be >= 0 and eval_batches > 0");
   need(c.ckpt_every >= 0 && c.log_every > 0, "ckpt_every must be >= 0 and log_every > 0");
   need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
@@ -241,7 +243,20 @@ void validate_train_config(const TrainConfig& c) {
 
 namespace ff {
 
+static int ranks_on_this_machine() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(var)) {
+      const int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  return 1;
+}
+
 void resolve_layout(TrainConfig& c, int world_size) {
+  if (c.threads == 0) {
+    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    c.threads = std::max(1, cores / ranks_on_this_machine());
+  }
   const int others = c.tp * c.pp * c.cp;
   if (c.dp != 0) return;  // an explicit layout is checked by the Mesh, which names every degree
   if (world_size % others != 0)

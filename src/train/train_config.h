@@ -28,7 +28,7 @@ struct TrainConfig {
   float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
   float grad_clip = 1.0f;       // global L2 norm; 0 disables
   Recompute recompute = Recompute::none;
-  int threads = 2;              // OpenMP threads for kernels and GEMM
+  int threads = 0;              // OpenMP threads per rank; 0 = this machine's cores / its ranks
   int eval_every = 50;          // validation loss every N steps (and at the end); 0 = never
   int eval_batches = 4;         // micro-batches of validation data per evaluation
   int ckpt_every = 0;           // checkpoint every N steps (and always at the end); 0 = end only
@@ -62,7 +62,9 @@ void set_config_key(TrainConfig& c, const std::string& key, const std::string& v
 std::string config_to_toml(const TrainConfig& c);
 // Cheap checks that must pass before any data is read or memory allocated.
 void validate_train_config(const TrainConfig& c);
-// Fills dp = 0 with the ranks tp * pp * cp leave (the Mesh checks an explicit layout).
+// Fills dp = 0 with the ranks tp * pp * cp leave (the Mesh checks an explicit layout), and
+// threads = 0 with the cores per rank on this machine (the launcher's local rank count, from
+// Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE or Slurm's SLURM_NTASKS_PER_NODE; 1 rank otherwise).
 void resolve_layout(TrainConfig& c, int world_size);
 
 }  // namespace ff

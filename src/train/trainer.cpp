@@ -61,7 +61,7 @@ std::string format_duration(double s) {
 Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp)
     : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp) {
   if (dp_) dp_rank_ = dp_->rank(), dp_size_ = dp_->size();
-  if (cfg_.dp == 0) cfg_.dp = dp_size_;
+  resolve_layout(cfg_, dp_size_);
   if (cfg_.dp != dp_size_)
     throw std::runtime_error(fmt::format("config dp = {} but the data-parallel group has {} ranks",
                                          cfg_.dp, dp_size_));
@@ -185,18 +185,20 @@ StepRecord Trainer::train_step() {
 }
 
 double Trainer::evaluate() {
-  const int T = cfg_.model.seq_len, mb = cfg_.micro_batch;
-  // A fresh loader at position 0 each time: every evaluation sees the same sequences. Every rank
-  // evaluates all of them: the number is then the same for any layout, and ZeRO-3's gathers stay
-  // in step across ranks.
+  const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = mb * dp_size_;
+  // A fresh loader at position 0 each time: every evaluation sees the same sequences. Each
+  // evaluation batch is G windows split over the data-parallel ranks like a training batch, so
+  // the number equals a serial run's with micro_batch G, and every rank runs the same number of
+  // forwards (ZeRO-3's gathers stay in step).
   DataLoader val(val_tokens_, T, cfg_.seed);
   std::vector<int32_t> in(size_t(mb) * T), tgt(size_t(mb) * T);
   double sum = 0;
   for (int b = 0; b < cfg_.eval_batches; ++b) {
-    val.next_batch(mb, 0, mb, in.data(), tgt.data());
+    val.next_batch(G, dp_rank_ * mb, mb, in.data(), tgt.data());
     sum += model_->forward_loss(state_->params(), in.data(), tgt.data(), mb, T);
   }
-  return sum / (double(cfg_.eval_batches) * mb * T);
+  if (dp_ && dp_size_ > 1) dp_->all_reduce(&sum, 1);
+  return sum / (double(cfg_.eval_batches) * G * T);
 }
 
 std::vector<float> Trainer::full_params() {
