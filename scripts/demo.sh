@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: install, build, tokenize the King James Bible, train the `small` model on it and
-# print generated text. Extra arguments go to `fivefold train` (e.g. --steps 100).
+# The main job: install, build, tokenize the King James Bible, train the `small` model on it with
+# two data-parallel ranks (mpirun), and print generated text. Extra arguments go to
+# `fivefold train` (e.g. --steps 100 or --zero 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,7 +12,10 @@ if [ ! -f data/kjv/train.bin ]; then
   $ff prepare --text data/kjv.txt --vocab 4096 --out data/kjv
 fi
 rm -rf runs/small
-$ff train --config configs/small.toml --out runs/small "$@"
+# Open MPI refuses root unless told twice; containers and CI machines often run as root.
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+ranks=2
+mpirun --oversubscribe -np $ranks $ff train --config configs/small.toml --out runs/small --dp $ranks "$@"
 echo
 echo "=== sample ==="
 $ff sample --ckpt runs/small --prompt "And God said" --max-tokens 120 --temperature 0.8 --top-k 40

@@ -8,5 +8,6 @@ int cmd_train(const Args& a);
 int cmd_sample(const Args& a);
 int cmd_eval(const Args& a);
 int cmd_export(const Args& a);
+int cmd_schedule(const Args& a);
 
 }  // namespace ff::cli

@@ -17,6 +17,7 @@ const char* kUsage =
     "  sample  --ckpt DIR --prompt TEXT [--max-tokens N --temperature T --top-k K --seed S]\n"
     "  eval    --ckpt DIR --data FILE               mean loss on a token shard\n"
     "  export  --ckpt DIR --out DIR                 Hugging Face LLaMA folder\n"
+    "  schedule --pp P --microbatches M --schedule S [--chunks V]  draw a pipeline schedule\n"
     "`fivefold <command> --help` explains a command.\n";
 }
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (cmd == "sample") return ff::cli::cmd_sample(a);
     if (cmd == "eval") return ff::cli::cmd_eval(a);
     if (cmd == "export") return ff::cli::cmd_export(a);
+    if (cmd == "schedule") return ff::cli::cmd_schedule(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const std::exception& e) {

@@ -1,0 +1,39 @@
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "cli/commands.h"
+#include "parallel/pipeline_schedule.h"
+#include "parallel/schedule_sim.h"
+
+namespace ff::cli {
+
+namespace {
+PipeSchedule parse_schedule(const std::string& s) {
+  for (PipeSchedule k : {PipeSchedule::gpipe, PipeSchedule::one_f_one_b, PipeSchedule::interleaved,
+                         PipeSchedule::zb_h1})
+    if (s == to_string(k)) return k;
+  if (s == "1f1b") return PipeSchedule::one_f_one_b;
+  if (s == "zb-h1") return PipeSchedule::zb_h1;
+  throw std::runtime_error("--schedule must be gpipe | 1f1b | interleaved | zb-h1 (got '" + s + "')");
+}
+}  // namespace
+
+// Draws a pipeline schedule without running it: one row per rank, unit costs (forward 1,
+// backward 2, or input/weight gradients 1 + 1 for zb-h1), and the predicted bubble fraction.
+int cmd_schedule(const Args& a) {
+  const char* usage = "fivefold schedule --pp P --microbatches M --schedule gpipe|1f1b|interleaved|zb-h1 [--chunks V]";
+  if (a.help) return std::puts(usage), 0;
+  a.only({"pp", "microbatches", "schedule", "chunks"}, usage);
+  PipeScheduleSpec spec{parse_schedule(a.require("schedule", usage)), a.get_int("pp", 2),
+                        a.get_int("microbatches", 4), a.get_int("chunks", 1)};
+  try {
+    validate_schedule_spec(spec);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string(e.what()) + "\nusage: " + usage);
+  }
+  std::printf("%s", render_schedule_text(spec, make_schedule(spec)).c_str());
+  return 0;
+}
+
+}  // namespace ff::cli

@@ -1,0 +1,51 @@
+#pragma once
+// Pipeline schedules as data (DESIGN.md principle 9): a generator returns, per rank, the ordered
+// list of compute and point-to-point actions; an executor only walks the list. Keeping the
+// schedule a pure value lets it be checked (matching sends, no deadlock, bubble size) without MPI.
+//
+// Model split: with v chunks per rank the model is cut into p*v virtual stages; virtual stage s
+// lives on rank s % p as chunk s / p (Megatron's interleaving), so consecutive stages are always on
+// different ranks and every stage boundary is a real send/recv.
+#include <string>
+#include <vector>
+
+namespace ff {
+
+enum class PipeSchedule { gpipe, one_f_one_b, interleaved, zb_h1 };
+
+enum class PipeOp {
+  forward,
+  backward,         // full backward (input and weight gradients) in the unsplit schedules
+  backward_input,   // ZB-H1 "B": the input gradient, on the critical path to the previous stage
+  backward_weight,  // ZB-H1 "W": the weight gradient, local only, free to fill bubbles
+  send_act,
+  recv_act,
+  send_grad,
+  recv_grad
+};
+
+struct PipeAction {
+  PipeOp op;
+  int microbatch;
+  int chunk;      // virtual stage index on this rank, 0..v-1
+  int peer_rank;  // the other end of a send/recv; -1 for compute
+};
+
+struct PipeScheduleSpec {
+  PipeSchedule kind;
+  int stages;        // p: pipeline ranks, >= 2
+  int microbatches;  // m per optimizer step
+  int chunks = 1;    // v: model chunks per rank; 1 unless interleaved
+};
+
+// Throws std::invalid_argument whose message names the offending numbers.
+void validate_schedule_spec(const PipeScheduleSpec& spec);
+
+// One action list per rank. Each recv sits directly before the compute that consumes it and each
+// send directly after the compute that produces it, so an executor can post them asynchronously.
+std::vector<std::vector<PipeAction>> make_schedule(const PipeScheduleSpec& spec);
+
+const char* to_string(PipeSchedule kind);
+const char* to_string(PipeOp op);
+
+}  // namespace ff

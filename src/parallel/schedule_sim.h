@@ -1,0 +1,34 @@
+#pragma once
+// A pure, timing-only executor for pipeline schedules: it walks each rank's action list in order,
+// lets a recv finish only once the peer has issued the matching send, and reports the makespan,
+// the bubble and the activation memory. It is how schedules are judged without MPI.
+#include <string>
+#include <vector>
+
+#include "parallel/pipeline_schedule.h"
+
+namespace ff {
+
+struct SimResult {
+  double makespan = 0;
+  std::vector<double> busy_per_rank;       // compute time only; send/recv are free to the rank
+  double bubble_fraction = 0;              // 1 - sum(busy) / (p * makespan)
+  std::vector<int> peak_inflight_per_rank; // max microbatch-chunks with forward done, B not yet
+  bool deadlock = false;                   // no rank could progress while some had actions left
+  std::string error;                       // empty when the schedule ran to completion cleanly
+};
+
+// Costs are for one microbatch through a whole rank (all its layers): a chunk action costs t / v,
+// because with v chunks each holds 1/v of the rank's layers. Split backwards cost t_backward / 2
+// each for B and W (the ZB paper's equal-cost assumption). A message arrives t_comm after its send.
+SimResult simulate_schedule(const PipeScheduleSpec& spec,
+                            const std::vector<std::vector<PipeAction>>& schedule,
+                            double t_forward = 1, double t_backward = 2, double t_comm = 0);
+
+// Text grid: one row per rank, one 2-character cell per time slot (F = 1 slot, B = 2 slots, or
+// B = W = 1 slot when split), "F3" = forward of microbatch 3, lower case for chunks >= 1, ".." idle;
+// the last line gives the bubble fraction at those costs.
+std::string render_schedule_text(const PipeScheduleSpec& spec,
+                                 const std::vector<std::vector<PipeAction>>& schedule);
+
+}  // namespace ff
