@@ -13,7 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from results_md import replace_section  # noqa: E402
+from benchlib import replace_section  # noqa: E402
 
 TITLE = "## Collectives: Comm vs raw MPI vs gloo"
 

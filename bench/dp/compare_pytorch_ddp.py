@@ -43,7 +43,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "bench/serial"))
-from results_md import replace_section  # noqa: E402
+from benchlib import read_metrics, replace_section  # noqa: E402
 from compare_pytorch import shard_to_int32  # noqa: E402  (one re-encoder for both drivers)
 
 SECTION = "## Data parallel: fivefold DDP vs PyTorch DDP (gloo)"
@@ -214,7 +214,7 @@ def fivefold_round(a, zero, workdir):
         fail("fivefold" if code is not None else f"fivefold (timed out after {a.timeout} s)",
              cmd, logs)
     ranks = [json.load(open(os.path.join(rus_dir, f"rank{r}.json"))) for r in range(RANKS)]
-    recs = [json.loads(l) for l in open(os.path.join(out_dir, "metrics.jsonl"))]
+    recs = read_metrics(out_dir)
     timed = recs[a.warmup:]
     seconds = sum(r["step_seconds"] for r in timed)
     b = recs[-1]["bytes"]  # rank 0's own accounting, in bytes

@@ -22,7 +22,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from results_md import replace_section  # noqa: E402
+from benchlib import mpi_env, read_metrics, replace_section  # noqa: E402
 
 SECTION = "## Data parallel: overlap of gradient all-reduce with backward"
 MODES = ("none", "after_backward", "overlap")
@@ -30,7 +30,7 @@ MODES = ("none", "after_backward", "overlap")
 
 def run(a, mode, out, trace=None):
     shutil.rmtree(out, ignore_errors=True)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = mpi_env()
     cmd = ["mpirun", "--oversubscribe", "-np", "2", a.fivefold, "train", "--config",
            os.path.join(ROOT, "configs/bench.toml"), "--data", a.data, "--out", out, "--dp", "2",
            "--threads", "1", "--micro-batch", "1", "--seq-len", str(a.seq), "--steps", str(a.steps),
@@ -40,7 +40,7 @@ def run(a, mode, out, trace=None):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    recs = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl"))]
+    recs = read_metrics(out)
     return statistics.median(r["step_seconds"] for r in recs[a.warmup:])
 
 

@@ -19,7 +19,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from results_md import replace_section  # noqa: E402
+from benchlib import mpi_env, read_metrics, replace_section  # noqa: E402
 
 SECTION = "## Data parallel: 1 worker vs 2 workers (scaling)"
 MICRO, SEQ = 16, 128  # configs/small.toml's global batch: 16 sequences of 128 tokens
@@ -41,7 +41,7 @@ def prepare(a, tmp):
 
 def train(a, data, workers, steps, out):
     shutil.rmtree(out, ignore_errors=True)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = mpi_env()
     cmd = ["mpirun", "--oversubscribe", "-np", str(workers), a.fivefold, "train", "--config",
            os.path.join(ROOT, "configs/small.toml"), "--data", data, "--out", out, "--dp", str(workers),
            "--threads", "1", "--micro-batch", str(MICRO // workers), "--steps", str(steps),
@@ -51,7 +51,7 @@ def train(a, data, workers, steps, out):
     wall = time.time() - start
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    recs = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl"))]
+    recs = read_metrics(out)
     return {"train_s": sum(r["step_seconds"] for r in recs), "wall_s": wall, "val": recs[-1]["val_loss"],
             "loss": recs[-1]["loss"]}
 

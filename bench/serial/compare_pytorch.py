@@ -22,7 +22,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from results_md import replace_section  # noqa: E402
+from benchlib import read_metrics, replace_section  # noqa: E402
 SECTION = "## Serial training: fivefold vs PyTorch"
 
 
@@ -59,7 +59,7 @@ def fivefold_round(a, workdir):
            "--data", a.data, "--out", out_dir, "--steps", str(a.steps + a.warmup),
            "--eval-every", "0", "--threads", str(a.threads), "--log-every", "1000"]
     _, rss = run_measured(cmd)
-    recs = [json.loads(l) for l in open(os.path.join(out_dir, "metrics.jsonl"))]
+    recs = read_metrics(out_dir)
     timed = recs[a.warmup:]
     tokens = a.batch * a.seq * len(timed)
     seconds = sum(r["step_seconds"] for r in timed)

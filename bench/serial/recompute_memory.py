@@ -8,7 +8,6 @@ three policies must agree bit for bit; the script checks that too.
 usage: /usr/bin/python3 bench/serial/recompute_memory.py [--rounds 2 --steps 6] [--write]
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -18,7 +17,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from results_md import replace_section  # noqa: E402
+from benchlib import read_metrics, replace_section  # noqa: E402
 SECTION = "## Activation recomputation"
 POLICIES = ("none", "selective", "full")
 
@@ -30,7 +29,7 @@ def run(a, policy, out):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
-    recs = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl"))]
+    recs = read_metrics(out)
     timed = recs[1:]
     tps = 8 * 256 * len(timed) / sum(r["step_seconds"] for r in timed)
     return {"tps": tps, "act": recs[-1]["bytes"]["activations"], "work": recs[-1]["bytes"]["workspace"],

@@ -1,3 +1,4 @@
+#include "io/byte_fields.h"
 #include "io/checkpoint_file.h"
 
 #include <cstdlib>
@@ -13,6 +14,9 @@ namespace ff {
 
 namespace {
 
+using detail::get_field;
+using detail::put_field;
+
 constexpr char kMagic[8] = {'F', 'F', 'C', 'H', 'K', 'P', 'N', 'T'};
 constexpr uint32_t kVersion = 1;
 constexpr uint64_t kPrefixBytes = 32;
@@ -23,16 +27,6 @@ const char* const kMissingFix =
 
 uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-template <typename T>
-T get(const unsigned char* src, size_t at) {
-  T v;
-  std::memcpy(&v, src + at, sizeof(T));
-  return v;
-}
-template <typename T>
-void put(unsigned char* dst, size_t at, T v) {
-  std::memcpy(dst + at, &v, sizeof(T));
-}
 
 [[noreturn]] void damaged(const std::string& path, const std::string& what) {
   throw std::runtime_error("checkpoint " + path + " is damaged: " + what + "; " + kFix);
@@ -96,9 +90,9 @@ void CheckpointWriter::write(const std::string& path) const {
 
   unsigned char prefix[kPrefixBytes] = {};
   std::memcpy(prefix, kMagic, 8);
-  put<uint32_t>(prefix, 8, kVersion);
-  put<uint64_t>(prefix, 16, text.size());
-  put<uint64_t>(prefix, 24, checksum64(text.data(), text.size()));
+  put_field<uint32_t>(prefix, 8, kVersion);
+  put_field<uint64_t>(prefix, 16, text.size());
+  put_field<uint64_t>(prefix, 24, checksum64(text.data(), text.size()));
 
   AtomicFileWriter w(path);
   w.write(prefix, kPrefixBytes);
@@ -125,19 +119,19 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
            std::to_string(kPrefixBytes) + "-byte prefix");
   }
   f.read_at(0, prefix, kPrefixBytes);
-  const uint32_t version = get<uint32_t>(prefix, 8);
+  const uint32_t version = get_field<uint32_t>(prefix, 8);
   if (version != kVersion) {
     f.fail("unsupported version " + std::to_string(version) + " (this build reads version " +
            std::to_string(kVersion) + "); load it with the fivefold build that wrote it");
   }
-  const uint64_t header_bytes = get<uint64_t>(prefix, 16);
+  const uint64_t header_bytes = get_field<uint64_t>(prefix, 16);
   if (header_bytes > f.size() - kPrefixBytes) {
     f.fail("truncated: the header claims " + std::to_string(header_bytes) +
            " bytes but the file has " + std::to_string(f.size()));
   }
   std::string text(header_bytes, '\0');
   f.read_at(kPrefixBytes, text.data(), text.size());
-  if (checksum64(text.data(), text.size()) != get<uint64_t>(prefix, 24)) {
+  if (checksum64(text.data(), text.size()) != get_field<uint64_t>(prefix, 24)) {
     damaged(path, "header checksum mismatch");
   }
   nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -1,3 +1,4 @@
+#include "io/byte_fields.h"
 #include "io/token_shard.h"
 
 #include <cstring>
@@ -11,22 +12,15 @@ namespace ff {
 
 namespace {
 
+using detail::get_field;
+using detail::put_field;
+
 constexpr char kMagic[8] = {'F', 'F', 'T', 'O', 'K', 'E', 'N', 'S'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderBytes = 40;
 const char* const kFix = "re-run fivefold prepare to rebuild the token shards";
 const char* const kMissingFix = "run fivefold prepare first, it writes train.bin and val.bin";
 
-template <typename T>
-void put(unsigned char* dst, size_t at, T v) {
-  std::memcpy(dst + at, &v, sizeof(T));
-}
-template <typename T>
-T get(const unsigned char* src, size_t at) {
-  T v;
-  std::memcpy(&v, src + at, sizeof(T));
-  return v;
-}
 
 template <typename T>
 std::vector<T> narrow(const std::vector<int32_t>& tokens) {
@@ -46,11 +40,11 @@ TokenShardInfo read_header(const FileReader& f) {
   f.read_at(0, h, kHeaderBytes);
   if (std::memcmp(h, kMagic, 8) != 0) f.fail("not a fivefold token shard (bad magic)");
   TokenShardInfo info;
-  info.version = get<uint32_t>(h, 8);
-  info.dtype_bytes = get<uint32_t>(h, 12);
-  info.tokens = get<uint64_t>(h, 16);
-  info.checksum = get<uint64_t>(h, 24);
-  info.vocab_size = get<uint32_t>(h, 32);
+  info.version = get_field<uint32_t>(h, 8);
+  info.dtype_bytes = get_field<uint32_t>(h, 12);
+  info.tokens = get_field<uint64_t>(h, 16);
+  info.checksum = get_field<uint64_t>(h, 24);
+  info.vocab_size = get_field<uint32_t>(h, 32);
   if (info.version != kVersion) {
     f.fail("unsupported version " + std::to_string(info.version) + " (this build reads version " +
            std::to_string(kVersion) + ")");
@@ -117,11 +111,11 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
 
   unsigned char h[kHeaderBytes] = {};
   std::memcpy(h, kMagic, 8);
-  put<uint32_t>(h, 8, kVersion);
-  put<uint32_t>(h, 12, dtype_bytes);
-  put<uint64_t>(h, 16, tokens.size());
-  put<uint64_t>(h, 24, checksum64(payload, payload_bytes));
-  put<uint32_t>(h, 32, uint32_t(vocab_size));
+  put_field<uint32_t>(h, 8, kVersion);
+  put_field<uint32_t>(h, 12, dtype_bytes);
+  put_field<uint64_t>(h, 16, tokens.size());
+  put_field<uint64_t>(h, 24, checksum64(payload, payload_bytes));
+  put_field<uint32_t>(h, 32, uint32_t(vocab_size));
 
   AtomicFileWriter w(path);
   w.write(h, kHeaderBytes);

@@ -1,4 +1,6 @@
-"""Replaces one `## ` section of bench/RESULTS.md, leaving the others as they are."""
+"""Small pieces every benchmark driver shares: the environment mpirun needs, a run folder's
+metrics, and replacing one `## ` section of bench/RESULTS.md while leaving the others alone."""
+import json
 import os
 import re
 
@@ -16,3 +18,14 @@ def replace_section(title, body):
         text = text.rstrip("\n") + "\n\n" + body.rstrip("\n")
     with open(PATH, "w") as f:
         f.write(text.rstrip("\n") + "\n")
+
+
+def mpi_env():
+    """os.environ plus what Open MPI asks for before it runs as root (containers, CI)."""
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def read_metrics(run_dir):
+    """The per-step records fivefold train wrote to RUN/metrics.jsonl."""
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
