@@ -54,6 +54,37 @@ double zero_formula_bytes(int zero, double psi, int n) {
   }
 }
 
+// Bytes each rank puts into collectives per optimizer step (Comm's counters: the payload a rank
+// contributes) against what each layout must move (FORMULAS.md: DP and ZeRO-1/2 move 2Ψ, ZeRO-3
+// 3Ψ): zero 0 all-reduces Ψ gradients once per step; zero 1 reduce-scatters Ψ once per step and
+// all-gathers its own shard of the updated parameters; zero 2 and 3 reduce-scatter Ψ on every
+// micro-batch (they keep no full gradient to accumulate in); zero 3 all-gathers its shard for
+// every forward and again for every backward, less the segments still resident in its three
+// gather buffers (at tiny's 4 segments most stay resident, so the test bounds rather than pins
+// it). The loss (and, sharded, the gradient norm) adds one double each.
+int check_comm_volume(const Comm& world, const std::string& data, int zero, int accum) {
+  const int n = world.size(), steps = 3;
+  Trainer t(tiny(data, 4, accum, n, zero), testkit::temp_dir("volume"), &world);
+  t.quiet = true;
+  const double psi = double(t.model().layout().total()), shard_lo = std::floor(psi / n) * 4,
+               shard_hi = std::ceil(psi / n) * 4;
+  world.reset_stats();
+  for (int i = 0; i < steps; ++i) t.train_step();
+  const CommStats st = world.stats();
+  const double ar = double(st.bytes_of(CommOpKind::all_reduce)) / steps,
+               rs = double(st.bytes_of(CommOpKind::reduce_scatter)) / steps,
+               ag = double(st.bytes_of(CommOpKind::all_gather)) / steps;
+  bool ok = false;
+  if (zero == 0) ok = ar == 4 * psi + 8 && rs == 0 && ag == 0;
+  const double rs_expected = 4 * psi * (zero >= 2 ? accum : 1);
+  if (zero == 1 || zero == 2) ok = ar == 16 && rs == rs_expected && ag >= shard_lo && ag <= shard_hi;
+  if (zero == 3) ok = ar == 16 && rs == rs_expected && ag >= shard_lo && ag <= 2 * shard_hi * accum;
+  if (!ok)
+    std::printf("rank %d zero=%d accum=%d: per step all-reduce %.0f B, reduce-scatter %.0f B, all-gather "
+                "%.0f B (psi = %.0f)\n", world.rank(), zero, accum, ar, rs, ag, psi);
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +135,7 @@ int main(int argc, char** argv) {
                 n, zero, accum, worst_loss, worst_weight, val_diff, state_bytes, predicted, ok ? "ok" : "FAIL");
     failures += !ok;
   }
+  failures += check_comm_volume(world, data, zero, accum);
   world.all_reduce(&failures, 1);
   if (world.rank() == 0) std::printf("%d passed, %d failed\n", failures == 0 ? 1 : 0, failures == 0 ? 0 : 1);
   return failures == 0 ? 0 : 1;
