@@ -29,3 +29,20 @@ def read_metrics(run_dir):
     """The per-step records fivefold train wrote to RUN/metrics.jsonl."""
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         return [json.loads(line) for line in f]
+
+
+def publish(title, description, table, summary="", write=False):
+    """Prints the table (and summary); with write, replaces section `title` of RESULTS.md with
+    the description, the exact command that produced it, the table and the summary."""
+    print(table)
+    if summary:
+        print(summary)
+    if not write:
+        return
+    import sys
+    script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
+    cmdline = " ".join(["/usr/bin/python3", script] + sys.argv[1:])
+    body = f"{title}\n\n{description}\n\n```\n{cmdline}\n```\n\n{table}\n"
+    if summary:
+        body += f"\n{summary}\n"
+    replace_section(title, body)

@@ -22,7 +22,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from benchlib import mpi_env, read_metrics, replace_section  # noqa: E402
+from benchlib import mpi_env, publish, read_metrics  # noqa: E402
 
 SECTION = "## Data parallel: overlap of gradient all-reduce with backward"
 MODES = ("none", "after_backward", "overlap")
@@ -87,16 +87,11 @@ def main():
                f"the step is {100 * (t['overlap'] / t['none'] - 1):+.1f}% from compute-only "
                f"(target: within 10%). In the trace, {n_overlap} of {n_comm} bucket all-reduces on rank 0 "
                f"run while a backward segment computes.")
-    print(table)
-    print(summary)
-    if a.write:
-        cmdline = "/usr/bin/python3 bench/dp/overlap.py " + " ".join(sys.argv[1:])
-        body = (f"{SECTION}\n\n`configs/bench.toml` with seq_len {a.seq}, 2 ranks x 1 thread, one sequence per "
-                f"rank per step, buckets of {a.bucket_mb} MiB; {a.rounds} alternating rounds, {a.steps} steps "
-                f"each (first {a.warmup} skipped). The trace of the last overlap run is "
-                f"`{os.path.relpath(a.trace, ROOT)}` (open in https://ui.perfetto.dev).\n\n```\n{cmdline}\n```\n\n"
-                f"{table}\n\n{summary}\n")
-        replace_section(SECTION, body)
+    description = (f"`configs/bench.toml` with seq_len {a.seq}, 2 ranks x 1 thread, one sequence per rank per "
+                   f"step, buckets of {a.bucket_mb} MiB; {a.rounds} alternating rounds, {a.steps} steps each "
+                   f"(first {a.warmup} skipped). The trace of the last overlap run is "
+                   f"`{os.path.relpath(a.trace, ROOT)}` (open in https://ui.perfetto.dev).")
+    publish(SECTION, description, table, summary, a.write)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from benchlib import mpi_env, read_metrics, replace_section  # noqa: E402
+from benchlib import mpi_env, publish, read_metrics  # noqa: E402
 
 SECTION = "## Data parallel: 1 worker vs 2 workers (scaling)"
 MICRO, SEQ = 16, 128  # configs/small.toml's global batch: 16 sequences of 128 tokens
@@ -90,14 +90,10 @@ def main():
     summary = (f"Speed-up {speedup:.2f}x, median of {a.rounds} rounds ({all_speedups}; target >= 1.8x); "
                f"final validation losses differ by "
                f"{100 * loss_gap:.3f}% (target within 1%). {steps} steps = {a.epochs} epochs of {tokens} tokens.")
-    print(table)
-    print(summary)
-    if a.write:
-        cmdline = "/usr/bin/python3 bench/dp/scaling.py " + " ".join(sys.argv[1:])
-        body = (f"{SECTION}\n\n`configs/small.toml` (global batch {MICRO} x {SEQ}) on the first {a.lines} "
-                f"verses of the KJV (vocab 2048), 1 thread per worker; the 2-worker run takes {MICRO // 2} "
-                f"sequences per rank per step. Rounds alternate the two layouts.\n\n```\n{cmdline}\n```\n\n{table}\n\n{summary}\n")
-        replace_section(SECTION, body)
+    description = (f"`configs/small.toml` (global batch {MICRO} x {SEQ}) on the first {a.lines} verses of the "
+                   f"KJV (vocab 2048), 1 thread per worker; the 2-worker run takes {MICRO // 2} sequences per "
+                   f"rank per step. Rounds alternate the two layouts.")
+    publish(SECTION, description, table, summary, a.write)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from benchlib import read_metrics, replace_section  # noqa: E402
+from benchlib import publish, read_metrics  # noqa: E402
 SECTION = "## Activation recomputation"
 POLICIES = ("none", "selective", "full")
 
@@ -61,16 +61,12 @@ def main():
         rows.append(f"| {p} | {mib(r['act']):.1f} MiB | {mib(r['work']):.1f} MiB | {mib(r['peak']):.1f} MiB | "
                     f"{tps:.0f} | {tps / tps0:.2f}x |")
     table = "\n".join(rows)
-    print(table)
-    print("losses identical across policies:", base["losses"])
-    if a.write:
-        cmdline = "/usr/bin/python3 bench/serial/recompute_memory.py " + " ".join(sys.argv[1:])
-        body = (f"{SECTION}\n\n`configs/bench.toml`, {a.steps} steps per run, {a.rounds} alternating rounds "
-                f"(median tokens/s). Per-step losses of the three policies are bit-identical (checked by the "
-                f"script). Activations = what backward keeps; workspace = reused scratch, including the "
-                f"one-block recompute buffer.\n\n```\n{cmdline}\n```\n\n{table}\n")
-        replace_section(SECTION, body)
-
+    summary = "losses identical across policies: " + ", ".join(f"{x:.6f}" for x in base["losses"])
+    description = (f"`configs/bench.toml`, {a.steps} steps per run, {a.rounds} alternating rounds (median "
+                   f"tokens/s). Per-step losses of the three policies are bit-identical (checked by the "
+                   f"script). Activations = what backward keeps; workspace = reused scratch, including the "
+                   f"one-block recompute buffer.")
+    publish(SECTION, description, table, summary, a.write)
 
 if __name__ == "__main__":
     main()
