@@ -32,12 +32,14 @@ void GatherPool::start_gather(Slot& slot, const ParamSegment& seg) {
   slot.offset = seg.offset;
   slot.pending = comm_.all_gather_async(param_shard_ + s.shard_at, slot.data.data(), seg.count);
   slot.has_pending = true;
+  slot.prefetched = false;
   slot.last_use = ++clock_;  // a fresh prefetch is the last thing to evict
   ++gathers_;
 }
 
 const float* GatherPool::acquire(const ParamSegment& seg, Pass, const ParamSegment& next) {
   Slot* slot = find(seg.offset);
+  if (slot && slot->prefetched) ++prefetch_hits_, slot->prefetched = false;
   if (!slot) {
     slot = free_slot(SIZE_MAX);
     if (!slot) throw std::logic_error("ZeRO-3 gather pool exhausted: more segments held than buffers");
@@ -52,7 +54,10 @@ const float* GatherPool::acquire(const ParamSegment& seg, Pass, const ParamSegme
   slot->last_use = ++clock_;
   // Prefetch: the next segment's gather runs while this one is computed on.
   if (next.count > 0 && !find(next.offset))
-    if (Slot* spare = free_slot(seg.offset)) start_gather(*spare, next);
+    if (Slot* spare = free_slot(seg.offset)) {
+      start_gather(*spare, next);
+      spare->prefetched = true;
+    }
   return slot->data.data();
 }
 
@@ -66,6 +71,7 @@ void GatherPool::invalidate() {
   for (Slot& s : slots_) {
     if (s.has_pending) s.pending.wait();
     s.has_pending = false;
+    s.prefetched = false;
     s.offset = SIZE_MAX;
     s.users = 0;
   }

@@ -22,7 +22,8 @@ class GatherPool final : public ParamSource {
   void release(const ParamSegment& seg, Pass pass) override;
   // Parameters changed (optimizer step): every gathered copy is stale.
   void invalidate();
-  int gathers() const { return gathers_; }  // collectives issued, for tests
+  int gathers() const { return gathers_; }          // collectives issued, for tests
+  int prefetch_hits() const { return prefetch_hits_; }  // acquires served by a prefetch
 
  private:
   struct Slot {
@@ -31,6 +32,7 @@ class GatherPool final : public ParamSource {
     int users = 0;
     CommRequest pending;       // the gather filling it, if not yet waited
     bool has_pending = false;
+    bool prefetched = false;  // filled ahead of its acquire, not yet acquired since
     uint64_t last_use = 0;
   };
   Slot* find(size_t offset);
@@ -43,7 +45,7 @@ class GatherPool final : public ParamSource {
   Tracer* tracer_;
   std::vector<Slot> slots_;
   uint64_t clock_ = 0;
-  int gathers_ = 0;
+  int gathers_ = 0, prefetch_hits_ = 0;
 };
 
 }  // namespace ff

@@ -32,6 +32,7 @@ class ShardedState final : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
   void load_full(const float* params, const float* m, const float* v) override;
+  const GatherPool* gather_pool() const { return gather_.get(); }  // stage 3 only
 
  private:
   class Stage1Sink;

@@ -15,6 +15,7 @@
 #include "comm/comm_world.h"
 #include "core/memory.h"
 #include "test_data.h"
+#include "parallel/sharded_state.h"
 #include "train/trainer.h"
 
 using namespace ff;
@@ -78,7 +79,17 @@ int check_comm_volume(const Comm& world, const std::string& data, int zero, int 
   if (zero == 0) ok = ar == 4 * psi + 8 && rs == 0 && ag == 0;
   const double rs_expected = 4 * psi * (zero >= 2 ? accum : 1);
   if (zero == 1 || zero == 2) ok = ar == 16 && rs == rs_expected && ag >= shard_lo && ag <= shard_hi;
-  if (zero == 3) ok = ar == 16 && rs == rs_expected && ag >= shard_lo && ag <= 2 * shard_hi * accum;
+  if (zero == 3) {
+    ok = ar == 16 && rs == rs_expected && ag >= shard_lo && ag <= 2 * shard_hi * accum;
+    // Prefetch: in every forward, each block (and the head) finds its gather already started by
+    // the segment before it.
+    const auto* pool = dynamic_cast<ShardedState&>(t.state()).gather_pool();
+    const int min_hits = steps * accum * t.config().model.n_layers;
+    if (pool->prefetch_hits() < min_hits) {
+      std::printf("rank %d: %d prefetch hits, expected at least %d\n", world.rank(), pool->prefetch_hits(), min_hits);
+      ok = false;
+    }
+  }
   if (!ok)
     std::printf("rank %d zero=%d accum=%d: per step all-reduce %.0f B, reduce-scatter %.0f B, all-gather "
                 "%.0f B (psi = %.0f)\n", world.rank(), zero, accum, ar, rs, ag, psi);
