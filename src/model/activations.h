@@ -9,6 +9,11 @@
 //              non-GEMM work, are recomputed; no GEMM is ever recomputed)
 //   full:      x_in C                                 (the whole block is recomputed)
 // A recomputing policy adds one block's worth of the dropped tensors as workspace.
+//
+// Under tensor parallelism the widths are this rank's (Q, A, H, F divided by t; C whole), and
+// with sequence parallelism the residual-stream tensors (x_in, rstd1, ln1, mid, rstd2, ln2) hold
+// only this rank's N/t rows: Korthikanti et al.'s sbh(10 + 24/t) becomes sbh*34/t, and our flash
+// attention keeps no s x s term at all.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,33 +27,45 @@ enum class Recompute { none, selective, full };
 const char* recompute_name(Recompute r);
 Recompute parse_recompute(const std::string& s);  // throws listing the valid names
 
-// Pointers to one block's tensors for the current batch: (B*T, width) row-major.
+// Pointers to one block's tensors for the current batch: (B*T, width) row-major; R = the
+// residual-stream rows this rank holds (B*T, or B*T/t under sequence parallelism).
 struct BlockActs {
-  float* x_in;     // (N, C)  block input = residual stream
-  float* rstd1;    // (N)
-  float* ln1;      // (N, C)
+  float* x_in;     // (R, C)  block input = residual stream
+  float* rstd1;    // (R)
+  float* ln1;      // (R, C)
   float* qkv;      // (N, Q)  q and k after RoPE
   float* att;      // (N, A)  attention output before o_proj
   float* lse;      // (B, H, T)
-  float* mid;      // (N, C)  residual after attention
-  float* rstd2;    // (N)
-  float* ln2;      // (N, C)
+  float* mid;      // (R, C)  residual after attention
+  float* rstd2;    // (R)
+  float* ln2;      // (R, C)
   float* gate_up;  // (N, 2F)
   float* h;        // (N, F)  silu(gate) * up
 };
 
+// One rank's block widths: C the residual width; Q, A, H, F its share of the qkv width, the
+// attention output width, the heads and the FFN width.
+struct BlockWidths {
+  int64_t C, Q, A, H, F;
+};
+BlockWidths block_widths(const ModelConfig& c);  // the serial model's
+
 // Floats per token that a policy keeps for one block (the table above).
 int64_t kept_floats_per_token(const ModelConfig& c, Recompute r);
+// Floats a policy keeps for one block of `rows` tokens whose residual-stream tensors hold
+// `resid_rows` rows (rows / t under sequence parallelism, rows otherwise).
+int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows);
 
 class Activations {
  public:
-  Activations(const ModelConfig& c, int max_rows, Recompute policy);
+  // max_rows tokens per micro-batch, of which this rank keeps resid_rows of the residual stream.
+  Activations(const BlockWidths& w, int n_layers, int max_rows, int resid_rows, Recompute policy);
   // Where block l's tensors live: the kept arena for what the policy keeps, the shared
   // recompute scratch for the rest.
   const BlockActs& block(int l) const { return blocks_[l]; }
-  float* final_out() { return resid_final_.data(); }  // (N, C) output of the last block
-  float* final_rstd() { return rstd_final_.data(); }  // (N)
-  float* final_ln() { return ln_final_.data(); }      // (N, C)
+  float* final_out() { return resid_final_.data(); }  // (R, C) output of the last block
+  float* final_rstd() { return rstd_final_.data(); }  // (R)
+  float* final_ln() { return ln_final_.data(); }      // (R, C); R = resid_rows
   Recompute policy() const { return policy_; }
 
  private:

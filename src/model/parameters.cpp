@@ -8,11 +8,23 @@
 
 namespace ff {
 
-ParamLayout::ParamLayout(const ModelConfig& c) {
+size_t ParamView::full_index(size_t i) const {
+  if (shape.size() < 2) return size_t(row0) + i;
+  const size_t cols = size_t(shape[1]);
+  return (size_t(row0) + i / cols) * size_t(full_shape[1]) + size_t(col0) + i % cols;
+}
+
+ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer) {
   const int64_t C = c.dim, D = c.head_dim(), F = c.ffn_dim, V = c.vocab_size;
   auto add = [&](std::string name, std::vector<int64_t> shape) {
     ParamView v;
     v.name = std::move(name);
+    v.full_shape = shape;
+    if (slicer) {
+      TensorSlice s = slicer->slice(v.name, shape);
+      shape = std::move(s.shape);
+      v.row0 = s.row0, v.col0 = s.col0, v.replicas = s.replicas;
+    }
     v.shape = std::move(shape);
     v.numel = 1;
     for (auto s : v.shape) v.numel *= size_t(s);
@@ -22,7 +34,8 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     views_.push_back(v);
     return views_.back().offset;
   };
-  embedding_ = {add("model.embed_tokens.weight", {V, C}), size_t(V * C)};
+  const size_t emb = add("model.embed_tokens.weight", {V, C});
+  embedding_ = {emb, total_ - emb};
   for (int l = 0; l < c.n_layers; ++l) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     const size_t start = total_;
@@ -69,7 +82,7 @@ void init_parameter_range(float* dst, size_t begin, size_t end, const ParamLayou
     const uint64_t stream = stable_hash(v.name);
     const size_t first = lo - v.offset, n = hi - lo;
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; ++i) p[i] = std * normal01(seed, stream, first + i);
+    for (size_t i = 0; i < n; ++i) p[i] = std * normal01(seed, stream, v.full_index(first + i));
   }
 }
 

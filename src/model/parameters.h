@@ -15,12 +15,33 @@
 
 namespace ff {
 
+// The part of a tensor one rank holds under a parallel plan: a block of rows or columns of the
+// full tensor (Megatron's column and row splits cut matrices along one axis only).
+struct TensorSlice {
+  std::vector<int64_t> shape;  // local shape
+  int64_t row0 = 0, col0 = 0;  // where the local block starts in the full tensor
+  int replicas = 1;            // tensor-parallel ranks holding this same block (norms: all)
+};
+
+// How a parallel plan cuts each tensor (DESIGN principle 6); the model only sees the result.
+class TensorSlicer {
+ public:
+  virtual ~TensorSlicer() = default;
+  virtual TensorSlice slice(const std::string& name, const std::vector<int64_t>& full_shape) const = 0;
+};
+
 struct ParamView {
   std::string name;            // Hugging Face LlamaForCausalLM name
-  std::vector<int64_t> shape;  // (out, in) for matrices
+  std::vector<int64_t> shape;  // (out, in) for matrices; this rank's block under a plan
   size_t offset = 0;           // in elements, into the flat buffer
   size_t numel = 0;
   bool is_matrix = false;      // matrices get weight decay and normal init; norms neither
+  std::vector<int64_t> full_shape;  // the unsharded tensor (= shape without a plan)
+  int64_t row0 = 0, col0 = 0;       // this block's origin in the full tensor
+  int replicas = 1;                 // tensor-parallel ranks holding the same block
+
+  // Flat index into the full tensor of element i of this block.
+  size_t full_index(size_t i) const;
 };
 
 // Offsets of a block's tensors relative to the start of its segment (the same for every block).
@@ -30,7 +51,8 @@ struct BlockOffsets {
 
 class ParamLayout {
  public:
-  explicit ParamLayout(const ModelConfig& c);
+  // slicer: this rank's part of each tensor under a tensor-parallel plan; null = whole tensors.
+  explicit ParamLayout(const ModelConfig& c, const TensorSlicer* slicer = nullptr);
   const std::vector<ParamView>& views() const { return views_; }
   size_t total() const { return total_; }
   const ParamView& find(const std::string& name) const;  // throws naming the missing tensor
@@ -50,10 +72,12 @@ class ParamLayout {
   size_t total_ = 0;
 };
 
-// Element i of tensor `name` is init_std * normal(seed, hash(name), i) for matrices (output
+// Element i of tensor `name` (i indexing the full tensor) is init_std * normal(seed, hash(name), i)
+// for matrices (output
 // projections o and down scaled by 1/sqrt(2*n_layers), as GPT-2 does to keep the residual stream's
 // variance flat in depth), and 1 for norms. Writes params[view.offset + i] for i in [begin, end)
-// of each view, so a shard can initialise just its range.
+// of each view, so a shard (ZeRO's range of the flat buffer, tensor parallelism's block of each
+// tensor, or both) initialises just what it holds, to the values the serial model has there.
 void init_parameters(float* params, const ParamLayout& layout, const ModelConfig& c,
                      uint64_t seed);
 // The same values for flat elements [begin, end) only, written to dst[0 .. end - begin).

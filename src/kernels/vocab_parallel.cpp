@@ -1,0 +1,98 @@
+#include "kernels/vocab_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "kernels/simd.h"
+
+namespace ff {
+
+namespace {
+bool holds(int token, int first, int count) { return token >= first && token < first + count; }
+constexpr int kColBlock = 64;  // as embedding_backward: column blocks keep the sum order fixed
+}  // namespace
+
+void embedding_forward_slice(float* out, const int32_t* tokens, const float* table, int N, int C,
+                             int first, int count) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* dst = out + size_t(n) * C;
+    if (holds(tokens[n], first, count))
+      std::memcpy(dst, table + size_t(tokens[n] - first) * C, sizeof(float) * C);
+    else
+      std::memset(dst, 0, sizeof(float) * C);
+  }
+}
+
+void embedding_backward_slice(float* dtable, const float* dout, const int32_t* tokens, int N,
+                              int C, int first, int count) {
+  const int blocks = (C + kColBlock - 1) / kColBlock;
+#pragma omp parallel for schedule(static)
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int c0 = blk * kColBlock, nc = std::min(kColBlock, C - c0);
+    for (int n = 0; n < N; ++n) {
+      if (!holds(tokens[n], first, count)) continue;
+      float* dst = dtable + size_t(tokens[n] - first) * C + c0;
+      const float* src = dout + size_t(n) * C + c0;
+#pragma omp simd
+      for (int c = 0; c < nc; ++c) dst[c] += src[c];
+    }
+  }
+}
+
+FF_WIDE void vocab_slice_row_max(const float* logits, float* row_max, int N, int Vl) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* x = logits + size_t(n) * Vl;
+    float m = x[0];
+#pragma omp simd reduction(max : m)
+    for (int c = 0; c < Vl; ++c) m = x[c] > m ? x[c] : m;
+    row_max[n] = m;
+  }
+}
+
+FF_WIDE void vocab_slice_partials(float* logits, const float* row_max, const int32_t* targets,
+                                  int N, int Vl, int first, bool keep_exp, float* partials) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    float* x = logits + size_t(n) * Vl;
+    const float m = row_max[n];
+    partials[N + n] = holds(targets[n], first, Vl) ? x[targets[n] - first] : 0.0f;
+    float sum = 0;
+    if (keep_exp) {
+#pragma omp simd reduction(+ : sum)
+      for (int c = 0; c < Vl; ++c) {
+        const float e = simd::exp_fast(x[c] - m);
+        x[c] = e;
+        sum += e;
+      }
+    } else {
+#pragma omp simd reduction(+ : sum)
+      for (int c = 0; c < Vl; ++c) sum += simd::exp_fast(x[c] - m);
+    }
+    partials[n] = sum;
+  }
+}
+
+FF_WIDE double vocab_slice_finish(float* logits, const float* row_max, const float* partials,
+                                  const int32_t* targets, int N, int Vl, int first, bool exps,
+                                  float grad_scale, float* losses) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float sum = partials[n];
+    losses[n] = std::log(sum) + (row_max[n] - partials[N + n]);
+    if (!exps) continue;
+    float* x = logits + size_t(n) * Vl;
+    const float k = grad_scale / sum;
+#pragma omp simd
+    for (int c = 0; c < Vl; ++c) x[c] *= k;
+    if (holds(targets[n], first, Vl)) x[targets[n] - first] -= grad_scale;
+  }
+  double total = 0;
+  for (int n = 0; n < N; ++n) total += double(losses[n]);
+  return total;
+}
+
+}  // namespace ff
