@@ -25,7 +25,7 @@ int cmd_train(const Args& a) {
   resolve_layout(cfg, world.size());
   validate_train_config(cfg);
   Mesh mesh(world, MeshDegrees{cfg.dp, cfg.tp, cfg.pp, cfg.cp});  // checks the product first
-  Trainer trainer(cfg, out, &mesh.group(MeshAxis::dp));
+  Trainer trainer(cfg, out, &mesh.group(MeshAxis::dp), &mesh.group(MeshAxis::tp));
   if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
   return 0;

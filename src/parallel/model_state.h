@@ -7,8 +7,10 @@
 //          as soon as backward finishes writing them (DDP).
 //   zero 1/2/3 (ShardedState): AdamW moments / + gradients / + parameters sharded across the
 //          data-parallel group (ZeRO, Rajbhandari et al. 2020; stage 3 is FSDP).
+#include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/param_access.h"
 #include "model/parameters.h"
@@ -25,6 +27,13 @@ enum class GradSync { overlap, after_backward, none };
 GradSync parse_grad_sync(const std::string& s);
 const char* grad_sync_name(GradSync g);
 
+// A range of the flat layout whose elements count `weight` times in the gradient norm: 1/r for a
+// tensor replicated on r tensor-parallel ranks, so the sum over those ranks counts it once.
+struct WeightedRange {
+  size_t offset, count;
+  double weight;
+};
+
 struct DataParallelConfig {
   int zero = 0;              // ZeRO stage 0..3
   double bucket_mb = 4.0;    // DDP bucket size (zero 0)
@@ -40,7 +49,13 @@ class ModelState {
   virtual void zero_grads() = 0;
   // Waits for this step's gradient communication; afterwards grads hold the global sum.
   virtual void finish_grads() = 0;
-  virtual double grad_norm() = 0;  // global L2 norm of the summed gradient
+  // Sum over the data-parallel group of the squares of the summed gradient, each element times
+  // its weight (1 outside `weights`).
+  virtual double grad_square_sum(const std::vector<WeightedRange>& weights) = 0;
+  double grad_norm() { return std::sqrt(grad_square_sum({})); }  // global L2 norm
+  // Whether the buffers grads() hands out keep the earlier micro-batches' sum (zero 0, 1)
+  // rather than this micro-batch's alone (the staging buffers of zero 2, 3).
+  virtual bool grads_accumulate() const = 0;
   virtual void scale_grads(float s) = 0;
   virtual void optimizer_step(float lr, int step) = 0;
   // Initial weights from the deterministic initializer (each rank fills what it holds).

@@ -33,7 +33,15 @@ void ReplicatedState::finish_grads() {
   if (ddp_) ddp_->finish();
 }
 
-double ReplicatedState::grad_norm() { return l2_norm(grads_.data(), grads_.size()); }
+double ReplicatedState::grad_square_sum(const std::vector<WeightedRange>& weights) {
+  const double all = l2_norm(grads_.data(), grads_.size());
+  double sq = all * all;
+  for (const WeightedRange& w : weights) {
+    const double part = l2_norm(grads_.data() + w.offset, w.count);
+    sq += (w.weight - 1) * part * part;
+  }
+  return sq;  // every data-parallel rank holds the same summed gradient
+}
 
 void ReplicatedState::scale_grads(float s) { scale_inplace(grads_.data(), grads_.size(), s); }
 

@@ -17,7 +17,8 @@ class ReplicatedState final : public ModelState {
   GradSink& grads(bool sync) override;
   void zero_grads() override;
   void finish_grads() override;
-  double grad_norm() override;
+  double grad_square_sum(const std::vector<WeightedRange>& weights) override;
+  bool grads_accumulate() const override { return true; }
   void scale_grads(float s) override;
   void optimizer_step(float lr, int step) override;
   void init_parameters(const ModelConfig& c, uint64_t seed) override;

@@ -51,6 +51,7 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
   const double tf = t_forward / v, tb = t_backward / v, tbh = tb / 2;
   std::vector<RankState> st(p);
   std::map<MsgKey, Msg> msgs;
+  res.spans.resize(p);
 
   // Runs rank r's next action; returns false if it is a recv still waiting for its send.
   auto step = [&](int r) -> bool {
@@ -62,6 +63,11 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
       res.error = where(r, a, s) + ": microbatch or chunk out of range";
       return true;
     }
+    auto compute = [&](double cost) {
+      res.spans[r].push_back({rs.pc, rs.clock, rs.clock + cost});
+      rs.clock += cost;
+      rs.busy += cost;
+    };
     switch (a.op) {
       case PipeOp::send_act:
       case PipeOp::send_grad: {
@@ -95,8 +101,7 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
       case PipeOp::forward:
         if (s > 0 && !rs.act_in.count(id)) res.error = where(r, a, s) + ": input not received";
         if (!rs.fwd.insert(id).second) res.error = where(r, a, s) + ": repeated";
-        rs.clock += tf;
-        rs.busy += tf;
+        compute(tf);
         rs.peak = std::max(rs.peak, ++rs.inflight);
         break;
       case PipeOp::backward:
@@ -104,18 +109,13 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
         if (!rs.fwd.count(id)) res.error = where(r, a, s) + ": before its forward";
         if (s < last && !rs.grad_in.count(id)) res.error = where(r, a, s) + ": gradient not received";
         if (!rs.bwd.insert(id).second) res.error = where(r, a, s) + ": repeated";
-        {
-          const double c = a.op == PipeOp::backward ? tb : tbh;
-          rs.clock += c;
-          rs.busy += c;
-        }
+        compute(a.op == PipeOp::backward ? tb : tbh);
         --rs.inflight;
         break;
       case PipeOp::backward_weight:
         if (!rs.bwd.count(id)) res.error = where(r, a, s) + ": before its input gradient";
         if (!rs.wgt.insert(id).second) res.error = where(r, a, s) + ": repeated";
-        rs.clock += tbh;
-        rs.busy += tbh;
+        compute(tbh);
         break;
     }
     return true;
@@ -159,6 +159,11 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
   return res;
 }
 
+char compute_letter(const PipeAction& a) {
+  const char letter = a.op == PipeOp::forward ? 'F' : a.op == PipeOp::backward_weight ? 'W' : 'B';
+  return a.chunk > 0 ? static_cast<char>(letter - 'A' + 'a') : letter;
+}
+
 std::string render_schedule_text(const PipeScheduleSpec& spec,
                                  const std::vector<std::vector<PipeAction>>& schedule) {
   const int p = spec.stages, v = std::max(spec.chunks, 1);
@@ -168,37 +173,14 @@ std::string render_schedule_text(const PipeScheduleSpec& spec,
   const int slots = static_cast<int>(std::lround(sim.makespan));
   std::string out;
   std::vector<std::string> rows(p, std::string(2 * slots, '.'));
-  // A second, clocks-only sweep to place each compute at its start slot; the full simulation above
-  // has already proven the schedule valid, so no checks are repeated here.
-  std::map<MsgKey, double> arrival;
-  std::vector<size_t> pc(p, 0);
-  std::vector<double> clock(p, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int r = 0; r < p; ++r) {
-      for (; pc[r] < schedule[r].size(); ++pc[r], progress = true) {
-        const PipeAction& a = schedule[r][pc[r]];
-        const int s = a.chunk * p + r;
-        if (a.op == PipeOp::send_act || a.op == PipeOp::send_grad) {
-          const bool g = a.op == PipeOp::send_grad;
-          arrival[MsgKey{g, a.microbatch, g ? s - 1 : s + 1}] = clock[r];
-          continue;
-        }
-        if (a.op == PipeOp::recv_act || a.op == PipeOp::recv_grad) {
-          auto it = arrival.find(MsgKey{a.op == PipeOp::recv_grad, a.microbatch, s});
-          if (it == arrival.end()) break;
-          clock[r] = std::max(clock[r], it->second);
-          continue;
-        }
-        const int len = a.op == PipeOp::backward ? 2 : 1;
-        char letter = a.op == PipeOp::forward ? 'F' : a.op == PipeOp::backward_weight ? 'W' : 'B';
-        if (a.chunk > 0) letter = static_cast<char>(letter - 'A' + 'a');
-        const int start = static_cast<int>(std::lround(clock[r]));
-        for (int k = 0; k < len && start + k < slots; ++k) {
-          rows[r][2 * (start + k)] = letter;
-          rows[r][2 * (start + k) + 1] = static_cast<char>('0' + a.microbatch % 10);
-        }
-        clock[r] += len;
+  for (int r = 0; r < p; ++r) {
+    for (const ComputeSpan& span : sim.spans[r]) {
+      const PipeAction& a = schedule[r][span.action];
+      const int first = static_cast<int>(std::lround(span.start));
+      const int last = static_cast<int>(std::lround(span.end));
+      for (int k = first; k < last && k < slots; ++k) {
+        rows[r][2 * k] = compute_letter(a);
+        rows[r][2 * k + 1] = static_cast<char>('0' + a.microbatch % 10);
       }
     }
   }

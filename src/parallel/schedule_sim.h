@@ -9,12 +9,19 @@
 
 namespace ff {
 
+// When one compute action ran: index into its rank's action list, start and end time.
+struct ComputeSpan {
+  size_t action;
+  double start, end;
+};
+
 struct SimResult {
   double makespan = 0;
   std::vector<double> busy_per_rank;       // compute time only; send/recv are free to the rank
   double bubble_fraction = 0;              // 1 - sum(busy) / (p * makespan)
   std::vector<int> peak_inflight_per_rank; // max microbatch-chunks with forward done, B not yet
   bool deadlock = false;                   // no rank could progress while some had actions left
+  std::vector<std::vector<ComputeSpan>> spans;  // per rank, in list order: what renderers draw
   std::string error;                       // empty when the schedule ran to completion cleanly
 };
 
@@ -24,6 +31,10 @@ struct SimResult {
 SimResult simulate_schedule(const PipeScheduleSpec& spec,
                             const std::vector<std::vector<PipeAction>>& schedule,
                             double t_forward = 1, double t_backward = 2, double t_comm = 0);
+
+// The letter both renderers draw for a compute action: F, B (full or input backward) or W, in lower
+// case for chunks >= 1.
+char compute_letter(const PipeAction& a);
 
 // Text grid: one row per rank, one 2-character cell per time slot (F = 1 slot, B = 2 slots, or
 // B = W = 1 slot when split), "F3" = forward of microbatch 3, lower case for chunks >= 1, ".." idle;

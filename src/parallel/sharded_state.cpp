@@ -1,5 +1,6 @@
 #include "parallel/sharded_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -81,11 +82,20 @@ void ShardedState::finish_grads() {
   if (rs_sink_) rs_sink_->finish();
 }
 
-double ShardedState::grad_norm() {
+double ShardedState::grad_square_sum(const std::vector<WeightedRange>& weights) {
   const double local = l2_norm(grad_shard_.data(), grad_shard_.size());
   double sq = local * local;
+  // The weighted ranges, cut down to the chunks this rank owns.
+  for (const WeightedRange& w : weights)
+    for (const ShardedSegment& s : shards_.segments()) {
+      const size_t mine = s.seg.offset + s.mine.offset;
+      const size_t lo = std::max(w.offset, mine), hi = std::min(w.offset + w.count, mine + s.mine.count);
+      if (lo >= hi) continue;
+      const double part = l2_norm(grad_shard_.data() + s.shard_at + (lo - mine), hi - lo);
+      sq += (w.weight - 1) * part * part;
+    }
   comm_.all_reduce(&sq, 1);
-  return std::sqrt(sq);
+  return sq;
 }
 
 void ShardedState::scale_grads(float s) { scale_inplace(grad_shard_.data(), grad_shard_.size(), s); }

@@ -1,5 +1,7 @@
 #include "train/train_config.h"
 
+#include "parallel/tensor_plan.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -58,7 +60,8 @@ const std::vector<Binding>& bindings() {
       {{"ckpt_every", "checkpoint every N steps, and always at the end (0 = end only)"}, FF_FIELD(ckpt_every)},
       {{"log_every", "progress line every N steps"}, FF_FIELD(log_every)},
       {{"dp", "data-parallel replicas (0 = all ranks left by tp, pp, cp)"}, FF_FIELD(dp)},
-      {{"tp", "tensor-parallel degree (not yet available: 1)"}, FF_FIELD(tp)},
+      {{"tp", "tensor-parallel degree (Megatron column/row split; heads, kv heads, ffn_dim, vocab divide by it)"}, FF_FIELD(tp)},
+      {{"sp", "sequence parallelism over the tp group: norms and residuals on 1/tp of the tokens"}, FF_FIELD(sp)},
       {{"pp", "pipeline-parallel stages (not yet available: 1)"}, FF_FIELD(pp)},
       {{"cp", "context-parallel degree (not yet available: 1)"}, FF_FIELD(cp)},
       {{"zero", "ZeRO stage over the data-parallel group: 0 (DDP), 1, 2 or 3 (FSDP)"}, FF_FIELD(zero)},
@@ -225,18 +228,19 @@ void validate_train_config(const TrainConfig& c) {
   need(c.eval_every >= 0 && c.eval_batches > 0, "eval_every must be >= 0 and eval_batches > 0");
   need(c.ckpt_every >= 0 && c.log_every > 0, "ckpt_every must be >= 0 and log_every > 0");
   need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
-  need(c.tp == 1 && c.pp == 1 && c.cp == 1,
-       fmt::format("tp = {}, pp = {}, cp = {}: only data parallelism is available in this build; "
-                   "set tp, pp and cp to 1",
-                   c.tp, c.pp, c.cp));
+  need(c.tp >= 1, fmt::format("tp must be >= 1 (got {})", c.tp));
+  need(!c.sp || c.tp > 1, "sp = true needs tp > 1: sequence parallelism splits tokens over the tp group");
+  need(c.pp == 1 && c.cp == 1,
+       fmt::format("pp = {}, cp = {}: only data and tensor parallelism are available in this "
+                   "build; set pp and cp to 1",
+                   c.pp, c.cp));
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
-  if (c.model.vocab_size != 0) c.model.validate();
-  else {
-    ModelConfig probe = c.model;
-    probe.vocab_size = 1;  // the real one comes from the tokenizer; check the rest now
-    probe.validate();
-  }
+  ModelConfig probe = c.model;
+  // A vocab_size of 0 comes from the tokenizer later (and is checked then); check the rest now.
+  if (probe.vocab_size == 0) probe.vocab_size = c.tp;
+  probe.validate();
+  validate_tensor_parallel(probe, c.tp, c.sp);
 }
 
 }  // namespace ff

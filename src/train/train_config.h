@@ -36,6 +36,7 @@ struct TrainConfig {
   // Layout over the ranks mpirun started (dp * tp * pp * cp must equal them).
   int dp = 0;                   // data-parallel replicas; 0 = every rank the other axes leave
   int tp = 1, pp = 1, cp = 1;   // tensor, pipeline, context parallel degrees
+  bool sp = false;              // sequence parallelism over the tp group (norms on 1/tp of rows)
   int zero = 0;                 // ZeRO stage 0..3 over the data-parallel group
   float bucket_mb = 4.0f;       // DDP gradient bucket size
   GradSync grad_sync = GradSync::overlap;  // DDP: overlap | after_backward | none (benchmarks)

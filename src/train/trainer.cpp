@@ -58,13 +58,16 @@ std::string format_duration(double s) {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp)
-    : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp) {
+Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Comm* tp)
+    : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp), tp_(tp) {
   if (dp_) dp_rank_ = dp_->rank(), dp_size_ = dp_->size();
-  resolve_layout(cfg_, dp_size_);
-  if (cfg_.dp != dp_size_)
-    throw std::runtime_error(fmt::format("config dp = {} but the data-parallel group has {} ranks",
-                                         cfg_.dp, dp_size_));
+  if (tp_) tp_rank_ = tp_->rank(), tp_size_ = tp_->size();
+  resolve_layout(cfg_, dp_size_ * tp_size_);
+  if (cfg_.dp != dp_size_ || cfg_.tp != tp_size_)
+    throw std::runtime_error(fmt::format(
+        "config dp = {}, tp = {} but the data-parallel group has {} ranks and the "
+        "tensor-parallel group {}",
+        cfg_.dp, cfg_.tp, dp_size_, tp_size_));
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
 
@@ -78,6 +81,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp)
         "{}), or re-run `fivefold prepare --vocab {}`",
         cfg_.model.vocab_size, tok_path, tok_vocab, tok_vocab, cfg_.model.vocab_size));
   cfg_.model.validate();
+  validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
   if (leader()) fs::create_directories(out_dir_);
@@ -106,17 +110,37 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp)
   loader_ = std::make_unique<DataLoader>(train_tokens_, cfg_.model.seq_len, cfg_.seed);
   DataLoader(val_tokens_, cfg_.model.seq_len, cfg_.seed);  // throws now if val is too short
 
-  model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute);
-  if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(dp_rank_);
+  if (tp_size_ > 1) {
+    // The plan cuts the serial model's tensors; the model is built from this rank's blocks.
+    slicer_ = std::make_unique<PlanSlicer>(cfg_.model, tp_size_, tp_rank_);
+    tp_group_ = std::make_unique<TensorParallelGroup>(*tp_, cfg_.sp);
+  }
+  model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute, slicer_.get(),
+                                   tp_group_.get());
+  if (tp_size_ > 1) {
+    replica_sync_ = std::make_unique<ReplicaGradSync>(model_->layout(), *tp_, cfg_.sp);
+    norm_weights_ = replica_norm_weights(model_->layout());
+  }
+  if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(dp_rank_ * tp_size_ + tp_rank_);
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, dp_, tracer_.get());
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (resuming) {
     // Every rank reads the full state and keeps its part (a checkpoint is layout-free).
-    const size_t n = model_->layout().total();
+    const ParamLayout full_layout(cfg_.model);
+    const size_t n = full_layout.total();
     std::vector<float> p(n), m(n), v(n);
     resume = load_checkpoint(ckpt.string(), p.data(), m.data(), v.data(), n);
+    if (slicer_) {
+      // Keep this rank's blocks of each tensor: a checkpoint loads under any tp degree.
+      const ParamLayout& local = model_->layout();
+      std::vector<float> lp(local.total()), lm(local.total()), lv(local.total());
+      extract_local_tensors(local, full_layout, p.data(), lp.data());
+      extract_local_tensors(local, full_layout, m.data(), lm.data());
+      extract_local_tensors(local, full_layout, v.data(), lv.data());
+      p.swap(lp), m.swap(lm), v.swap(lv);
+    }
     state_->load_full(p.data(), m.data(), v.data());
     step_ = resume.step;
     loader_->set_position(resume.data);
@@ -155,7 +179,9 @@ StepRecord Trainer::train_step() {
     TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
     const size_t row0 = size_t(micro) * mb * T;
     const bool last = micro + 1 == cfg_.grad_accum;  // only the last micro-batch communicates
-    loss_sum += model_->forward_backward(state_->params(), state_->grads(last),
+    GradSink* sink = &state_->grads(last);
+    if (replica_sync_) replica_sync_->begin(*sink, state_->grads_accumulate(), last), sink = replica_sync_.get();
+    loss_sum += model_->forward_backward(state_->params(), *sink,
                                          batch_inputs_.data() + row0, batch_targets_.data() + row0,
                                          mb, T, grad_scale);
   }
@@ -170,7 +196,9 @@ StepRecord Trainer::train_step() {
         "loss became {} at step {}; lower lr (now {}) or grad_clip. The last checkpoint in '{}' "
         "was left as it was",
         loss, step_ + 1, cfg_.lr, out_dir_));
-  const double norm = state_->grad_norm();
+  double norm_sq = state_->grad_square_sum(norm_weights_);
+  if (tp_size_ > 1) tp_->all_reduce(&norm_sq, 1);
+  const double norm = std::sqrt(norm_sq);
   if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;
   const float lr = schedule_.at(step_);
@@ -201,17 +229,29 @@ double Trainer::evaluate() {
   return sum / (double(cfg_.eval_batches) * G * T);
 }
 
-std::vector<float> Trainer::full_params() {
+void Trainer::gather_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v) {
   const size_t n = model_->layout().total();
-  std::vector<float> p(n), m(n), v(n);
+  p.resize(n), m.resize(n), v.resize(n);
   state_->gather_full(p.data(), m.data(), v.data());
+  if (!slicer_) return;
+  const size_t full = ParamLayout(cfg_.model).total();
+  for (std::vector<float>* x : {&p, &m, &v}) {
+    std::vector<float> whole(full);
+    assemble_full_tensors(*tp_, cfg_.model, model_->layout(), x->data(), whole.data());
+    x->swap(whole);
+  }
+}
+
+std::vector<float> Trainer::full_params() {
+  std::vector<float> p, m, v;
+  gather_full_state(p, m, v);
   return p;
 }
 
 void Trainer::save() {
-  const size_t n = model_->layout().total();
-  std::vector<float> p(n), m(n), v(n);
-  state_->gather_full(p.data(), m.data(), v.data());
+  std::vector<float> p, m, v;
+  gather_full_state(p, m, v);
+  const size_t n = p.size();
   if (!leader()) return;
   CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
   save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, p.data(), m.data(),
@@ -221,7 +261,7 @@ void Trainer::save() {
 void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_loss) {
   if (!leader()) return;
   // Per-rank peak times the ranks: MFU of the whole job.
-  const double mfu = tokens_per_s * flops_per_token_ / (sgemm_peak_flops_ * dp_size_);
+  const double mfu = tokens_per_s * flops_per_token_ / (sgemm_peak_flops_ * dp_size_ * tp_size_);
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   const double eta = steps_timed_ > 0 ? run_seconds_ / steps_timed_ * (last - r.step) : NAN;
   nlohmann::json rec = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
@@ -245,12 +285,14 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
 void Trainer::write_trace() {
   if (!tracer_) return;
   // Each rank writes its part next to the target; rank 0 merges them into one file.
-  const std::string part = cfg_.trace + ".rank" + std::to_string(dp_rank_);
+  const std::string part = cfg_.trace + ".rank" + std::to_string(dp_rank_ * tp_size_ + tp_rank_);
   write_file_atomic(part, tracer_->events_json());
+  // Every tp group's parts are written, then every dp rank's: the leader sees all of them.
+  if (tp_ && tp_size_ > 1) tp_->barrier();
   if (dp_ && dp_size_ > 1) dp_->barrier();
   if (!leader()) return;
   std::vector<std::string> parts;
-  for (int r = 0; r < dp_size_; ++r) {
+  for (int r = 0; r < dp_size_ * tp_size_; ++r) {
     const std::string path = cfg_.trace + ".rank" + std::to_string(r);
     std::ifstream f(path);
     parts.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
@@ -264,10 +306,11 @@ void Trainer::run() {
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   const double tokens_per_step = double(cfg_.global_batch()) * cfg_.model.seq_len;
   if (leader() && !quiet)
-    std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, zero %d, recompute %s, "
-                "%d threads per rank, %s GEMM\n",
-                model_->layout().total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
-                dp_size_, cfg_.zero, recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
+    std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, tp %d%s, zero %d, "
+                "recompute %s, %d threads per rank, %s GEMM\n",
+                ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
+                dp_size_, tp_size_, cfg_.sp ? " (sequence parallel)" : "", cfg_.zero,
+                recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
   while (step_ < last) {

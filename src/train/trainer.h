@@ -14,6 +14,8 @@
 #include "io/trace.h"
 #include "model/llama.h"
 #include "parallel/model_state.h"
+#include "parallel/tensor_parallel.h"
+#include "parallel/tensor_plan.h"
 #include "train/lr_schedule.h"
 #include "train/train_config.h"
 
@@ -32,7 +34,9 @@ struct StepRecord {
 class Trainer {
  public:
   // dp: the data-parallel group (null or size 1 for one process). cfg.dp must equal its size.
-  Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp = nullptr);
+  // tp: the tensor-parallel group (null for tp = 1); cfg.tp must equal its size.
+  Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp = nullptr,
+          const Comm* tp = nullptr);
   ~Trainer();
   // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
   void run();
@@ -43,7 +47,7 @@ class Trainer {
 
   const TrainConfig& config() const { return cfg_; }
   const Llama& model() const { return *model_; }
-  // The full parameters (gathered from the shards under ZeRO-3; collective).
+  // The full parameters (gathered from the ZeRO-3 shards and tensor-parallel blocks; collective).
   std::vector<float> full_params();
   ModelState& state() { return *state_; }
   int step() const { return step_; }
@@ -51,7 +55,9 @@ class Trainer {
   bool quiet = false;  // tests silence the progress lines
 
  private:
-  bool leader() const { return dp_rank_ == 0; }
+  bool leader() const { return dp_rank_ == 0 && tp_rank_ == 0; }
+  // The full (unsharded) parameters and AdamW moments: collective over dp and tp.
+  void gather_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v);
   void log_progress(const StepRecord& r, double tokens_per_s, double val_loss);
   void write_trace();
 
@@ -59,8 +65,14 @@ class Trainer {
   std::string out_dir_;
   const Comm* dp_ = nullptr;
   int dp_rank_ = 0, dp_size_ = 1;
+  const Comm* tp_ = nullptr;
+  int tp_rank_ = 0, tp_size_ = 1;
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
   std::unique_ptr<DataLoader> loader_;
+  std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
+  std::unique_ptr<TensorParallelGroup> tp_group_;    // tp > 1
+  std::unique_ptr<ReplicaGradSync> replica_sync_;    // tp > 1
+  std::vector<WeightedRange> norm_weights_;
   std::unique_ptr<Llama> model_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ModelState> state_;

@@ -1,0 +1,114 @@
+#include "parallel/tensor_parallel.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "parallel/regions.h"
+#include "parallel/tensor_plan.h"
+
+namespace ff {
+
+const float* TensorParallelGroup::column_input(const float* x, float* full, size_t N, int width) {
+  if (!sp_) return regions::copy_to_tp_forward(x);
+  regions::gather_from_sp_forward(tp_, x, full, N * size_t(width));
+  return full;
+}
+
+float* TensorParallelGroup::column_input_backward(float* d_full, size_t N, int width) {
+  if (sp_) return regions::gather_from_sp_backward(tp_, d_full, N * size_t(width));
+  regions::copy_to_tp_backward(tp_, d_full, N * size_t(width));
+  return d_full;
+}
+
+float* TensorParallelGroup::row_output(float* partial, size_t N, int width) {
+  if (sp_) return regions::reduce_scatter_to_sp_forward(tp_, partial, N * size_t(width));
+  regions::reduce_from_tp_forward(tp_, partial, N * size_t(width));
+  return partial;
+}
+
+const float* TensorParallelGroup::row_output_backward(const float* dy, float* full, size_t N,
+                                                      int width) {
+  if (!sp_) return regions::reduce_from_tp_backward(dy);
+  regions::reduce_scatter_to_sp_backward(tp_, dy, full, N * size_t(width));
+  return full;
+}
+
+void TensorParallelGroup::all_reduce_max(float* x, size_t n) { tp_.all_reduce(x, n, ReduceOp::max); }
+void TensorParallelGroup::all_reduce_sum(float* x, size_t n) { tp_.all_reduce(x, n); }
+
+ReplicaGradSync::ReplicaGradSync(const ParamLayout& layout, const Comm& tp, bool sp) : tp_(tp) {
+  int kv_group = tp.rank();  // ranks sharing a kv head hold the same block: same row0
+  for (const ParamView& v : layout.views()) {
+    if (!replica_grads_are_partial(v, sp)) continue;
+    const bool kv = style_of(v.name) != TensorStyle::replicated;
+    if (kv) kv_group = int(v.row0);
+    // Adjacent tensors of one group (k then v, say) go out as one all-reduce.
+    if (!ranges_.empty() && ranges_.back().kv == kv &&
+        ranges_.back().offset + ranges_.back().count == v.offset)
+      ranges_.back().count += v.numel;
+    else
+      ranges_.push_back({v.offset, v.numel, kv});
+  }
+  kv_group_ = tp.split(kv_group, tp.rank());
+}
+
+void ReplicaGradSync::begin(GradSink& inner, bool accumulating, bool last) {
+  inner_ = &inner;
+  active_ = !accumulating || last;
+}
+
+float* ReplicaGradSync::acquire(const ParamSegment& seg) {
+  float* g = inner_->acquire(seg);
+  held_.emplace_back(seg, g);
+  return g;
+}
+
+void ReplicaGradSync::release(const ParamSegment& seg) {
+  auto it = std::find_if(held_.begin(), held_.end(),
+                         [&](const auto& h) { return h.first.offset == seg.offset; });
+  if (it == held_.end()) throw std::logic_error("ReplicaGradSync: release without acquire");
+  float* base = it->second;
+  held_.erase(it);
+  if (active_)
+    for (const Range& r : ranges_) {
+      if (r.offset < seg.offset || r.offset >= seg.end()) continue;
+      (r.kv ? kv_group_ : tp_).all_reduce(base + (r.offset - seg.offset), r.count);
+    }
+  inner_->release(seg);
+}
+
+std::vector<WeightedRange> replica_norm_weights(const ParamLayout& layout) {
+  std::vector<WeightedRange> w;
+  for (const ParamView& v : layout.views())
+    if (v.replicas > 1) w.push_back({v.offset, v.numel, 1.0 / v.replicas});
+  return w;
+}
+
+void assemble_full_tensors(const Comm& tp, const ModelConfig& c, const ParamLayout& local_layout,
+                           const float* local, float* full) {
+  const size_t n = local_layout.total(), t = size_t(tp.size());
+  std::vector<float> all(n * t);
+  tp.all_gather(local, all.data(), n * t);
+  const ParamLayout full_layout(c);
+  for (int r = 0; r < tp.size(); ++r) {
+    const PlanSlicer slicer(c, tp.size(), r);
+    const ParamLayout theirs(c, &slicer);
+    const float* src = all.data() + size_t(r) * n;
+    for (size_t i = 0; i < theirs.views().size(); ++i) {
+      const ParamView& v = theirs.views()[i];
+      float* dst = full + full_layout.views()[i].offset;
+      for (size_t e = 0; e < v.numel; ++e) dst[v.full_index(e)] = src[v.offset + e];
+    }
+  }
+}
+
+void extract_local_tensors(const ParamLayout& local_layout, const ParamLayout& full_layout,
+                           const float* full, float* local) {
+  for (size_t i = 0; i < local_layout.views().size(); ++i) {
+    const ParamView& v = local_layout.views()[i];
+    const float* src = full + full_layout.views()[i].offset;
+    for (size_t e = 0; e < v.numel; ++e) local[v.offset + e] = src[v.full_index(e)];
+  }
+}
+
+}  // namespace ff
