@@ -11,7 +11,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
-#include "test_data.h"
+#include "shared_data.h"
 #include "train/trainer.h"
 
 using namespace ff;
@@ -29,14 +29,6 @@ TrainConfig tiny(const std::string& data, int dp, int zero, int stop_at) {
   c.dp = dp;
   c.zero = zero;
   return c;
-}
-
-std::string broadcast_string(Comm& world, std::string s) {
-  int64_t n = int64_t(s.size());
-  world.broadcast(&n, 1, 0);
-  s.resize(size_t(n));
-  world.broadcast(reinterpret_cast<uint8_t*>(s.data()), size_t(n), 0);
-  return s;
 }
 
 // Compares steps 11..20 of `resumed` with the straight run; returns 0 when they agree.
@@ -62,7 +54,8 @@ int main(int argc, char** argv) {
   Comm& world = comm_world();
   if (argc != 2) return std::fprintf(stderr, "usage: checkpoint_reshard ZERO\n"), 2;
   const int zero = std::atoi(argv[1]), n = world.size();
-  const std::string data = broadcast_string(world, world.rank() == 0 ? testkit::tiny_data_dir() : "");
+  using testkit::broadcast_string;
+  const std::string data = testkit::shared_tiny_data_dir(world);
   const std::string par_dir = broadcast_string(world, world.rank() == 0 ? testkit::temp_dir("par") : "");
   const std::string ser_dir = broadcast_string(world, world.rank() == 0 ? testkit::temp_dir("ser") : "");
   int failures = 0;

@@ -14,7 +14,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "core/memory.h"
-#include "test_data.h"
+#include "shared_data.h"
 #include "parallel/sharded_state.h"
 #include "train/trainer.h"
 
@@ -33,16 +33,6 @@ TrainConfig tiny(const std::string& data, int micro_batch, int accum, int dp, in
   c.dp = dp;
   c.zero = zero;
   return c;
-}
-
-// The data folder made by rank 0, shared by path with the others.
-std::string shared_data_dir(Comm& world) {
-  std::string dir = world.rank() == 0 ? testkit::tiny_data_dir() : std::string();
-  int64_t n = int64_t(dir.size());
-  world.broadcast(&n, 1, 0);
-  dir.resize(size_t(n));
-  world.broadcast(reinterpret_cast<uint8_t*>(dir.data()), size_t(n), 0);
-  return dir;
 }
 
 // params + grads + optimizer bytes predicted for fp32 AdamW (FORMULAS.md).
@@ -103,7 +93,7 @@ int main(int argc, char** argv) {
   Comm& world = comm_world();
   if (argc != 3) return std::fprintf(stderr, "usage: dp_equivalence ZERO ACCUM\n"), 2;
   const int zero = std::atoi(argv[1]), accum = std::atoi(argv[2]), n = world.size();
-  const std::string data = shared_data_dir(world);
+  const std::string data = testkit::shared_tiny_data_dir(world);
   int failures = 0;
 
   auto before = MemoryLedger::instance().snapshot();
