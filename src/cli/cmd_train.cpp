@@ -22,8 +22,8 @@ int cmd_train(const Args& a) {
     if (k != "config" && k != "out") overrides.emplace_back(k, v);
   TrainConfig cfg = load_train_config(a.get("config"), overrides);
   const Comm& world = comm_world();
+  validate_train_config(cfg);  // shapes against tp before the rank count: the more useful error
   resolve_layout(cfg, world.size());
-  validate_train_config(cfg);
   Mesh mesh(world, MeshDegrees{cfg.dp, cfg.tp, cfg.pp, cfg.cp});  // checks the product first
   Trainer trainer(cfg, out, &mesh.group(MeshAxis::dp), &mesh.group(MeshAxis::tp));
   if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());

@@ -49,6 +49,20 @@ TEST(BadInput, ShapeThatDoesNotDivide) {
   expect_failure(r, {"n_heads (4) must be divisible by n_kv_heads (3)"});
 }
 
+TEST(BadInput, TensorParallelShapeThatDoesNotDivide) {
+  CliResult r = run_fivefold(tiny_train(temp_dir("tp"), "--tp 3"));
+  expect_failure(r, {"n_heads (4) must be divisible by tp (3)"});
+  r = run_fivefold(tiny_train(temp_dir("tp"), "--tp 4 --ffn-dim 150"));
+  expect_failure(r, {"ffn_dim (150) must be divisible by tp (4)"});
+  r = run_fivefold(tiny_train(temp_dir("tp"), "--tp 4 --sp true --seq-len 30"));
+  expect_failure(r, {"seq_len (30) must be divisible by tp (4)", "sp = true"});
+  r = run_fivefold(tiny_train(temp_dir("tp"), "--sp true"));
+  expect_failure(r, {"sp = true needs tp > 1"});
+  // A shape that fits, on a rank count that does not.
+  r = run_fivefold(tiny_train(temp_dir("tp"), "--tp 2"));
+  expect_failure(r, {"tp (2)", "1 ranks"});
+}
+
 TEST(BadInput, VocabMismatchBetweenTokenizerAndConfigOrCheckpoint) {
   CliResult r = run_fivefold(tiny_train(temp_dir("vocab"), "--vocab-size 500"));
   expect_failure(r, {"vocab_size is 500", "has 320 tokens"});
