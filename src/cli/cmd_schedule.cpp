@@ -3,8 +3,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "io/atomic_file.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/schedule_sim.h"
+#include "parallel/schedule_svg.h"
 
 namespace ff::cli {
 
@@ -20,11 +22,17 @@ PipeSchedule parse_schedule(const std::string& s) {
 }  // namespace
 
 // Draws a pipeline schedule without running it: one row per rank, unit costs (forward 1,
-// backward 2, or input/weight gradients 1 + 1 for zb-h1), and the predicted bubble fraction.
+// backward 2, or input/weight gradients 1 + 1 for zb-h1), and the predicted bubble fraction;
+// --svg also writes the same picture as an SVG file.
 int cmd_schedule(const Args& a) {
-  const char* usage = "fivefold schedule --pp P --microbatches M --schedule gpipe|1f1b|interleaved|zb-h1 [--chunks V]";
+  const char* usage =
+      "fivefold schedule --pp P --microbatches M --schedule gpipe|1f1b|interleaved|zb-h1 [--chunks V] [--svg FILE]";
   if (a.help) return std::puts(usage), 0;
-  a.only({"pp", "microbatches", "schedule", "chunks"}, usage);
+  a.only({"pp", "microbatches", "schedule", "chunks", "svg"}, usage);
+  const std::string svg = a.get("svg");
+  // A bare `--svg` parses as "true"; refuse it rather than write a file named "true".
+  if (a.has("svg") && (svg.empty() || svg == "true"))
+    throw std::runtime_error(std::string("--svg needs a file name\nusage: ") + usage);
   PipeScheduleSpec spec{parse_schedule(a.require("schedule", usage)), a.get_int("pp", 2),
                         a.get_int("microbatches", 4), a.get_int("chunks", 1)};
   try {
@@ -32,7 +40,12 @@ int cmd_schedule(const Args& a) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(std::string(e.what()) + "\nusage: " + usage);
   }
-  std::printf("%s", render_schedule_text(spec, make_schedule(spec)).c_str());
+  const auto schedule = make_schedule(spec);
+  std::printf("%s", render_schedule_text(spec, schedule).c_str());
+  if (!svg.empty()) {
+    write_file_atomic(svg, render_schedule_svg(spec, schedule));
+    std::printf("wrote %s\n", svg.c_str());
+  }
   return 0;
 }
 

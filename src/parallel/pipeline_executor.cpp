@@ -49,8 +49,8 @@ PipelineExecutor::PipelineExecutor(const PipeScheduleSpec& spec, const Comm& pip
 
 // Unique per message of a step: the receiving virtual stage and direction name the boundary, so
 // two messages between the same ranks (interleaved chunks, both directions) never match up wrongly.
-int PipelineExecutor::tag(int microbatch, int receiving_stage, bool grad) const {
-  return (microbatch * spec_.stages * spec_.chunks + receiving_stage) * 2 + (grad ? 1 : 0);
+int PipelineExecutor::message_tag(const PipeScheduleSpec& spec, int microbatch, int receiving_stage, bool grad) {
+  return (microbatch * spec.stages * spec.chunks + receiving_stage) * 2 + (grad ? 1 : 0);
 }
 
 std::string PipelineExecutor::name(const char* what, const PipeAction& a) const {
@@ -109,7 +109,7 @@ void PipelineExecutor::post_recv(const PipeAction& a, PipelineStageCompute& comp
   const size_t n = grad ? compute.output_size(a.chunk) : compute.input_size(a.chunk);
   buffer = pool_.acquire(n, grad ? BoundaryUse::gradient_in : BoundaryUse::activation_in);
   (grad ? s.grad_in_req : s.act_in_req) =
-      pipe_.recv_async(buffer.data(), n, a.peer_rank, tag(a.microbatch, stage(a.chunk), grad));
+      pipe_.recv_async(buffer.data(), n, a.peer_rank, message_tag(spec_, a.microbatch, stage(a.chunk), grad));
 }
 
 void PipelineExecutor::send(const PipeAction& a) {
@@ -118,7 +118,7 @@ void PipelineExecutor::send(const PipeAction& a) {
   BoundaryBuffer& buffer = grad ? s.grad_out : s.act_out;
   if (buffer.empty()) throw std::logic_error("pipeline executor: " + name("nothing computed to send:", a));
   const int to = stage(a.chunk) + (grad ? -1 : 1);
-  CommRequest req = pipe_.send_async(buffer.data(), buffer.memory.size(), a.peer_rank, tag(a.microbatch, to, grad));
+  CommRequest req = pipe_.send_async(buffer.data(), buffer.memory.size(), a.peer_rank, message_tag(spec_, a.microbatch, to, grad));
   const int owner = grad ? -1 : a.microbatch * spec_.chunks + a.chunk;
   sends_.push_back({std::move(buffer), std::move(req), owner, name(grad ? "send grad" : "send act", a)});
 }

@@ -65,6 +65,10 @@ class PipelineExecutor {
   // refuses further runs.
   void run(PipelineStageCompute& compute);
 
+  // The tag of the message that carries microbatch's activation (grad = false) or gradient into
+  // virtual stage receiving_stage: unique within a step, in [0, 2^29).
+  static int message_tag(const PipeScheduleSpec& spec, int microbatch, int receiving_stage, bool grad);
+
   const std::vector<PipeAction>& actions() const { return actions_; }
   const PipelineRunStats& last_run() const { return stats_; }
   const BoundaryPoolStats& pool_stats() const { return pool_.stats(); }
@@ -94,7 +98,6 @@ class PipelineExecutor {
   void abandon();
   Slot& slot(const PipeAction& a);
   int stage(int chunk) const { return chunk * spec_.stages + rank_; }
-  int tag(int microbatch, int receiving_stage, bool grad) const;
   std::string name(const char* what, const PipeAction& a) const;
 
   PipeScheduleSpec spec_;

@@ -40,7 +40,7 @@ std::string block(const PipeScheduleSpec& spec, int rank, const PipeAction& a, c
   const Style& st = style_of(a.op);
   const double x = kLeft + span.start * cell, w = (span.end - span.start) * cell;
   const double y = kTop + rank * kRow + (kRow - kBlock) / 2;
-  const std::string label = std::string(1, compute_letter(a)) + std::to_string(a.microbatch);
+  const std::string label = fmt::format("{}{}", compute_letter(a), a.microbatch);
   // Shrink the label to fit a one-slot block; ~0.62 em per character in a sans-serif font.
   const double font = std::min(12.0, (w - 2) / (0.62 * double(label.size())));
   const int stage = a.chunk * spec.stages + rank;
