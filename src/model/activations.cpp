@@ -74,7 +74,7 @@ int64_t kept_floats_per_token(const ModelConfig& c, Recompute r) {
 static int64_t padded(int64_t floats) { return (floats + 15) / 16 * 16; }
 
 Activations::Activations(const BlockWidths& w, int n_layers, int max_rows, int resid_rows,
-                         Recompute policy)
+                         Recompute policy, bool head)
     : policy_(policy) {
   const int64_t N = max_rows, R = resid_rows;
   const auto tensors = tensor_specs(w, policy);
@@ -83,9 +83,11 @@ Activations::Activations(const BlockWidths& w, int n_layers, int max_rows, int r
   for (const TensorSpec& t : tensors) (t.keep ? kept_per_block : scratch_size) += size_of(t);
   kept_.allocate(size_t(kept_per_block * n_layers), MemCategory::activations);
   if (scratch_size > 0) scratch_.allocate(size_t(scratch_size), MemCategory::workspace);
-  resid_final_.allocate(size_t(R * w.C), MemCategory::activations);
-  rstd_final_.allocate(size_t(R), MemCategory::activations);
-  ln_final_.allocate(size_t(R * w.C), MemCategory::activations);
+  if (head) {
+    resid_final_.allocate(size_t(R * w.C), MemCategory::activations);
+    rstd_final_.allocate(size_t(R), MemCategory::activations);
+    ln_final_.allocate(size_t(R * w.C), MemCategory::activations);
+  }
 
   blocks_.resize(size_t(n_layers));
   for (int l = 0; l < n_layers; ++l) {

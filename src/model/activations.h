@@ -59,7 +59,9 @@ int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, i
 class Activations {
  public:
   // max_rows tokens per micro-batch, of which this rank keeps resid_rows of the residual stream.
-  Activations(const BlockWidths& w, int n_layers, int max_rows, int resid_rows, Recompute policy);
+  // head: also the final norm's tensors (the chunk ending the model).
+  Activations(const BlockWidths& w, int n_layers, int max_rows, int resid_rows, Recompute policy,
+              bool head = true);
   // Where block l's tensors live: the kept arena for what the policy keeps, the shared
   // recompute scratch for the rest.
   const BlockActs& block(int l) const { return blocks_[l]; }

@@ -1,70 +1,80 @@
 #include "model/llama.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "kernels/cross_entropy.h"
 #include "kernels/embedding.h"
-#include "kernels/flash_attention.h"
-#include "kernels/gemm.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
-#include "kernels/swiglu.h"
 #include "kernels/vocab_parallel.h"
+#include "model/linear.h"
 
 namespace ff {
 
 namespace {
-// y(N,out) = x(N,in) W^T, overwriting y.
-void matmul_xwt(float* y, const float* x, const float* W, int N, int in, int out) {
-  gemm(false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
-}
-// dx(N,in) = dy(N,out) W, overwriting dx.
-void matmul_dyw(float* dx, const float* dy, const float* W, int N, int in, int out) {
-  gemm(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in);
-}
-// dW(out,in) += dy^T x (linear_backward picks the faster operand order for tall weights)
-void accumulate_dw(float* dW, const float* dy, const float* x, int N, int in, int out) {
-  linear_backward(nullptr, dW, dy, x, nullptr, N, in, out);
-}
-void copy_rows(float* dst, const float* src, size_t n) { std::memcpy(dst, src, n * sizeof(float)); }
-
 // This rank's widths, read off its (possibly sliced) layout: a tensor-parallel shard of the model
 // is the same model with fewer heads, a narrower FFN and a slice of the vocabulary.
 int rows_of(const ParamLayout& layout, const std::string& name) {
   return int(layout.find(name).shape[0]);
 }
-BlockWidths local_widths(const ParamLayout& layout, const ModelConfig& c) {
-  const int D = c.head_dim(), H = rows_of(layout, "model.layers.0.self_attn.q_proj.weight") / D,
-            Hkv = rows_of(layout, "model.layers.0.self_attn.k_proj.weight") / D;
-  return {c.dim, int64_t(H + 2 * Hkv) * D, int64_t(H) * D, H,
-          rows_of(layout, "model.layers.0.mlp.gate_proj.weight")};
+BlockWidths local_widths(const ParamLayout& layout, const ModelConfig& c, int layer) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  const int D = c.head_dim(), H = rows_of(layout, p + "self_attn.q_proj.weight") / D,
+            Hkv = rows_of(layout, p + "self_attn.k_proj.weight") / D;
+  return {c.dim, int64_t(H + 2 * Hkv) * D, int64_t(H) * D, H, rows_of(layout, p + "mlp.gate_proj.weight")};
+}
+// The vocabulary rows this rank holds: the embedding's, or (a last stage without it) the head's.
+const ParamView* vocab_view(const ParamLayout& layout) {
+  for (const ParamView& v : layout.views())
+    if (v.name == "model.embed_tokens.weight" || v.name == "lm_head.weight") return &v;
+  return nullptr;
+}
+std::vector<ModelChunk> whole_model(const ModelConfig& c, std::vector<ModelChunk> chunks) {
+  if (!chunks.empty()) return chunks;
+  return {ModelChunk{0, c.n_layers, true, true}};
+}
+ModelParts parts_of(const std::vector<ModelChunk>& chunks) {
+  ModelParts p;
+  p.embedding = p.head = false;
+  for (const ModelChunk& ch : chunks) {
+    for (int l = ch.first_layer; l < ch.last_layer; ++l) p.layers.push_back(l);
+    p.embedding |= ch.embedding;
+    p.head |= ch.head;
+  }
+  return p;
 }
 }  // namespace
 
 Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy,
-             const TensorSlicer* slicer, TensorGroup* tp)
+             const TensorSlicer* slicer, TensorGroup* tp, std::vector<ModelChunk> chunks)
     : cfg_(config),
-      layout_((config.validate(), config), slicer),
+      chunks_(whole_model((config.validate(), config), std::move(chunks))),
+      parts_(parts_of(chunks_)),
+      layout_(config, slicer, &parts_),
       tp_(tp),
-      w_(local_widths(layout_, config)),
+      w_(local_widths(layout_, config, chunks_.front().first_layer)),
       heads_(int(w_.H)),
       kv_heads_(int((w_.Q - w_.A) / (2 * config.head_dim()))),
-      vocab_(rows_of(layout_, "model.embed_tokens.weight")),
-      vocab_first_(int(layout_.find("model.embed_tokens.weight").row0)),
+      vocab_(vocab_view(layout_) ? int(vocab_view(layout_)->shape[0]) : 0),
+      vocab_first_(vocab_view(layout_) ? int(vocab_view(layout_)->row0) : 0),
       max_batch_(max_batch),
-      acts_(w_, config.n_layers, max_batch * config.seq_len,
-            int(resid_rows(max_batch * config.seq_len)), policy) {
+      policy_(policy),
+      slots_(chunks_.size()) {
   const int T = cfg_.seq_len, D = cfg_.head_dim();
   const size_t N = size_t(max_batch) * T, C = cfg_.dim, V = size_t(vocab_);
   const size_t A = size_t(w_.A), Q = size_t(w_.Q), F = size_t(w_.F);
   rope_cos_.allocate(size_t(T) * D / 2, MemCategory::workspace);
   rope_sin_.allocate(size_t(T) * D / 2, MemCategory::workspace);
   rope_tables(rope_cos_.data(), rope_sin_.data(), T, D, cfg_.rope_theta);
-  logits_.allocate(N * V, MemCategory::workspace);
-  losses_.allocate(N, MemCategory::workspace);
+  if (layout_.head_segment().count > 0) {
+    logits_.allocate(N * V, MemCategory::workspace);
+    losses_.allocate(N, MemCategory::workspace);
+  }
   if (tp_) {
     loss_stats_.allocate(3 * N, MemCategory::workspace);
     row_full_.allocate(N * C, MemCategory::workspace);
@@ -76,7 +86,11 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy,
   d_qkv_.allocate(N * Q, MemCategory::workspace);
   d_gate_up_.allocate(N * 2 * F, MemCategory::workspace);
   d_h_.allocate(N * F, MemCategory::workspace);
+  // The whole model's stash exists from the start, so its bytes are in the ledger at once.
+  if (chunks_.size() == 1) select(0, 0);
 }
+
+Llama::~Llama() = default;
 
 void Llama::check_shape(int B, int T) const {
   if (B < 1 || B > max_batch_ || T < 1 || T > cfg_.seq_len)
@@ -120,56 +134,42 @@ void Llama::row_parallel_residual(float* out, const float* resid, const float* x
   for (size_t i = 0; i < n; ++i) out[i] = resid[i] + y[i];
 }
 
-namespace {
-const ParamSegment kNoSegment{};
+Llama::Slot& Llama::select(int chunk, int slot) {
+  auto& pool = slots_[size_t(chunk)];
+  if (pool.size() <= size_t(slot)) pool.resize(size_t(slot) + 1);
+  auto& s = pool[size_t(slot)];
+  const ModelChunk& ch = chunks_[size_t(chunk)];
+  if (!s) {
+    // Allocated on first use: a rank's activation memory is the peak number of micro-batches
+    // in flight on each chunk, which is what a pipeline schedule decides.
+    s = std::make_unique<Slot>();
+    const int N = max_batch_ * cfg_.seq_len;
+    s->acts = std::make_unique<Activations>(w_, ch.last_layer - ch.first_layer, N,
+                                            int(resid_rows(N)), policy_, ch.head);
+  }
+  slot_ = s.get();
+  slot_first_layer_ = ch.first_layer;
+  return *s;
 }
 
-void Llama::block_forward(const float* P, int l, float* out, int B, int T) {
-  const BlockActs& a = acts_.block(l);
-  const BlockOffsets& o = layout_.block_offsets();
-  const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, H = heads_, Hkv = kv_heads_,
-            D = cfg_.head_dim(), Q = int(w_.Q), A = int(w_.A), F = int(w_.F);
-  rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);
-  matmul_xwt(a.qkv, column_input(a.ln1, N), P + o.qkv, N, C, Q);    // (N, Q)
-  rope_forward(a.qkv, rope_cos_.data(), rope_sin_.data(), B, T, H, D, Q);
-  rope_forward(a.qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, Hkv, D, Q);
-  AttentionShape s{B, T, H, Hkv, D, Q, Q};
-  attention_forward(a.att, a.lse, a.qkv, a.qkv + A, a.qkv + A + Hkv * D, s);  // (N, A)
-  row_parallel_residual(a.mid, a.x_in, a.att, P + o.o, N, A);        // (R, C)
-  rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);
-  matmul_xwt(a.gate_up, column_input(a.ln2, N), P + o.gate_up, N, C, 2 * F);  // (N, 2F)
-  swiglu_forward(a.h, a.gate_up, N, F);                              // (N, F)
-  if (out) row_parallel_residual(out, a.mid, a.h, P + o.down, N, F);  // (R, C)
-}
+const BlockActs& Llama::acts(int layer) const { return slot_->acts->block(layer - slot_first_layer_); }
 
-void Llama::forward_blocks(ParamSource& src, const int32_t* tokens, int B, int T) {
-  check_shape(B, T);
-  const int N = B * T, L = cfg_.n_layers;
+void Llama::embed(ParamSource& src, const int32_t* tokens, int N, int first_layer) {
   const ParamSegment emb = layout_.embedding_segment();
-  const float* E = src.acquire(emb, Pass::forward, layout_.block_segment(0));
+  float* x = acts(first_layer).x_in;
+  const float* E = src.acquire(emb, Pass::forward, layout_.block_segment(first_layer));
   if (!tp_) {
-    embedding_forward(acts_.block(0).x_in, tokens, E, N, cfg_.dim);
+    embedding_forward(x, tokens, E, N, cfg_.dim);
   } else {
     // Vocab-parallel lookup: each rank fills the rows of its tokens, the group sums.
     embedding_forward_slice(row_full_.data(), tokens, E, N, cfg_.dim, vocab_first_, vocab_);
-    copy_rows(acts_.block(0).x_in, tp_->row_output(row_full_.data(), size_t(N), cfg_.dim),
-              resid_rows(N) * size_t(cfg_.dim));
+    copy_rows(x, tp_->row_output(row_full_.data(), size_t(N), cfg_.dim), resid_rows(N) * size_t(cfg_.dim));
   }
   src.release(emb, Pass::forward);
-  for (int l = 0; l < L; ++l) {
-    const ParamSegment seg = layout_.block_segment(l);
-    const ParamSegment next = l + 1 < L ? layout_.block_segment(l + 1) : layout_.head_segment();
-    float* out = l + 1 < L ? acts_.block(l + 1).x_in : acts_.final_out();
-    block_forward(src.acquire(seg, Pass::forward, next), l, out, B, T);
-    src.release(seg, Pass::forward);
-  }
 }
 
-Llama::HeadParams Llama::acquire_head(ParamSource& src, Pass pass) {
+Llama::HeadParams Llama::acquire_head(ParamSource& src, Pass pass, const ParamSegment& next) {
   const ParamSegment head = layout_.head_segment(), emb = layout_.embedding_segment();
-  // After the head come the blocks in reverse (backward) or nothing (forward).
-  const ParamSegment next =
-      pass == Pass::backward ? layout_.block_segment(cfg_.n_layers - 1) : kNoSegment;
   HeadParams h;
   h.norm = src.acquire(head, pass, cfg_.tied_embeddings ? emb : next);
   h.weight = cfg_.tied_embeddings ? src.acquire(emb, pass, next) : h.norm + cfg_.dim;
@@ -184,10 +184,10 @@ void Llama::release_head(ParamSource& src, Pass pass) {
 void Llama::head_forward(const HeadParams& h, int first_row, int rows) {
   const int C = cfg_.dim, V = vocab_;
   const int norm_rows = tp_ ? int(resid_rows(rows)) : first_row + rows;
-  rmsnorm_forward(acts_.final_ln(), acts_.final_rstd(), acts_.final_out(), h.norm, norm_rows, C,
+  rmsnorm_forward(slot_->acts->final_ln(), slot_->acts->final_rstd(), slot_->acts->final_out(), h.norm, norm_rows, C,
                   cfg_.rms_eps);
   // Under sequence parallelism the gathered rows stay in gathered_ for backward_head.
-  const float* in = tp_ ? column_input(acts_.final_ln(), rows) : acts_.final_ln();
+  const float* in = tp_ ? column_input(slot_->acts->final_ln(), rows) : slot_->acts->final_ln();
   matmul_xwt(logits_.data(), in + size_t(first_row) * C, h.weight, rows, C, V);
 }
 
@@ -210,86 +210,6 @@ double Llama::loss(const int32_t* targets, int N, bool with_grad, float grad_sca
                             with_grad, grad_scale, losses_.data());
 }
 
-const float* Llama::forward_logits(ParamSource& src, const int32_t* tokens, int B, int T) {
-  forward_blocks(src, tokens, B, T);
-  head_forward(acquire_head(src, Pass::forward), 0, B * T);
-  release_head(src, Pass::forward);
-  return logits_.data();
-}
-
-const float* Llama::forward_logits(const float* params, const int32_t* tokens, int B, int T) {
-  FlatParams src(params);
-  return forward_logits(src, tokens, B, T);
-}
-
-const float* Llama::forward_last_logits(const float* params, const int32_t* tokens, int T) {
-  FlatParams src(params);
-  forward_blocks(src, tokens, 1, T);
-  head_forward(acquire_head(src, Pass::forward), T - 1, 1);
-  release_head(src, Pass::forward);
-  return logits_.data();
-}
-
-double Llama::forward_loss(ParamSource& src, const int32_t* tokens, const int32_t* targets, int B,
-                           int T) {
-  forward_logits(src, tokens, B, T);
-  return loss(targets, B * T, false, 0.0f);
-}
-
-double Llama::forward_loss(const float* params, const int32_t* tokens, const int32_t* targets,
-                           int B, int T) {
-  FlatParams src(params);
-  return forward_loss(src, tokens, targets, B, T);
-}
-
-double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* tokens,
-                               const int32_t* targets, int B, int T, float grad_scale) {
-  forward_blocks(src, tokens, B, T);
-  // The head's parameters stay acquired from its forward through its backward.
-  const HeadParams h = acquire_head(src, Pass::backward);
-  head_forward(h, 0, B * T);
-  const double total = loss(targets, B * T, true, grad_scale);
-  float* emb_grad = backward_head(h, sink, B * T);
-  release_head(src, Pass::backward);
-  backward_blocks(src, sink, B, T);
-  if (!emb_grad) emb_grad = sink.acquire(layout_.embedding_segment());
-  if (!tp_) {
-    embedding_backward(emb_grad, d_resid_.data(), tokens, B * T, cfg_.dim, cfg_.vocab_size);
-  } else {
-    const float* d_full = row_output_grad(d_resid_.data(), B * T);
-    embedding_backward_slice(emb_grad, d_full, tokens, B * T, cfg_.dim, vocab_first_, vocab_);
-  }
-  sink.release(layout_.embedding_segment());
-  return total;
-}
-
-double Llama::forward_backward(const float* params, float* grads, const int32_t* tokens,
-                               const int32_t* targets, int B, int T, float grad_scale) {
-  FlatParams src(params);
-  FlatGrads sink(grads);
-  return forward_backward(src, sink, tokens, targets, B, T, grad_scale);
-}
-
-void Llama::recompute_block(const float* P, int l, int B, int T) {
-  switch (acts_.policy()) {
-    case Recompute::none: return;
-    case Recompute::full: block_forward(P, l, nullptr, B, T); return;
-    case Recompute::selective: {
-      // Everything but the GEMMs, whose inputs were kept.
-      const BlockActs& a = acts_.block(l);
-      const BlockOffsets& o = layout_.block_offsets();
-      const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, H = heads_, Hkv = kv_heads_,
-                D = cfg_.head_dim(), Q = int(w_.Q), A = int(w_.A);
-      rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);
-      AttentionShape s{B, T, H, Hkv, D, Q, Q};
-      attention_forward(a.att, a.lse, a.qkv, a.qkv + A, a.qkv + A + Hkv * D, s);
-      rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);
-      swiglu_forward(a.h, a.gate_up, N, int(w_.F));
-      return;
-    }
-  }
-}
-
 float* Llama::backward_head(const HeadParams& h, GradSink& sink, int N) {
   const int C = cfg_.dim, V = vocab_, R = int(resid_rows(N));
   const ParamSegment head = layout_.head_segment();
@@ -302,58 +222,80 @@ float* Llama::backward_head(const HeadParams& h, GradSink& sink, int N) {
   // logits_ holds d(loss)/d(logits) here.
   // head_forward left the full (N, C) head input where column_input put it (gathered_ under
   // sequence parallelism): nothing has touched it since.
-  const float* head_in = tp_ && tp_->sequence_parallel() ? gathered_.data() : acts_.final_ln();
+  const float* head_in = tp_ && tp_->sequence_parallel() ? gathered_.data() : slot_->acts->final_ln();
   matmul_dyw(d_ln, logits_.data(), h.weight, N, C, V);
   accumulate_dw(weight_grad, logits_.data(), head_in, N, C, V);
   std::memset(d_resid, 0, size_t(R) * C * sizeof(float));
-  rmsnorm_backward(d_resid, norm_grad, column_input_grad(d_ln, N), acts_.final_out(), h.norm,
-                   acts_.final_rstd(), R, C);
+  rmsnorm_backward(d_resid, norm_grad, column_input_grad(d_ln, N), slot_->acts->final_out(), h.norm,
+                   slot_->acts->final_rstd(), R, C);
   sink.release(head);
   return emb_grad;
 }
 
-void Llama::backward_blocks(ParamSource& src, GradSink& sink, int B, int T) {
-  const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, H = heads_, Hkv = kv_heads_,
-            D = cfg_.head_dim(), Q = int(w_.Q), A = int(w_.A), F = int(w_.F);
-  float* d_resid = d_resid_.data();  // (R, C)
-  float* d_ln = d_ln_.data();        // (N, C) this rank's partial gradient of a norm's output
-  for (int l = cfg_.n_layers - 1; l >= 0; --l) {
-    const ParamSegment seg = layout_.block_segment(l);
-    const ParamSegment next = l > 0 ? layout_.block_segment(l - 1) : layout_.embedding_segment();
-    const float* P = src.acquire(seg, Pass::backward, next);
-    float* G = sink.acquire(seg);
-    recompute_block(P, l, B, T);
-    const BlockActs& a = acts_.block(l);
-    const BlockOffsets& o = layout_.block_offsets();
-    // MLP: out = mid + down(swiglu(gate_up(norm(mid)))); d_resid flows to mid unchanged.
-    const float* d_out = row_output_grad(d_resid, N);                  // (N, C)
-    matmul_dyw(d_h_.data(), d_out, P + o.down, N, F, C);               // (N, F)
-    accumulate_dw(G + o.down, d_out, a.h, N, F, C);
-    swiglu_backward(d_gate_up_.data(), d_h_.data(), a.gate_up, N, F);  // (N, 2F)
-    matmul_dyw(d_ln, d_gate_up_.data(), P + o.gate_up, N, C, 2 * F);
-    // Sequence parallelism kept only this rank's rows of ln2; the weight gradient needs all of
-    // them, so they are gathered again (as Megatron does) rather than stored whole.
-    accumulate_dw(G + o.gate_up, d_gate_up_.data(), column_input(a.ln2, N), N, C, 2 * F);
-    rmsnorm_backward(d_resid, G + o.mlp_norm, column_input_grad(d_ln, N), a.mid, P + o.mlp_norm,
-                     a.rstd2, R, C);
-    // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
-    const float* d_mid = row_output_grad(d_resid, N);                  // (N, C)
-    matmul_dyw(d_att_.data(), d_mid, P + o.o, N, A, C);                // (N, A)
-    accumulate_dw(G + o.o, d_mid, a.att, N, A, C);
-    float* d_qkv = d_qkv_.data();                                      // (N, Q)
-    std::memset(d_qkv, 0, size_t(N) * Q * sizeof(float));
-    AttentionShape s{B, T, H, Hkv, D, Q, Q};
-    attention_backward(d_qkv, d_qkv + A, d_qkv + A + Hkv * D, d_att_.data(), a.qkv, a.qkv + A,
-                       a.qkv + A + Hkv * D, a.att, a.lse, s);
-    rope_backward(d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, H, D, Q);
-    rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, Hkv, D, Q);
-    matmul_dyw(d_ln, d_qkv, P + o.qkv, N, C, Q);
-    accumulate_dw(G + o.qkv, d_qkv, column_input(a.ln1, N), N, C, Q);
-    rmsnorm_backward(d_resid, G + o.attn_norm, column_input_grad(d_ln, N), a.x_in,
-                     P + o.attn_norm, a.rstd1, R, C);
-    sink.release(seg);
-    src.release(seg, Pass::backward);
+void Llama::embedding_backward_into(float* emb_grad, const int32_t* tokens, int N) {
+  if (!tp_) {
+    embedding_backward(emb_grad, d_resid_.data(), tokens, N, cfg_.dim, cfg_.vocab_size);
+  } else {
+    const float* d_full = row_output_grad(d_resid_.data(), N);
+    embedding_backward_slice(emb_grad, d_full, tokens, N, cfg_.dim, vocab_first_, vocab_);
   }
+}
+
+// ---- the whole model: the single chunk, stash 0 ----
+
+double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* tokens,
+                               const int32_t* targets, int B, int T, float grad_scale) {
+  const MicroBatch mb{tokens, targets, B, T, grad_scale};
+  const double total = chunk_forward(src, sink, 0, 0, nullptr, nullptr, mb, true);
+  chunk_backward(src, sink, 0, 0, nullptr, nullptr, mb);
+  return total;
+}
+
+double Llama::forward_backward(const float* params, float* grads, const int32_t* tokens,
+                               const int32_t* targets, int B, int T, float grad_scale) {
+  FlatParams src(params);
+  FlatGrads sink(grads);
+  return forward_backward(src, sink, tokens, targets, B, T, grad_scale);
+}
+
+double Llama::forward_loss(ParamSource& src, const int32_t* tokens, const int32_t* targets, int B,
+                           int T) {
+  FlatGrads unused(nullptr);
+  return chunk_forward(src, unused, 0, 0, nullptr, nullptr, MicroBatch{tokens, targets, B, T, 0}, false);
+}
+
+double Llama::forward_loss(const float* params, const int32_t* tokens, const int32_t* targets,
+                           int B, int T) {
+  FlatParams src(params);
+  return forward_loss(src, tokens, targets, B, T);
+}
+
+const float* Llama::forward_logits(ParamSource& src, const int32_t* tokens, int B, int T) {
+  check_shape(B, T);
+  select(0, 0);
+  const ModelChunk& ch = chunks_.front();
+  embed(src, tokens, B * T, ch.first_layer);
+  blocks_forward(src, ch.first_layer, ch.last_layer, slot_->acts->final_out(), B, T, layout_.head_segment());
+  head_forward(acquire_head(src, Pass::forward, ParamSegment{}), 0, B * T);
+  release_head(src, Pass::forward);
+  return logits_.data();
+}
+
+const float* Llama::forward_logits(const float* params, const int32_t* tokens, int B, int T) {
+  FlatParams src(params);
+  return forward_logits(src, tokens, B, T);
+}
+
+const float* Llama::forward_last_logits(const float* params, const int32_t* tokens, int T) {
+  FlatParams src(params);
+  check_shape(1, T);
+  select(0, 0);
+  const ModelChunk& ch = chunks_.front();
+  embed(src, tokens, T, ch.first_layer);
+  blocks_forward(src, ch.first_layer, ch.last_layer, slot_->acts->final_out(), 1, T, layout_.head_segment());
+  head_forward(acquire_head(src, Pass::forward, ParamSegment{}), T - 1, 1);
+  release_head(src, Pass::forward);
+  return logits_.data();
 }
 
 }  // namespace ff

@@ -14,7 +14,15 @@ size_t ParamView::full_index(size_t i) const {
   return (size_t(row0) + i / cols) * size_t(full_shape[1]) + size_t(col0) + i % cols;
 }
 
-ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer) {
+ModelParts ModelParts::all(const ModelConfig& c) {
+  ModelParts p;
+  for (int l = 0; l < c.n_layers; ++l) p.layers.push_back(l);
+  return p;
+}
+
+ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const ModelParts* parts) {
+  const ModelParts whole = ModelParts::all(c);
+  if (!parts) parts = &whole;
   const int64_t C = c.dim, D = c.head_dim(), F = c.ffn_dim, V = c.vocab_size;
   auto add = [&](std::string name, std::vector<int64_t> shape) {
     ParamView v;
@@ -34,9 +42,17 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer) {
     views_.push_back(v);
     return views_.back().offset;
   };
-  const size_t emb = add("model.embed_tokens.weight", {V, C});
-  embedding_ = {emb, total_ - emb};
-  for (int l = 0; l < c.n_layers; ++l) {
+  auto segment = [&](ParamSegment seg, std::string name) {
+    segments_.push_back(seg);
+    segment_names_.push_back(std::move(name));
+    return seg;
+  };
+  if (parts->embedding || (parts->head && c.tied_embeddings)) {
+    const size_t emb = add("model.embed_tokens.weight", {V, C});
+    embedding_ = segment({emb, total_ - emb}, "embedding");
+  }
+  blocks_.assign(size_t(c.n_layers), ParamSegment{});
+  for (int l : parts->layers) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     const size_t start = total_;
     BlockOffsets b;
@@ -50,11 +66,14 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer) {
     add(p + "mlp.up_proj.weight", {F, C});
     b.down = add(p + "mlp.down_proj.weight", {C, F}) - start;
     block_offsets_ = b;
-    blocks_.push_back({start, total_ - start});
+    blocks_[size_t(l)] = segment({start, total_ - start}, "block " + std::to_string(l));
   }
-  head_.offset = add("model.norm.weight", {C});
-  if (!c.tied_embeddings) add("lm_head.weight", {V, C});
-  head_.count = total_ - head_.offset;
+  if (parts->head) {
+    head_.offset = add("model.norm.weight", {C});
+    if (!c.tied_embeddings) add("lm_head.weight", {V, C});
+    head_.count = total_ - head_.offset;
+    segment(head_, "head");
+  }
 }
 
 const ParamView& ParamLayout::find(const std::string& name) const {

@@ -49,14 +49,31 @@ struct BlockOffsets {
   size_t attn_norm, qkv, o, mlp_norm, gate_up, down;
 };
 
+// The parts of the model one pipeline stage holds: some decoder blocks, and the embedding (first
+// stage) or the final norm and LM head (last stage). A tied head brings the embedding along: the
+// last stage keeps its own copy of it.
+struct ModelParts {
+  std::vector<int> layers;  // ascending global layer indices
+  bool embedding = true;
+  bool head = true;
+  static ModelParts all(const ModelConfig& c);
+};
+
 class ParamLayout {
  public:
   // slicer: this rank's part of each tensor under a tensor-parallel plan; null = whole tensors.
-  explicit ParamLayout(const ModelConfig& c, const TensorSlicer* slicer = nullptr);
+  // parts: the pipeline stage's share of the model; null = all of it. Tensor names (and so
+  // checkpoints) stay those of the whole model.
+  explicit ParamLayout(const ModelConfig& c, const TensorSlicer* slicer = nullptr,
+                       const ModelParts* parts = nullptr);
   const std::vector<ParamView>& views() const { return views_; }
   size_t total() const { return total_; }
   const ParamView& find(const std::string& name) const;  // throws naming the missing tensor
-  // Segments in the order backward completes them: head, blocks L-1 .. 0, embedding.
+  // The segments this layout holds, in layout order (embedding, blocks ascending, head), with a
+  // name each ("embedding", "block 3", "head"); backward completes them in reverse.
+  const std::vector<ParamSegment>& segments() const { return segments_; }
+  const std::string& segment_name(size_t i) const { return segment_names_[i]; }
+  // Absent parts have count 0 (block_segment of a layer another stage holds, say).
   ParamSegment embedding_segment() const { return embedding_; }
   ParamSegment block_segment(int layer) const { return blocks_[size_t(layer)]; }
   // The final norm, then (untied) the LM head at offset dim within the segment.
@@ -66,7 +83,9 @@ class ParamLayout {
 
  private:
   std::vector<ParamView> views_;
-  std::vector<ParamSegment> blocks_;
+  std::vector<ParamSegment> blocks_;  // by global layer; count 0 where absent
+  std::vector<ParamSegment> segments_;
+  std::vector<std::string> segment_names_;
   BlockOffsets block_offsets_{};
   ParamSegment embedding_, head_;
   size_t total_ = 0;

@@ -9,14 +9,11 @@ BucketedAllReduce::BucketedAllReduce(const ParamLayout& layout, float* grads, co
     : grads_(grads), comm_(comm), tracer_(tracer), overlap_(overlap) {
   // Segments in completion order; a bucket closes once it reaches bucket_elems, so a large
   // segment is a bucket of its own and small ones share.
-  std::vector<ParamSegment> order{layout.head_segment()};
-  segment_names_.push_back({layout.head_segment().offset, "head"});
-  for (int l = layout.n_blocks() - 1; l >= 0; --l) {
-    order.push_back(layout.block_segment(l));
-    segment_names_.push_back({layout.block_segment(l).offset, "block " + std::to_string(l)});
+  std::vector<ParamSegment> order;
+  for (size_t i = layout.segments().size(); i-- > 0;) {
+    order.push_back(layout.segments()[i]);
+    segment_names_.push_back({layout.segments()[i].offset, layout.segment_name(i)});
   }
-  order.push_back(layout.embedding_segment());
-  segment_names_.push_back({layout.embedding_segment().offset, "embedding"});
   size_t hi = layout.total(), lo = hi;
   for (const ParamSegment& seg : order) {
     lo = seg.offset;

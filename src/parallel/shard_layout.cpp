@@ -6,10 +6,7 @@
 namespace ff {
 
 ShardLayout::ShardLayout(const ParamLayout& layout, int ranks, int rank) : ranks_(ranks), rank_(rank) {
-  std::vector<ParamSegment> segs{layout.embedding_segment()};
-  for (int l = 0; l < layout.n_blocks(); ++l) segs.push_back(layout.block_segment(l));
-  segs.push_back(layout.head_segment());
-  for (const ParamSegment& seg : segs) {
+  for (const ParamSegment& seg : layout.segments()) {
     ShardedSegment s{seg, chunk_range(seg.count, ranks, rank), shard_size_};
     shard_size_ += s.mine.count;
     max_segment_ = std::max(max_segment_, seg.count);
