@@ -5,21 +5,11 @@
 #include "cli/commands.h"
 #include "io/atomic_file.h"
 #include "parallel/pipeline_schedule.h"
+#include "parallel/pipeline_stages.h"
 #include "parallel/schedule_sim.h"
 #include "parallel/schedule_svg.h"
 
 namespace ff::cli {
-
-namespace {
-PipeSchedule parse_schedule(const std::string& s) {
-  for (PipeSchedule k : {PipeSchedule::gpipe, PipeSchedule::one_f_one_b, PipeSchedule::interleaved,
-                         PipeSchedule::zb_h1})
-    if (s == to_string(k)) return k;
-  if (s == "1f1b") return PipeSchedule::one_f_one_b;
-  if (s == "zb-h1") return PipeSchedule::zb_h1;
-  throw std::runtime_error("--schedule must be gpipe | 1f1b | interleaved | zb-h1 (got '" + s + "')");
-}
-}  // namespace
 
 // Draws a pipeline schedule without running it: one row per rank, unit costs (forward 1,
 // backward 2, or input/weight gradients 1 + 1 for zb-h1), and the predicted bubble fraction;
@@ -33,7 +23,7 @@ int cmd_schedule(const Args& a) {
   // A bare `--svg` parses as "true"; refuse it rather than write a file named "true".
   if (a.has("svg") && (svg.empty() || svg == "true"))
     throw std::runtime_error(std::string("--svg needs a file name\nusage: ") + usage);
-  PipeScheduleSpec spec{parse_schedule(a.require("schedule", usage)), a.get_int("pp", 2),
+  PipeScheduleSpec spec{parse_pipe_schedule(a.require("schedule", usage)), a.get_int("pp", 2),
                         a.get_int("microbatches", 4), a.get_int("chunks", 1)};
   try {
     validate_schedule_spec(spec);

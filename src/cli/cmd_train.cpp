@@ -25,7 +25,7 @@ int cmd_train(const Args& a) {
   validate_train_config(cfg);  // shapes against tp before the rank count: the more useful error
   resolve_layout(cfg, world.size());
   Mesh mesh(world, MeshDegrees{cfg.dp, cfg.tp, cfg.pp, cfg.cp});  // checks the product first
-  Trainer trainer(cfg, out, &mesh.group(MeshAxis::dp), &mesh.group(MeshAxis::tp));
+  Trainer trainer(cfg, out, &mesh.group(MeshAxis::dp), &mesh.group(MeshAxis::tp), &mesh.group(MeshAxis::pp));
   if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
   return 0;

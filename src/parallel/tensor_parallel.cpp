@@ -85,14 +85,14 @@ std::vector<WeightedRange> replica_norm_weights(const ParamLayout& layout) {
 }
 
 void assemble_full_tensors(const Comm& tp, const ModelConfig& c, const ParamLayout& local_layout,
-                           const float* local, float* full) {
+                           const float* local, float* full, const ModelParts* parts) {
   const size_t n = local_layout.total(), t = size_t(tp.size());
   std::vector<float> all(n * t);
   tp.all_gather(local, all.data(), n * t);
-  const ParamLayout full_layout(c);
+  const ParamLayout full_layout(c, nullptr, parts);
   for (int r = 0; r < tp.size(); ++r) {
     const PlanSlicer slicer(c, tp.size(), r);
-    const ParamLayout theirs(c, &slicer);
+    const ParamLayout theirs(c, &slicer, parts);
     const float* src = all.data() + size_t(r) * n;
     for (size_t i = 0; i < theirs.views().size(); ++i) {
       const ParamView& v = theirs.views()[i];

@@ -70,9 +70,10 @@ class ReplicaGradSync final : public GradSink {
 std::vector<WeightedRange> replica_norm_weights(const ParamLayout& layout);
 
 // Checkpoints: every tp rank's flat block (`local`, layout sliced for that rank) into the full
-// model's flat layout, on every rank (collective over tp).
+// tensors' flat layout of the same model parts (a pipeline stage's, or by default all), on every
+// rank (collective over tp).
 void assemble_full_tensors(const Comm& tp, const ModelConfig& c, const ParamLayout& local_layout,
-                           const float* local, float* full);
+                           const float* local, float* full, const ModelParts* parts = nullptr);
 // This rank's blocks out of a full flat buffer.
 void extract_local_tensors(const ParamLayout& local_layout, const ParamLayout& full_layout,
                            const float* full, float* local);

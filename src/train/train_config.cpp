@@ -1,5 +1,6 @@
 #include "train/train_config.h"
 
+#include "parallel/pipeline_stages.h"
 #include "parallel/tensor_plan.h"
 
 #include <algorithm>
@@ -62,7 +63,9 @@ const std::vector<Binding>& bindings() {
       {{"dp", "data-parallel replicas (0 = all ranks left by tp, pp, cp)"}, FF_FIELD(dp)},
       {{"tp", "tensor-parallel degree (Megatron column/row split; heads, kv heads, ffn_dim, vocab divide by it)"}, FF_FIELD(tp)},
       {{"sp", "sequence parallelism over the tp group: norms and residuals on 1/tp of the tokens"}, FF_FIELD(sp)},
-      {{"pp", "pipeline-parallel stages (not yet available: 1)"}, FF_FIELD(pp)},
+      {{"pp", "pipeline-parallel stages (layers split by cost; grad_accum = micro-batches per step)"}, FF_FIELD(pp)},
+      {{"schedule", "pipeline schedule: gpipe | 1f1b | interleaved | zb-h1"}, FF_FIELD(schedule)},
+      {{"chunks", "model chunks per pipeline rank (> 1 only with the interleaved schedule)"}, FF_FIELD(chunks)},
       {{"cp", "context-parallel degree (not yet available: 1)"}, FF_FIELD(cp)},
       {{"zero", "ZeRO stage over the data-parallel group: 0 (DDP), 1, 2 or 3 (FSDP)"}, FF_FIELD(zero)},
       {{"bucket_mb", "DDP gradient bucket size in MiB"}, FF_FIELD(bucket_mb)},
@@ -230,10 +233,33 @@ void validate_train_config(const TrainConfig& c) {
   need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
   need(c.tp >= 1, fmt::format("tp must be >= 1 (got {})", c.tp));
   need(!c.sp || c.tp > 1, "sp = true needs tp > 1: sequence parallelism splits tokens over the tp group");
-  need(c.pp == 1 && c.cp == 1,
-       fmt::format("pp = {}, cp = {}: only data and tensor parallelism are available in this "
-                   "build; set pp and cp to 1",
-                   c.pp, c.cp));
+  need(c.cp == 1, fmt::format("cp = {}: context parallelism is not available in this build; set cp to 1", c.cp));
+  need(c.pp >= 1, fmt::format("pp must be >= 1 (got {})", c.pp));
+  PipeSchedule schedule;
+  try {
+    schedule = parse_pipe_schedule(c.schedule);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("config key 'schedule': ") + e.what());
+  }
+  if (c.pp > 1) {
+    try {
+      validate_schedule_spec({schedule, c.pp, c.grad_accum, c.chunks});
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("config: pipeline (pp = {}, schedule = {}, grad_accum = {} micro-batches, "
+                                           "chunks = {}): {}", c.pp, c.schedule, c.grad_accum, c.chunks, e.what()));
+    }
+    need(schedule != PipeSchedule::one_f_one_b || c.grad_accum >= c.pp,
+         fmt::format("the 1f1b schedule needs grad_accum (micro-batches, {}) >= pp ({}) to fill the pipeline; "
+                     "raise grad_accum or use schedule = gpipe", c.grad_accum, c.pp));
+    need(c.model.n_layers >= c.pp * c.chunks,
+         fmt::format("n_layers ({}) must be at least pp x chunks = {} x {}: every pipeline stage needs a layer",
+                     c.model.n_layers, c.pp, c.chunks));
+    need(!c.model.tied_embeddings,
+         "tied_embeddings with pp > 1 is not available yet (the first and last stage would each hold the "
+         "embedding); set tied_embeddings = false or pp = 1");
+  } else {
+    need(c.chunks == 1, fmt::format("chunks = {} needs pp > 1 and the interleaved schedule", c.chunks));
+  }
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
   ModelConfig probe = c.model;
@@ -261,7 +287,7 @@ void resolve_layout(TrainConfig& c, int world_size) {
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     c.threads = std::max(1, cores / ranks_on_this_machine());
   }
-  const int others = c.tp * c.pp * c.cp;
+  const int others = c.tp * c.pp * c.cp;  // (unchanged)
   if (c.dp != 0) return;  // an explicit layout is checked by the Mesh, which names every degree
   if (world_size % others != 0)
     throw std::runtime_error(fmt::format(

@@ -58,16 +58,17 @@ std::string format_duration(double s) {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Comm* tp)
-    : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp), tp_(tp) {
+Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Comm* tp, const Comm* pp)
+    : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp), tp_(tp), pp_(pp) {
   if (dp_) dp_rank_ = dp_->rank(), dp_size_ = dp_->size();
   if (tp_) tp_rank_ = tp_->rank(), tp_size_ = tp_->size();
-  resolve_layout(cfg_, dp_size_ * tp_size_);
-  if (cfg_.dp != dp_size_ || cfg_.tp != tp_size_)
+  if (pp_) pp_rank_ = pp_->rank(), pp_size_ = pp_->size();
+  resolve_layout(cfg_, world_size());
+  if (cfg_.dp != dp_size_ || cfg_.tp != tp_size_ || cfg_.pp != pp_size_)
     throw std::runtime_error(fmt::format(
-        "config dp = {}, tp = {} but the data-parallel group has {} ranks and the "
-        "tensor-parallel group {}",
-        cfg_.dp, cfg_.tp, dp_size_, tp_size_));
+        "config dp = {}, tp = {}, pp = {} but the data-, tensor- and pipeline-parallel groups have {}, {} "
+        "and {} ranks",
+        cfg_.dp, cfg_.tp, cfg_.pp, dp_size_, tp_size_, pp_size_));
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
 
@@ -115,33 +116,36 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Com
     slicer_ = std::make_unique<PlanSlicer>(cfg_.model, tp_size_, tp_rank_);
     tp_group_ = std::make_unique<TensorParallelGroup>(*tp_, cfg_.sp);
   }
+  std::vector<ModelChunk> chunks;  // empty: the whole model
+  parts_ = ModelParts::all(cfg_.model);
+  if (pp_size_ > 1) {
+    split_ = split_model(cfg_.model, pp_size_, cfg_.chunks);
+    chunks = chunks_of_rank(split_, pp_rank_);
+    parts_ = parts_of_rank(split_, pp_rank_);
+  }
   model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute, slicer_.get(),
-                                   tp_group_.get());
+                                   tp_group_.get(), chunks);
   if (tp_size_ > 1) {
     replica_sync_ = std::make_unique<ReplicaGradSync>(model_->layout(), *tp_, cfg_.sp);
     norm_weights_ = replica_norm_weights(model_->layout());
   }
-  if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(dp_rank_ * tp_size_ + tp_rank_);
+  if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, dp_, tracer_.get());
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
+  if (pp_size_ > 1) {
+    executor_ = std::make_unique<PipelineExecutor>(
+        PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
+        tracer_.get());
+    stages_ = std::make_unique<LlamaStages>(*model_, *state_, replica_sync_.get(), cfg_.grad_accum);
+  }
   if (resuming) {
     // Every rank reads the full state and keeps its part (a checkpoint is layout-free).
-    const ParamLayout full_layout(cfg_.model);
-    const size_t n = full_layout.total();
+    const size_t n = ParamLayout(cfg_.model).total();
     std::vector<float> p(n), m(n), v(n);
     resume = load_checkpoint(ckpt.string(), p.data(), m.data(), v.data(), n);
-    if (slicer_) {
-      // Keep this rank's blocks of each tensor: a checkpoint loads under any tp degree.
-      const ParamLayout& local = model_->layout();
-      std::vector<float> lp(local.total()), lm(local.total()), lv(local.total());
-      extract_local_tensors(local, full_layout, p.data(), lp.data());
-      extract_local_tensors(local, full_layout, m.data(), lm.data());
-      extract_local_tensors(local, full_layout, v.data(), lv.data());
-      p.swap(lp), m.swap(lm), v.swap(lv);
-    }
-    state_->load_full(p.data(), m.data(), v.data());
+    load_full_state(p, m, v);
     step_ = resume.step;
     loader_->set_position(resume.data);
   } else {
@@ -175,7 +179,7 @@ StepRecord Trainer::train_step() {
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
   const float grad_scale = 1.0f / float(size_t(G) * T);
   double loss_sum = 0;
-  for (int micro = 0; micro < cfg_.grad_accum; ++micro) {
+  for (int micro = 0; pp_size_ == 1 && micro < cfg_.grad_accum; ++micro) {
     TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
     const size_t row0 = size_t(micro) * mb * T;
     const bool last = micro + 1 == cfg_.grad_accum;  // only the last micro-batch communicates
@@ -184,6 +188,15 @@ StepRecord Trainer::train_step() {
     loss_sum += model_->forward_backward(state_->params(), *sink,
                                          batch_inputs_.data() + row0, batch_targets_.data() + row0,
                                          mb, T, grad_scale);
+  }
+  if (pp_size_ > 1) {
+    // The micro-batches go through the stages as the schedule orders them; the last stage
+    // computes the loss, which every stage then learns.
+    TraceScope scope(tracer_.get(), "pipeline", "step");
+    stages_->begin_step(batch_inputs_.data(), batch_targets_.data(), mb, T, grad_scale);
+    executor_->run(*stages_);
+    loss_sum = stages_->loss_sum();
+    pp_->all_reduce(&loss_sum, 1);
   }
   {
     TraceScope scope(tracer_.get(), "wait gradients", "step");
@@ -198,6 +211,7 @@ StepRecord Trainer::train_step() {
         loss, step_ + 1, cfg_.lr, out_dir_));
   double norm_sq = state_->grad_square_sum(norm_weights_);
   if (tp_size_ > 1) tp_->all_reduce(&norm_sq, 1);
+  if (pp_size_ > 1) pp_->all_reduce(&norm_sq, 1);
   const double norm = std::sqrt(norm_sq);
   if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;
@@ -223,7 +237,8 @@ double Trainer::evaluate() {
   double sum = 0;
   for (int b = 0; b < cfg_.eval_batches; ++b) {
     val.next_batch(G, dp_rank_ * mb, mb, in.data(), tgt.data());
-    sum += model_->forward_loss(state_->params(), in.data(), tgt.data(), mb, T);
+    sum += pp_size_ > 1 ? pipeline_forward_loss(*model_, state_->params(), *pp_, in.data(), tgt.data(), mb, T)
+                        : model_->forward_loss(state_->params(), in.data(), tgt.data(), mb, T);
   }
   if (dp_ && dp_size_ > 1) dp_->all_reduce(&sum, 1);
   return sum / (double(cfg_.eval_batches) * G * T);
@@ -233,13 +248,38 @@ void Trainer::gather_full_state(std::vector<float>& p, std::vector<float>& m, st
   const size_t n = model_->layout().total();
   p.resize(n), m.resize(n), v.resize(n);
   state_->gather_full(p.data(), m.data(), v.data());
-  if (!slicer_) return;
-  const size_t full = ParamLayout(cfg_.model).total();
+  // This rank's blocks -> its stage's whole tensors -> the whole model.
+  const ParamLayout stage(cfg_.model, nullptr, &parts_);
   for (std::vector<float>* x : {&p, &m, &v}) {
-    std::vector<float> whole(full);
-    assemble_full_tensors(*tp_, cfg_.model, model_->layout(), x->data(), whole.data());
-    x->swap(whole);
+    if (slicer_) {
+      std::vector<float> whole(stage.total());
+      assemble_full_tensors(*tp_, cfg_.model, model_->layout(), x->data(), whole.data(), &parts_);
+      x->swap(whole);
+    }
+    if (pp_size_ > 1) {
+      std::vector<float> whole(ParamLayout(cfg_.model).total());
+      assemble_stages(*pp_, cfg_.model, split_, x->data(), whole.data());
+      x->swap(whole);
+    }
   }
+}
+
+void Trainer::load_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v) {
+  // A checkpoint loads under any layout: keep this stage's tensors, then this rank's blocks.
+  const ParamLayout whole(cfg_.model), stage(cfg_.model, nullptr, &parts_);
+  for (std::vector<float>* x : {&p, &m, &v}) {
+    if (pp_size_ > 1) {
+      std::vector<float> mine(stage.total());
+      copy_views_by_name(whole, x->data(), stage, mine.data());
+      x->swap(mine);
+    }
+    if (slicer_) {
+      std::vector<float> mine(model_->layout().total());
+      extract_local_tensors(model_->layout(), stage, x->data(), mine.data());
+      x->swap(mine);
+    }
+  }
+  state_->load_full(p.data(), m.data(), v.data());
 }
 
 std::vector<float> Trainer::full_params() {
@@ -261,7 +301,7 @@ void Trainer::save() {
 void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_loss) {
   if (!leader()) return;
   // Per-rank peak times the ranks: MFU of the whole job.
-  const double mfu = tokens_per_s * flops_per_token_ / (sgemm_peak_flops_ * dp_size_ * tp_size_);
+  const double mfu = tokens_per_s * flops_per_token_ / (sgemm_peak_flops_ * world_size());
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   const double eta = steps_timed_ > 0 ? run_seconds_ / steps_timed_ * (last - r.step) : NAN;
   nlohmann::json rec = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
@@ -285,14 +325,15 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
 void Trainer::write_trace() {
   if (!tracer_) return;
   // Each rank writes its part next to the target; rank 0 merges them into one file.
-  const std::string part = cfg_.trace + ".rank" + std::to_string(dp_rank_ * tp_size_ + tp_rank_);
+  const std::string part = cfg_.trace + ".rank" + std::to_string(world_rank());
   write_file_atomic(part, tracer_->events_json());
-  // Every tp group's parts are written, then every dp rank's: the leader sees all of them.
+  // Barriers over tp, then dp, then pp: once the leader passes the last, every part is written.
   if (tp_ && tp_size_ > 1) tp_->barrier();
   if (dp_ && dp_size_ > 1) dp_->barrier();
+  if (pp_ && pp_size_ > 1) pp_->barrier();
   if (!leader()) return;
   std::vector<std::string> parts;
-  for (int r = 0; r < dp_size_ * tp_size_; ++r) {
+  for (int r = 0; r < world_size(); ++r) {
     const std::string path = cfg_.trace + ".rank" + std::to_string(r);
     std::ifstream f(path);
     parts.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
@@ -305,12 +346,16 @@ void Trainer::write_trace() {
 void Trainer::run() {
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   const double tokens_per_step = double(cfg_.global_batch()) * cfg_.model.seq_len;
-  if (leader() && !quiet)
-    std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, tp %d%s, zero %d, "
+  if (leader() && !quiet) {
+    std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, tp %d%s, pp %d, zero %d, "
                 "recompute %s, %d threads per rank, %s GEMM\n",
                 ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
-                dp_size_, tp_size_, cfg_.sp ? " (sequence parallel)" : "", cfg_.zero,
+                dp_size_, tp_size_, cfg_.sp ? " (sequence parallel)" : "", pp_size_, cfg_.zero,
                 recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
+    if (pp_size_ > 1)
+      std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
+                  describe_split(split_).c_str());
+  }
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
   while (step_ < last) {

@@ -14,6 +14,7 @@
 #include "io/trace.h"
 #include "model/llama.h"
 #include "parallel/model_state.h"
+#include "parallel/pipeline_stages.h"
 #include "parallel/tensor_parallel.h"
 #include "parallel/tensor_plan.h"
 #include "train/lr_schedule.h"
@@ -34,9 +35,10 @@ struct StepRecord {
 class Trainer {
  public:
   // dp: the data-parallel group (null or size 1 for one process). cfg.dp must equal its size.
-  // tp: the tensor-parallel group (null for tp = 1); cfg.tp must equal its size.
+  // tp, pp: the tensor- and pipeline-parallel groups (null for 1); cfg.tp, cfg.pp must equal
+  // their sizes.
   Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp = nullptr,
-          const Comm* tp = nullptr);
+          const Comm* tp = nullptr, const Comm* pp = nullptr);
   ~Trainer();
   // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
   void run();
@@ -55,7 +57,11 @@ class Trainer {
   bool quiet = false;  // tests silence the progress lines
 
  private:
-  bool leader() const { return dp_rank_ == 0 && tp_rank_ == 0; }
+  bool leader() const { return dp_rank_ == 0 && tp_rank_ == 0 && pp_rank_ == 0; }
+  int world_rank() const { return tp_rank_ + tp_size_ * (dp_rank_ + dp_size_ * pp_rank_); }
+  int world_size() const { return tp_size_ * dp_size_ * pp_size_; }
+  // The layout-free full state (checkpoint) into this rank's part, and back.
+  void load_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v);
   // The full (unsharded) parameters and AdamW moments: collective over dp and tp.
   void gather_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v);
   void log_progress(const StepRecord& r, double tokens_per_s, double val_loss);
@@ -67,6 +73,10 @@ class Trainer {
   int dp_rank_ = 0, dp_size_ = 1;
   const Comm* tp_ = nullptr;
   int tp_rank_ = 0, tp_size_ = 1;
+  const Comm* pp_ = nullptr;
+  int pp_rank_ = 0, pp_size_ = 1;
+  StageSplit split_;                                 // pp > 1
+  ModelParts parts_;                                 // this rank's parts of the model
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
@@ -74,6 +84,8 @@ class Trainer {
   std::unique_ptr<ReplicaGradSync> replica_sync_;    // tp > 1
   std::vector<WeightedRange> norm_weights_;
   std::unique_ptr<Llama> model_;
+  std::unique_ptr<PipelineExecutor> executor_;       // pp > 1
+  std::unique_ptr<LlamaStages> stages_;              // pp > 1
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ModelState> state_;
   LrSchedule schedule_;
