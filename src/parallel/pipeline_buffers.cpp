@@ -14,7 +14,9 @@ BoundaryBuffer BoundaryPool::acquire(size_t n, BoundaryUse use) {
     b.memory = std::move(it->second);
     free_.erase(it);
   } else {
-    b.memory.allocate(n, MemCategory::activations);
+    // Communication staging, like ZeRO's: the model copies what it keeps into its own stash,
+    // which is what the activations category counts.
+    b.memory.allocate(n, MemCategory::workspace);
     stats_.allocated_floats += n;
   }
   int& now = stats_.in_use[size_t(use)];

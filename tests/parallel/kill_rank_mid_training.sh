@@ -1,10 +1,13 @@
 #!/bin/sh
 # A data-parallel training job whose rank 1 is killed (SIGKILL) mid-step must end by itself,
 # non-zero, within 30 s, with a message naming the dead rank; and the last checkpoint written
-# before the kill must still load. Usage: kill_rank_mid_training.sh MPIEXEC FIVEFOLD CONFIG
+# before the kill must still load.
+# Usage: kill_rank_mid_training.sh MPIEXEC FIVEFOLD CONFIG [TRAIN OPTIONS...] (e.g. --pp 2: a
+# pipeline whose other stage is then blocked in a receive from the dead rank)
 mpiexec=$1
 fivefold=$2
 config=$3
+shift 3
 out=$(mktemp -d)
 log=$out/log.txt
 data=$out/data
@@ -21,7 +24,7 @@ awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons p
 "$fivefold" prepare --text "$out/corpus.txt" --vocab 300 --out "$data" >"$log" 2>&1 || fail "prepare failed"
 
 "$mpiexec" --oversubscribe -np 2 "$fivefold" train --config "$config" --data "$data" --out "$out/run" \
-  --steps 100000 --ckpt-every 5 --eval-every 0 --threads 1 --log-every 1 >"$log" 2>&1 &
+  --steps 100000 --ckpt-every 5 --eval-every 0 --threads 1 --log-every 1 "$@" >"$log" 2>&1 &
 job=$!
 # Wait for the first checkpoint, then kill rank 1 while it is inside a step.
 for _ in $(seq 1 300); do
