@@ -192,13 +192,15 @@ void PipelineExecutor::run_compute(const PipeAction& a, PipelineStageCompute& co
       if (a.op == PipeOp::backward) {
         compute.backward(a.microbatch, a.chunk, grad_output, grad_input);
         release_slot(s);
+        --inflight_;
       } else {
+        // Split: the stashed input stays held until backward_weight, so it stays in flight too.
         compute.backward_input(a.microbatch, a.chunk, grad_output, grad_input);
       }
-      --inflight_;
     } else {
       compute.backward_weight(a.microbatch, a.chunk);
       release_slot(s);
+      --inflight_;
     }
   }
   stats_.compute_us += now_us() - t0;

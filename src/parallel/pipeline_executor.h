@@ -44,7 +44,7 @@ class PipelineStageCompute {
 };
 
 struct PipelineRunStats {
-  int peak_inflight = 0;  // microbatch-chunks forwarded but not yet backwarded (B when split): the
+  int peak_inflight = 0;  // microbatch-chunks forwarded but not yet backwarded (W when split): the
                           // stashed activations, counted as schedule_sim counts them
   double compute_us = 0;  // in PipelineStageCompute calls
   double wait_us = 0;     // blocked on a receive or a send: this rank's bubble plus transfers

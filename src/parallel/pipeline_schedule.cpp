@@ -1,7 +1,6 @@
 #include "parallel/pipeline_schedule.h"
 
 #include <algorithm>
-#include <deque>
 #include <stdexcept>
 #include <string>
 
@@ -47,8 +46,9 @@ void validate_schedule_spec(const PipeScheduleSpec& s) {
     return;
   }
   if (s.chunks != 1) fail("needs chunks (" + v + ") == 1; only interleaved uses chunks");
-  // ZB-H1 keeps 1F1B's memory by capping rank r at p - r activations; with m < p that cap never
-  // binds and the schedule is just GPipe with split backward, so we refuse rather than mislabel.
+  // ZB-H1 keeps 1F1B's memory by holding at most p microbatches (F done, W not) on any rank; with
+  // m < p that cap never binds and the schedule is just GPipe with split backward, so we refuse
+  // rather than mislabel.
   if (s.kind == PipeSchedule::zb_h1 && s.microbatches < s.stages)
     fail("needs microbatches (" + m + ") >= stages (" + p + ")");
 }
@@ -117,49 +117,32 @@ void interleaved(int p, int m, int v, int r, Emitter& e) {
   for (int k = total - warmup; k < total; ++k) e.backward(mb(k), bchunk(k), PipeOp::backward);
 }
 
-// ZB-H1 (Qi et al. 2023) built by list scheduling on unit costs F = B = W = 1: at each free slot a
-// rank prefers B (it is on the critical path back to stage 0), then F while it holds fewer than
-// p - r live activations (1F1B's peak, hence the same memory), else a deferred W. The W's thus land
-// in the slots where 1F1B would wait for a gradient, which is what shrinks the cooldown bubble.
-std::vector<std::vector<PipeAction>> zb_h1(int p, int m) {
-  std::vector<std::vector<PipeAction>> out(p);
-  constexpr int never = 1 << 30;
-  // fdone[r][i] / bdone[r][i]: time F / B of microbatch i finished on rank r.
-  std::vector<std::vector<int>> fdone(p, std::vector<int>(m, never)), bdone = fdone;
-  std::vector<int> free_at(p, 0), next_f(p, 0), next_b(p, 0);
-  std::vector<std::deque<int>> pending_w(p);
-  int remaining = 3 * m * p;
-  // Some rank can always move within a few slots (dependencies only point to earlier stages or
-  // microbatches), so this bound only trips if the rules above are broken.
-  const int limit = 8 * (m + p) * 3 + 16;
-  for (int t = 0; remaining > 0; ++t) {
-    if (t > limit) throw std::logic_error("zb_h1 list scheduler made no progress");
-    for (int r = 0; r < p; ++r) {
-      if (free_at[r] > t) continue;
-      Emitter e{p, 1, r, out[r]};
-      const int b = next_b[r], f = next_f[r];
-      const bool b_ready = b < f && (r == p - 1 || bdone[r + 1][b] <= t);
-      const bool f_ready = f < m && f - b < p - r && (r == 0 || fdone[r - 1][f] <= t);
-      if (b_ready) {
-        e.backward(b, 0, PipeOp::backward_input);
-        bdone[r][b] = t + 1;
-        pending_w[r].push_back(b);
-        ++next_b[r];
-      } else if (f_ready) {
-        e.forward(f, 0);
-        fdone[r][f] = t + 1;
-        ++next_f[r];
-      } else if (!pending_w[r].empty()) {
-        e.weight(pending_w[r].front(), 0);
-        pending_w[r].pop_front();
-      } else {
-        continue;
-      }
-      free_at[r] = t + 1;
-      --remaining;
-    }
+// ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", the handcrafted schedule ZB-H1).
+// Splitting the backward into B (input gradient, which the previous stage waits for) and W (weight
+// gradient, which nobody waits for) lets W's fill the slots where 1F1B idles for a gradient. The
+// paper's memory rule for ZB-H1 is that the peak activation memory stays 1F1B's, p microbatches:
+// a microbatch's stashed input is needed until its W (pipeline_executor.h frees it there), so it
+// counts as in flight from F until W, and every rank keeps that count <= p. Rank r's list:
+//   warm-up   F_0 .. F_{p-r-1}: as in 1F1B, p - r forwards before the first B.
+//   steady    B_k, then W_{k-r} (once k >= r), then F_{k+p-r} (while forwards remain): one F, one B
+//             and one W per step. W's lag their B by r steps, r being what this rank may hold on
+//             top of its p - r warm-up forwards: in flight reaches p - r + r = p after r steps and
+//             stays there, as each step's W frees a stash before its F adds one.
+//   cool-down the r W's still owed, W_{m-r} .. W_{m-1}, in the slots where 1F1B waits for the
+//             last gradients. That is the paper's reason to put W's off: to fill bubbles, and
+//             never further than the memory limit allows (here r steps).
+// Rank 0 does each W right after its B; the last rank holds p, like 1F1B's rank 0. With unit costs
+// F = B = W the step takes 3m + p - 1: rank r idles only r slots before its first forward and
+// p - 1 - r waiting for its first gradient, against 1F1B's 3(m + p - 1).
+void zb_h1(int p, int m, int r, Emitter& e) {
+  const int warmup = p - r;  // <= m: validate_schedule_spec requires m >= p
+  for (int i = 0; i < warmup; ++i) e.forward(i, 0);
+  for (int k = 0; k < m; ++k) {
+    e.backward(k, 0, PipeOp::backward_input);
+    if (k >= r) e.weight(k - r, 0);
+    if (warmup + k < m) e.forward(warmup + k, 0);
   }
-  return out;
+  for (int k = m - r; k < m; ++k) e.weight(k, 0);
 }
 
 }  // namespace
@@ -167,7 +150,6 @@ std::vector<std::vector<PipeAction>> zb_h1(int p, int m) {
 std::vector<std::vector<PipeAction>> make_schedule(const PipeScheduleSpec& spec) {
   validate_schedule_spec(spec);
   const int p = spec.stages, m = spec.microbatches, v = spec.chunks;
-  if (spec.kind == PipeSchedule::zb_h1) return zb_h1(p, m);
   std::vector<std::vector<PipeAction>> out(p);
   for (int r = 0; r < p; ++r) {
     Emitter e{p, v, r, out[r]};
@@ -175,7 +157,7 @@ std::vector<std::vector<PipeAction>> make_schedule(const PipeScheduleSpec& spec)
       case PipeSchedule::gpipe: gpipe(m, e); break;
       case PipeSchedule::one_f_one_b: one_f_one_b(p, m, r, e); break;
       case PipeSchedule::interleaved: interleaved(p, m, v, r, e); break;
-      case PipeSchedule::zb_h1: break;
+      case PipeSchedule::zb_h1: zb_h1(p, m, r, e); break;
     }
   }
   return out;

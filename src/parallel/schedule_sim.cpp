@@ -110,12 +110,14 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
         if (s < last && !rs.grad_in.count(id)) res.error = where(r, a, s) + ": gradient not received";
         if (!rs.bwd.insert(id).second) res.error = where(r, a, s) + ": repeated";
         compute(a.op == PipeOp::backward ? tb : tbh);
-        --rs.inflight;
+        // A split B still leaves W needing the stashed input: in flight until the W below.
+        if (a.op == PipeOp::backward) --rs.inflight;
         break;
       case PipeOp::backward_weight:
         if (!rs.bwd.count(id)) res.error = where(r, a, s) + ": before its input gradient";
         if (!rs.wgt.insert(id).second) res.error = where(r, a, s) + ": repeated";
         compute(tbh);
+        --rs.inflight;
         break;
     }
     return true;

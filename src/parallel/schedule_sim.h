@@ -19,7 +19,10 @@ struct SimResult {
   double makespan = 0;
   std::vector<double> busy_per_rank;       // compute time only; send/recv are free to the rank
   double bubble_fraction = 0;              // 1 - sum(busy) / (p * makespan)
-  std::vector<int> peak_inflight_per_rank; // max microbatch-chunks with forward done, B not yet
+  // Max microbatch-chunks whose forward is done and whose last backward action is not: backward,
+  // or backward_weight (W) when split, since the stashed input lives until then
+  // (pipeline_executor.h's buffer lifetimes). For split schedules this is the activation memory.
+  std::vector<int> peak_inflight_per_rank;
   bool deadlock = false;                   // no rank could progress while some had actions left
   std::vector<std::vector<ComputeSpan>> spans;  // per rank, in list order: what renderers draw
   std::string error;                       // empty when the schedule ran to completion cleanly

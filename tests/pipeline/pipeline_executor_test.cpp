@@ -199,14 +199,16 @@ TEST(PipelineExecutor, EverySchedulesGradientsEqualTheSerialRun) {
     check_against_serial(spec, 1, exec, toy);
 
     // In-flight activations: exactly what the simulator predicts for this rank's list, and the
-    // textbook bounds: all m for GPipe, at most p - r for 1F1B and ZB-H1.
+    // textbook bounds: all m for GPipe, at most p - r for 1F1B, at most p for ZB-H1 (counted until
+    // W, whose delay is what lets later ranks hold up to 1F1B's rank-0 peak).
     const SimResult sim = simulate_schedule(spec, make_schedule(spec));
     const int inflight = exec.last_run().peak_inflight;
     EXPECT_EQ(inflight, sim.peak_inflight_per_rank[size_t(r)]);
     const bool gpipe = spec.kind == PipeSchedule::gpipe, zb = spec.kind == PipeSchedule::zb_h1;
     const bool one_f_one_b = spec.kind == PipeSchedule::one_f_one_b;
     EXPECT_TRUE(!gpipe || inflight == m) << inflight;
-    EXPECT_TRUE(!(one_f_one_b || zb) || inflight <= std::min(m, p - r)) << inflight;
+    EXPECT_TRUE(!one_f_one_b || inflight <= std::min(m, p - r)) << inflight;
+    EXPECT_TRUE(!zb || inflight <= std::min(m, p)) << inflight;
     // The pool's received activations: the stashed inputs plus at most one receive posted ahead,
     // so within m for GPipe and within p for 1F1B (rank 0 receives none).
     const BoundaryPoolStats& pool = exec.pool_stats();
@@ -214,7 +216,7 @@ TEST(PipelineExecutor, EverySchedulesGradientsEqualTheSerialRun) {
     const int act_out = pool.peak_of(BoundaryUse::activation_out);
     EXPECT_TRUE(!gpipe || act_in <= m) << act_in;
     EXPECT_TRUE(!one_f_one_b || act_in <= p) << act_in;
-    EXPECT_TRUE(zb || act_in <= inflight + 1) << act_in;
+    EXPECT_LE(act_in, inflight + 1);
     EXPECT_TRUE(r > 0 || spec.chunks > 1 || act_in == 0) << act_in;
     // An activation being sent is freed at the latest by its own backward.
     EXPECT_LE(act_out, inflight);
