@@ -14,6 +14,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "core/memory.h"
+#include "compare_runs.h"
 #include "shared_data.h"
 #include "parallel/sharded_state.h"
 #include "train/trainer.h"
@@ -120,13 +121,7 @@ int main(int argc, char** argv) {
     serial.quiet = true;
     serial.run();
     const std::vector<float> serial_weights = serial.full_params();
-    double worst_loss = 0, worst_weight = 0;
-    for (size_t i = 0; i < serial.history().size(); ++i) {
-      const double a = parallel.history()[i].loss, b = serial.history()[i].loss;
-      worst_loss = std::max(worst_loss, std::fabs(a - b) / std::fabs(b));
-    }
-    for (size_t i = 0; i < serial_weights.size(); ++i)
-      worst_weight = std::max(worst_weight, double(std::fabs(parallel_weights[i] - serial_weights[i])));
+    const auto [worst_loss, worst_weight] = testkit::distance(parallel, parallel_weights, serial, serial_weights);
     // Validation splits each evaluation batch over the ranks like a training batch.
     const double val_diff = std::fabs(parallel_val - serial.evaluate()) / parallel_val;
     const bool ok = worst_loss <= 1e-5 && worst_weight <= 1e-4 && val_diff <= 1e-5 &&

@@ -14,6 +14,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
+#include "compare_runs.h"
 #include "shared_data.h"
 #include "train/trainer.h"
 
@@ -61,16 +62,9 @@ int main(int argc, char** argv) {
     serial.quiet = true;
     serial.run();
     const std::vector<float> serial_weights = serial.full_params();
-    double worst_loss = 0, worst_weight = 0;
-    for (size_t i = 0; i < serial.history().size(); ++i) {
-      const double a = parallel.history()[i].loss, b = serial.history()[i].loss;
-      worst_loss = std::max(worst_loss, std::fabs(a - b) / std::fabs(b));
-    }
-    for (size_t i = 0; i < serial_weights.size(); ++i)
-      worst_weight = std::max(worst_weight, double(std::fabs(parallel_weights[i] - serial_weights[i])));
+    const auto [worst_loss, worst_weight] = testkit::distance(parallel, parallel_weights, serial, serial_weights);
     const double val_diff = std::fabs(parallel_val - serial.evaluate()) / parallel_val;
-    const bool ok = parallel.history().size() == serial.history().size() && serial_weights.size() == parallel_weights.size() &&
-                    worst_loss <= 1e-5 && worst_weight <= 1e-4 && val_diff <= 1e-5 &&
+    const bool ok = worst_loss <= 1e-5 && worst_weight <= 1e-4 && val_diff <= 1e-5 &&
                     serial.history().back().loss < serial.history().front().loss;
     std::printf("pp=%d %s chunks=%d dp=%d zero=%d tp=%d (%d layers, %d micro-batches): worst step-loss rel diff %.2e "
                 "(tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e: %s\n",

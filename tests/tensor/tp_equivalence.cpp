@@ -18,6 +18,7 @@
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
 #include "core/memory.h"
+#include "compare_runs.h"
 #include "shared_data.h"
 #include "train/trainer.h"
 
@@ -143,15 +144,9 @@ int main(int argc, char** argv) {
     const double ratio = (acts / N) / (serial_acts / (N * dp));
     serial.run();
     const std::vector<float> serial_weights = serial.full_params();
-    double worst_loss = 0, worst_weight = 0;
-    for (size_t i = 0; i < serial.history().size(); ++i) {
-      const double a = fresh.history()[i].loss, b = serial.history()[i].loss;
-      worst_loss = std::max(worst_loss, std::fabs(a - b) / std::fabs(b));
-    }
-    for (size_t i = 0; i < serial_weights.size(); ++i)
-      worst_weight = std::max(worst_weight, double(std::fabs(parallel_weights[i] - serial_weights[i])));
+    const auto [worst_loss, worst_weight] = testkit::distance(fresh, parallel_weights, serial, serial_weights);
     const double val_diff = std::fabs(parallel_val - serial.evaluate()) / parallel_val;
-    const bool ok = serial_weights.size() == parallel_weights.size() && worst_loss <= 1e-5 && worst_weight <= 1e-4 &&
+    const bool ok = worst_loss <= 1e-5 && worst_weight <= 1e-4 &&
                     val_diff <= 1e-5 && serial_acts == serial_formula && (!sp || ratio <= 0.55) &&
                     serial.history().back().loss < serial.history().front().loss;
     std::printf("tp=%d sp=%d dp=%d zero=%d: worst step-loss rel diff %.2e (tol 1e-5), worst weight diff %.2e (tol 1e-4), "
