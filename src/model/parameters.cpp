@@ -47,10 +47,11 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
     segment_names_.push_back(std::move(name));
     return seg;
   };
-  if (parts->embedding || (parts->head && c.tied_embeddings)) {
+  auto add_embedding = [&] {
     const size_t emb = add("model.embed_tokens.weight", {V, C});
     embedding_ = segment({emb, total_ - emb}, "embedding");
-  }
+  };
+  if (parts->embedding) add_embedding();
   blocks_.assign(size_t(c.n_layers), ParamSegment{});
   for (int l : parts->layers) {
     std::string p = "model.layers." + std::to_string(l) + ".";
@@ -73,6 +74,9 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
     if (!c.tied_embeddings) add("lm_head.weight", {V, C});
     head_.count = total_ - head_.offset;
     segment(head_, "head");
+    // A last pipeline stage's own copy of a tied embedding goes above the head: backward
+    // finishes it with the head, and segments must complete from the top of the layout down.
+    if (c.tied_embeddings && !parts->embedding) add_embedding();
   }
 }
 

@@ -51,7 +51,7 @@ struct BlockOffsets {
 
 // The parts of the model one pipeline stage holds: some decoder blocks, and the embedding (first
 // stage) or the final norm and LM head (last stage). A tied head brings the embedding along: the
-// last stage keeps its own copy of it.
+// last stage keeps its own copy of it, after the head.
 struct ModelParts {
   std::vector<int> layers;  // ascending global layer indices
   bool embedding = true;

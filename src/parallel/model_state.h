@@ -64,6 +64,9 @@ class ModelState {
   // take each rank's part of a full state on load.
   virtual void gather_full(float* params, float* m, float* v) = 0;
   virtual void load_full(const float* params, const float* m, const float* v) = 0;
+  // The part of segment `seg`'s summed gradient this rank holds after finish_grads (all of it,
+  // or its ZeRO chunk), and its length: for sums across other groups (tied embeddings).
+  virtual float* segment_grads(const ParamSegment& seg, size_t* count) = 0;
   // The full gradient on this rank, for tests (replicated state only; null otherwise).
   virtual const float* full_grads() const { return nullptr; }
 };

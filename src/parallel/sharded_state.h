@@ -33,6 +33,11 @@ class ShardedState final : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
   void load_full(const float* params, const float* m, const float* v) override;
+  float* segment_grads(const ParamSegment& seg, size_t* count) override {
+    const ShardedSegment& s = shards_.of(seg);
+    *count = s.mine.count;
+    return grad_shard_.data() + s.shard_at;
+  }
   const GatherPool* gather_pool() const { return gather_.get(); }  // stage 3 only
 
  private:

@@ -254,9 +254,6 @@ void validate_train_config(const TrainConfig& c) {
     need(c.model.n_layers >= c.pp * c.chunks,
          fmt::format("n_layers ({}) must be at least pp x chunks = {} x {}: every pipeline stage needs a layer",
                      c.model.n_layers, c.pp, c.chunks));
-    need(!c.model.tied_embeddings,
-         "tied_embeddings with pp > 1 is not available yet (the first and last stage would each hold the "
-         "embedding); set tied_embeddings = false or pp = 1");
   } else {
     need(c.chunks == 1, fmt::format("chunks = {} needs pp > 1 and the interleaved schedule", c.chunks));
   }

@@ -139,6 +139,18 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Com
         PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
         tracer_.get());
     stages_ = std::make_unique<LlamaStages>(*model_, *state_, replica_sync_.get(), cfg_.grad_accum);
+    if (cfg_.model.tied_embeddings) {
+      // The first stage looks tokens up in the embedding, the last uses it as the LM head: each
+      // holds a copy, initialised alike, and their gradients are summed every step so the copies
+      // stay equal (Megatron's embedding group). The norm counts each copy half.
+      const bool ends = pp_rank_ == 0 || pp_rank_ == pp_size_ - 1;
+      tied_ = pp_->split(ends ? 0 : 1, pp_rank_);
+      tied_ends_ = ends;
+      if (ends) {
+        const ParamSegment emb = model_->layout().embedding_segment();
+        norm_weights_.push_back({emb.offset, emb.count, 0.5});
+      }
+    }
   }
   if (resuming) {
     // Every rank reads the full state and keeps its part (a checkpoint is layout-free).
@@ -201,6 +213,11 @@ StepRecord Trainer::train_step() {
   {
     TraceScope scope(tracer_.get(), "wait gradients", "step");
     state_->finish_grads();
+    if (tied_ends_) {
+      size_t n = 0;
+      float* g = state_->segment_grads(model_->layout().embedding_segment(), &n);
+      tied_.all_reduce(g, n);
+    }
   }
   if (dp_ && dp_size_ > 1) dp_->all_reduce(&loss_sum, 1);
   const double loss = loss_sum / (double(G) * T);

@@ -86,6 +86,8 @@ class Trainer {
   std::unique_ptr<Llama> model_;
   std::unique_ptr<PipelineExecutor> executor_;       // pp > 1
   std::unique_ptr<LlamaStages> stages_;              // pp > 1
+  Comm tied_;  // pp > 1 with tied embeddings: the first and last stage, which both hold the embedding
+  bool tied_ends_ = false;  // this rank is one of them
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ModelState> state_;
   LrSchedule schedule_;
