@@ -63,6 +63,19 @@ TEST(BadInput, TensorParallelShapeThatDoesNotDivide) {
   expect_failure(r, {"tp (2)", "1 ranks"});
 }
 
+TEST(BadInput, PipelineThatCannotBeScheduled) {
+  CliResult r = run_fivefold(tiny_train(temp_dir("pp"), "--pp 2 --grad-accum 1"));
+  expect_failure(r, {"1f1b schedule needs grad_accum (micro-batches, 1) >= pp (2)"});
+  r = run_fivefold(tiny_train(temp_dir("pp"), "--pp 2 --schedule interleaved --chunks 2 --grad-accum 3 --n-layers 4"));
+  expect_failure(r, {"microbatches (3) to be a multiple of stages (2)"});
+  r = run_fivefold(tiny_train(temp_dir("pp"), "--pp 2 --schedule interleaved --chunks 2 --grad-accum 4"));
+  expect_failure(r, {"n_layers (2) must be at least pp x chunks = 2 x 2"});
+  r = run_fivefold(tiny_train(temp_dir("pp"), "--pp 2 --schedule zigzag"));
+  expect_failure(r, {"config key 'schedule'", "gpipe | 1f1b | interleaved | zb-h1", "zigzag"});
+  r = run_fivefold(tiny_train(temp_dir("pp"), "--chunks 2"));
+  expect_failure(r, {"chunks = 2 needs pp > 1"});
+}
+
 TEST(BadInput, VocabMismatchBetweenTokenizerAndConfigOrCheckpoint) {
   CliResult r = run_fivefold(tiny_train(temp_dir("vocab"), "--vocab-size 500"));
   expect_failure(r, {"vocab_size is 500", "has 320 tokens"});

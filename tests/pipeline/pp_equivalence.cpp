@@ -1,6 +1,6 @@
 // Pipeline parallelism (alone, with data parallelism and ZeRO, with tensor parallelism) against
 // the serial spec, run under mpirun with PP x DP x TP ranks:
-//   pp_equivalence PP SCHEDULE CHUNKS DP ZERO TP [TIED]
+//   pp_equivalence PP SCHEDULE CHUNKS DP ZERO TP [TIED [RECOMPUTE]]
 // TIED = 1 ties the LM head to the embedding: the first and last stage then each hold a copy,
 // whose gradients must be summed for the copies to stay equal.
 // Every rank trains `tiny` deepened to 4 layers (pp 2) or 8 (pp 4), so that every stage and every
@@ -24,11 +24,12 @@ using namespace ff;
 
 namespace {
 
-TrainConfig tiny(const std::string& data, int layers, int micro_batch, int accum, bool tied) {
+TrainConfig tiny(const std::string& data, int layers, int micro_batch, int accum, bool tied, Recompute recompute) {
   TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
   c.data = data;
   c.model.n_layers = layers;
   c.model.tied_embeddings = tied;
+  c.recompute = recompute;
   c.steps = 20;
   c.eval_every = 0;
   c.threads = 1;
@@ -42,8 +43,10 @@ TrainConfig tiny(const std::string& data, int layers, int micro_batch, int accum
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   const Comm& world = comm_world();
-  if (argc != 7 && argc != 8) return std::fprintf(stderr, "usage: pp_equivalence PP SCHEDULE CHUNKS DP ZERO TP [TIED]\n"), 2;
-  const bool tied = argc == 8 && std::atoi(argv[7]) != 0;
+  if (argc < 7 || argc > 9)
+    return std::fprintf(stderr, "usage: pp_equivalence PP SCHEDULE CHUNKS DP ZERO TP [TIED [RECOMPUTE]]\n"), 2;
+  const bool tied = argc >= 8 && std::atoi(argv[7]) != 0;
+  const Recompute recompute = argc == 9 ? parse_recompute(argv[8]) : Recompute::none;
   const int pp = std::atoi(argv[1]), chunks = std::atoi(argv[3]), dp = std::atoi(argv[4]),
             zero = std::atoi(argv[5]), tp = std::atoi(argv[6]);
   const std::string schedule = argv[2];
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
   const Mesh mesh(world, MeshDegrees{.dp = dp, .tp = tp, .pp = pp});
   const std::string data = testkit::shared_tiny_data_dir(world);
 
-  TrainConfig c = tiny(data, layers, mb, accum, tied);
+  TrainConfig c = tiny(data, layers, mb, accum, tied, recompute);
   c.pp = pp, c.schedule = schedule, c.chunks = chunks, c.dp = dp, c.zero = zero, c.tp = tp;
   Trainer parallel(c, testkit::temp_dir("pp"), &mesh.group(MeshAxis::dp), &mesh.group(MeshAxis::tp),
                    &mesh.group(MeshAxis::pp));
@@ -62,7 +65,7 @@ int main(int argc, char** argv) {
 
   int failures = 0;
   if (world.rank() == 0) {
-    Trainer serial(tiny(data, layers, mb * dp, accum, tied), testkit::temp_dir("serial"), nullptr);
+    Trainer serial(tiny(data, layers, mb * dp, accum, tied, Recompute::none), testkit::temp_dir("serial"), nullptr);
     serial.quiet = true;
     serial.run();
     const std::vector<float> serial_weights = serial.full_params();
@@ -70,9 +73,9 @@ int main(int argc, char** argv) {
     const double val_diff = std::fabs(parallel_val - serial.evaluate()) / parallel_val;
     const bool ok = worst_loss <= 1e-5 && worst_weight <= 1e-4 && val_diff <= 1e-5 &&
                     serial.history().back().loss < serial.history().front().loss;
-    std::printf("pp=%d %s chunks=%d dp=%d zero=%d tp=%d tied=%d (%d layers, %d micro-batches): worst step-loss rel diff %.2e "
+    std::printf("pp=%d %s chunks=%d dp=%d zero=%d tp=%d tied=%d recompute=%s (%d layers, %d micro-batches): worst step-loss rel diff %.2e "
                 "(tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e: %s\n",
-                pp, schedule.c_str(), chunks, dp, zero, tp, int(tied), layers, accum, worst_loss, worst_weight, val_diff,
+                pp, schedule.c_str(), chunks, dp, zero, tp, int(tied), recompute_name(recompute), layers, accum, worst_loss, worst_weight, val_diff,
                 ok ? "ok" : "FAIL");
     failures += !ok;
   }

@@ -5,7 +5,9 @@
 //   vocab-parallel loss: the loss equals the serial loss;
 //   column (q, k, v, gate, up), row (o, down), vocab (embedding, head) and replicated (norms)
 //   parameters: each weight gradient equals the serial gradient's block, which also checks every
-//   input gradient on the way back (each layer's weight gradient is computed from it).
+//   input gradient on the way back (each layer's weight gradient is computed from it);
+//   a decoder block: its output and its input gradient equal the serial rows (all of them, or
+//   this rank's sequence shard with sp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,8 +89,60 @@ void check_layers(bool sp, bool tied, Recompute policy) {
       std::printf("t=%d sp=%d tied=%d %s: worst gradient rel diff %.1e\n", t, sp, tied, tensor_style_name(style), d);
 }
 
+// A decoder block's output and input gradient, read at a pipeline-chunk boundary: the model cut
+// after block 0 (embedding + block 0 | block 1 + head). Chunk 0's output is block 0's output; chunk
+// 1's input gradient is block 1's input gradient. Each rank holds all N rows, or with sp its own
+// N/t rows, of the serial tensors.
+void check_block_boundaries(bool sp) {
+  const Comm& tp = world();
+  const int t = tp.size(), B = 2;
+  ModelConfig c = one_block();
+  c.n_layers = 2;
+  const int T = c.seq_len, N = B * T, C = c.dim;
+  std::vector<int32_t> tokens(N), targets(N);
+  for (int i = 0; i < N; ++i) tokens[i] = (i * 11 + 2) % c.vocab_size, targets[i] = (i * 3 + 5) % c.vocab_size;
+  const std::vector<ModelChunk> cut = {{0, 1, true, false}, {1, 2, false, true}};
+  const MicroBatch mb{tokens.data(), targets.data(), B, T, 0.01f};
+
+  Llama serial(c, B, Recompute::none, nullptr, nullptr, cut);
+  std::vector<float> params(serial.layout().total()), grads(params.size(), 0.0f);
+  init_parameters(params.data(), serial.layout(), c, 9);
+  FlatParams src(params.data());
+  FlatGrads sink(grads.data());
+  std::vector<float> out(size_t(N) * C), grad_in(size_t(N) * C);
+  serial.chunk_forward(src, sink, 0, 0, nullptr, out.data(), mb, true);
+  serial.chunk_forward(src, sink, 1, 0, out.data(), nullptr, mb, true);
+  serial.chunk_backward(src, sink, 1, 0, nullptr, grad_in.data(), mb);
+
+  const PlanSlicer slicer(c, t, tp.rank());
+  TensorParallelGroup group(tp, sp);
+  Llama mine(c, B, Recompute::none, &slicer, &group, cut);
+  std::vector<float> p(mine.layout().total()), g(p.size(), 0.0f);
+  extract_local_tensors(mine.layout(), serial.layout(), params.data(), p.data());
+  FlatParams my_src(p.data());
+  FlatGrads flat(g.data());
+  ReplicaGradSync sync(mine.layout(), tp, sp);
+  sync.begin(flat, true, true);
+  const size_t R = sp ? size_t(N / t) : size_t(N), first = sp ? size_t(tp.rank()) * R : 0;
+  ASSERT_EQ(mine.boundary_floats(B, T), R * C);
+  std::vector<float> my_out(R * C), my_grad_in(R * C);
+  mine.chunk_forward(my_src, sync, 0, 0, nullptr, my_out.data(), mb, true);
+  mine.chunk_forward(my_src, sync, 1, 0, my_out.data(), nullptr, mb, true);
+  mine.chunk_backward(my_src, sync, 1, 0, nullptr, my_grad_in.data(), mb);
+  const double d_out = rel_diff(my_out.data(), out.data() + first * C, R * C);
+  const double d_in = rel_diff(my_grad_in.data(), grad_in.data() + first * C, R * C);
+  EXPECT_LT(d_out, 1e-5) << "block output";
+  EXPECT_LT(d_in, 1e-5) << "block input gradient";
+  if (tp.rank() == 0)
+    std::printf("t=%d sp=%d: block output rel diff %.1e, block input gradient rel diff %.1e\n", t, sp, d_out, d_in);
+}
+
 }  // namespace
 
+TEST(TensorParallelLayers, BlockOutputAndInputGradientMatchTheSerialRows) { check_block_boundaries(false); }
+TEST(TensorParallelLayers, BlockOutputAndInputGradientMatchTheSerialRowsWithSequenceParallelism) {
+  check_block_boundaries(true);
+}
 TEST(TensorParallelLayers, MatchTheSerialSlices) { check_layers(false, false, Recompute::none); }
 TEST(TensorParallelLayers, MatchTheSerialSlicesWithSequenceParallelism) { check_layers(true, false, Recompute::none); }
 TEST(TensorParallelLayers, MatchTheSerialSlicesTied) { check_layers(false, true, Recompute::none); }
