@@ -5,10 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -46,14 +43,6 @@ void check_token_range(const std::vector<int32_t>& tokens, int vocab, const std:
         "token shard '{}' holds token id {} but the vocabulary has {} entries; the shard was "
         "made by a different tokenizer: re-run `fivefold prepare`",
         path, hi, vocab));
-}
-
-std::string format_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  int total = int(s + 0.5);
-  if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, total / 60 % 60);
-  if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
-  return fmt::format("{}s", total);
 }
 
 }  // namespace
@@ -259,134 +248,6 @@ double Trainer::evaluate() {
   }
   if (dp_ && dp_size_ > 1) dp_->all_reduce(&sum, 1);
   return sum / (double(cfg_.eval_batches) * G * T);
-}
-
-void Trainer::gather_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v) {
-  const size_t n = model_->layout().total();
-  p.resize(n), m.resize(n), v.resize(n);
-  state_->gather_full(p.data(), m.data(), v.data());
-  // This rank's blocks -> its stage's whole tensors -> the whole model.
-  const ParamLayout stage(cfg_.model, nullptr, &parts_);
-  for (std::vector<float>* x : {&p, &m, &v}) {
-    if (slicer_) {
-      std::vector<float> whole(stage.total());
-      assemble_full_tensors(*tp_, cfg_.model, model_->layout(), x->data(), whole.data(), &parts_);
-      x->swap(whole);
-    }
-    if (pp_size_ > 1) {
-      std::vector<float> whole(ParamLayout(cfg_.model).total());
-      assemble_stages(*pp_, cfg_.model, split_, x->data(), whole.data());
-      x->swap(whole);
-    }
-  }
-}
-
-void Trainer::load_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v) {
-  // A checkpoint loads under any layout: keep this stage's tensors, then this rank's blocks.
-  const ParamLayout whole(cfg_.model), stage(cfg_.model, nullptr, &parts_);
-  for (std::vector<float>* x : {&p, &m, &v}) {
-    if (pp_size_ > 1) {
-      std::vector<float> mine(stage.total());
-      copy_views_by_name(whole, x->data(), stage, mine.data());
-      x->swap(mine);
-    }
-    if (slicer_) {
-      std::vector<float> mine(model_->layout().total());
-      extract_local_tensors(model_->layout(), stage, x->data(), mine.data());
-      x->swap(mine);
-    }
-  }
-  state_->load_full(p.data(), m.data(), v.data());
-}
-
-std::vector<float> Trainer::full_params() {
-  std::vector<float> p, m, v;
-  gather_full_state(p, m, v);
-  return p;
-}
-
-void Trainer::save() {
-  std::vector<float> p, m, v;
-  gather_full_state(p, m, v);
-  const size_t n = p.size();
-  if (!leader()) return;
-  CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
-  save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, p.data(), m.data(),
-                  v.data(), n);
-}
-
-void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_loss) {
-  if (!leader()) return;
-  // Per-rank peak times the ranks: MFU of the whole job.
-  const double mfu = tokens_per_s * flops_per_token_ / (sgemm_peak_flops_ * world_size());
-  const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
-  const double eta = steps_timed_ > 0 ? run_seconds_ / steps_timed_ * (last - r.step) : NAN;
-  nlohmann::json rec = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
-                        {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
-                        {"mfu", mfu}, {"step_seconds", r.seconds}};
-  if (std::isfinite(val_loss)) rec["val_loss"] = val_loss;
-  const MemorySnapshot mem = MemoryLedger::instance().snapshot();
-  nlohmann::json bytes;
-  for (int i = 0; i < kMemCategories; ++i) bytes[mem_category_name(MemCategory(i))] = mem.current[i];
-  bytes["peak_total"] = mem.total_peak;
-  rec["bytes"] = bytes;
-  metrics_->write(rec);
-  if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
-  std::string line = fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | ETA {}",
-                                 r.step, cfg_.steps, r.loss, r.lr, tokens_per_s, 100 * mfu, format_duration(eta));
-  if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f}", val_loss);
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
-}
-
-void Trainer::write_trace() {
-  if (!tracer_) return;
-  // Each rank writes its part next to the target; rank 0 merges them into one file.
-  const std::string part = cfg_.trace + ".rank" + std::to_string(world_rank());
-  write_file_atomic(part, tracer_->events_json());
-  // Barriers over tp, then dp, then pp: once the leader passes the last, every part is written.
-  if (tp_ && tp_size_ > 1) tp_->barrier();
-  if (dp_ && dp_size_ > 1) dp_->barrier();
-  if (pp_ && pp_size_ > 1) pp_->barrier();
-  if (!leader()) return;
-  std::vector<std::string> parts;
-  for (int r = 0; r < world_size(); ++r) {
-    const std::string path = cfg_.trace + ".rank" + std::to_string(r);
-    std::ifstream f(path);
-    parts.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    fs::remove(path);
-  }
-  Tracer::write_file(cfg_.trace, parts);
-  if (!quiet) std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", cfg_.trace.c_str());
-}
-
-void Trainer::run() {
-  const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
-  const double tokens_per_step = double(cfg_.global_batch()) * cfg_.model.seq_len;
-  if (leader() && !quiet) {
-    std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, tp %d%s, pp %d, zero %d, "
-                "recompute %s, %d threads per rank, %s GEMM\n",
-                ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
-                dp_size_, tp_size_, cfg_.sp ? " (sequence parallel)" : "", pp_size_, cfg_.zero,
-                recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
-    if (pp_size_ > 1)
-      std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
-                  describe_split(split_).c_str());
-  }
-  if (step_ > 0 && leader() && !quiet)
-    std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
-  while (step_ < last) {
-    StepRecord r = train_step();
-    // The first step pays for page faults and library warm-up; ETA and averages skip it.
-    if (history_.size() > 1) run_seconds_ += r.seconds, ++steps_timed_;
-    double val = NAN;
-    if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
-    log_progress(r, tokens_per_step / r.seconds, val);
-    if (cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last) save();
-  }
-  save();
-  write_trace();
-  if (leader() && !quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
 }
 
 }  // namespace ff
