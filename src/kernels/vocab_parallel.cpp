@@ -11,36 +11,7 @@ namespace ff {
 
 namespace {
 bool holds(int token, int first, int count) { return token >= first && token < first + count; }
-constexpr int kColBlock = 64;  // as embedding_backward: column blocks keep the sum order fixed
 }  // namespace
-
-void embedding_forward_slice(float* out, const int32_t* tokens, const float* table, int N, int C,
-                             int first, int count) {
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    float* dst = out + size_t(n) * C;
-    if (holds(tokens[n], first, count))
-      std::memcpy(dst, table + size_t(tokens[n] - first) * C, sizeof(float) * C);
-    else
-      std::memset(dst, 0, sizeof(float) * C);
-  }
-}
-
-void embedding_backward_slice(float* dtable, const float* dout, const int32_t* tokens, int N,
-                              int C, int first, int count) {
-  const int blocks = (C + kColBlock - 1) / kColBlock;
-#pragma omp parallel for schedule(static)
-  for (int blk = 0; blk < blocks; ++blk) {
-    const int c0 = blk * kColBlock, nc = std::min(kColBlock, C - c0);
-    for (int n = 0; n < N; ++n) {
-      if (!holds(tokens[n], first, count)) continue;
-      float* dst = dtable + size_t(tokens[n] - first) * C + c0;
-      const float* src = dout + size_t(n) * C + c0;
-#pragma omp simd
-      for (int c = 0; c < nc; ++c) dst[c] += src[c];
-    }
-  }
-}
 
 FF_WIDE void vocab_slice_row_max(const float* logits, float* row_max, int N, int Vl) {
 #pragma omp parallel for schedule(static)

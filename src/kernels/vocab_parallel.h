@@ -1,19 +1,10 @@
 #pragma once
-// Kernels for a vocabulary split across tensor-parallel ranks (Megatron's VocabParallelEmbedding
-// and vocab-parallel cross-entropy). Each rank holds rows [first, first + count) of the embedding
-// and the same columns of the logits; the (N, V) logits are never gathered. The caller supplies
-// the two small reductions between the phases (a max, then a sum, of N floats each).
+// Vocab-parallel cross-entropy (Megatron): each rank holds columns [first, first + Vl) of the
+// logits, which are never gathered (the embedding's slice kernels are in embedding.h). The caller
+// supplies the two small reductions between the phases (a max, then a sum, of N floats each).
 #include <cstdint>
 
 namespace ff {
-
-// out (N, C) = table row (token - first) for tokens this rank holds, 0 for the others; the
-// sum over ranks is the full lookup.
-void embedding_forward_slice(float* out, const int32_t* tokens, const float* table, int N, int C,
-                             int first, int count);
-// dtable[token - first] += dout[n] for the tokens this rank holds.
-void embedding_backward_slice(float* dtable, const float* dout, const int32_t* tokens, int N,
-                              int C, int first, int count);
 
 // Phase 1: row_max (N) = max over this rank's columns of logits (N, Vl). Reduce with max.
 void vocab_slice_row_max(const float* logits, float* row_max, int N, int Vl);
