@@ -5,7 +5,6 @@
 #include "cli/commands.h"
 #include "io/atomic_file.h"
 #include "parallel/pipeline_schedule.h"
-#include "parallel/pipeline_stages.h"
 #include "parallel/schedule_sim.h"
 #include "parallel/schedule_svg.h"
 

@@ -16,6 +16,13 @@ const char* to_string(PipeSchedule kind) {
   return "?";
 }
 
+PipeSchedule parse_pipe_schedule(const std::string& s) {
+  for (PipeSchedule k : {PipeSchedule::gpipe, PipeSchedule::one_f_one_b, PipeSchedule::interleaved, PipeSchedule::zb_h1})
+    if (s == to_string(k)) return k;
+  if (s == "zb-h1") return PipeSchedule::zb_h1;
+  throw std::runtime_error("schedule must be gpipe | 1f1b | interleaved | zb-h1 (got '" + s + "')");
+}
+
 const char* to_string(PipeOp op) {
   switch (op) {
     case PipeOp::forward: return "forward";

@@ -46,6 +46,8 @@ void validate_schedule_spec(const PipeScheduleSpec& spec);
 std::vector<std::vector<PipeAction>> make_schedule(const PipeScheduleSpec& spec);
 
 const char* to_string(PipeSchedule kind);
+// The inverse of to_string, also taking "zb-h1" (the paper's spelling); throws listing the names.
+PipeSchedule parse_pipe_schedule(const std::string& name);
 const char* to_string(PipeOp op);
 
 }  // namespace ff

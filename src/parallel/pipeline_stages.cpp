@@ -4,13 +4,6 @@
 
 namespace ff {
 
-PipeSchedule parse_pipe_schedule(const std::string& s) {
-  for (PipeSchedule k : {PipeSchedule::gpipe, PipeSchedule::one_f_one_b, PipeSchedule::interleaved, PipeSchedule::zb_h1})
-    if (s == to_string(k)) return k;
-  if (s == "zb-h1") return PipeSchedule::zb_h1;
-  throw std::runtime_error("schedule must be gpipe | 1f1b | interleaved | zb-h1 (got '" + s + "')");
-}
-
 StageSplit split_model(const ModelConfig& c, int ranks, int chunks) {
   const double block = double(c.dim) * (c.qkv_dim() + c.n_heads * c.head_dim()) + 3.0 * c.dim * c.ffn_dim;
   return split_stages(c.n_layers, ranks, chunks, 0.0, double(c.vocab_size) * c.dim / block);
@@ -57,11 +50,7 @@ MicroBatch LlamaStages::batch(int microbatch) const {
 GradSink& LlamaStages::sink(int microbatch) {
   // Only the step's last micro-batch releases final gradients: data-parallel communication
   // starts then (every micro-batch does under ZeRO-2/3, whose sinks ignore this).
-  const bool last = microbatch + 1 == m_;
-  GradSink& inner = state_.grads(last);
-  if (!replicas_) return inner;
-  replicas_->begin(inner, state_.grads_accumulate(), last);
-  return *replicas_;
+  return micro_batch_sink(state_, replicas_, microbatch + 1 == m_);
 }
 
 int LlamaStages::take_slot(int microbatch, int chunk) {

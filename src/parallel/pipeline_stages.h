@@ -16,9 +16,6 @@
 
 namespace ff {
 
-// "gpipe" | "1f1b" | "interleaved" | "zb-h1" (or "zb_h1"); throws listing them.
-PipeSchedule parse_pipe_schedule(const std::string& name);
-
 // The split of the model over p ranks x v chunks, priced by FLOPs: a block costs 1, the LM head
 // and loss vocab * dim / (a block's weights), the embedding lookup nothing.
 StageSplit split_model(const ModelConfig& c, int ranks, int chunks);

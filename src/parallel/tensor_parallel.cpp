@@ -77,6 +77,13 @@ void ReplicaGradSync::release(const ParamSegment& seg) {
   inner_->release(seg);
 }
 
+GradSink& micro_batch_sink(ModelState& state, ReplicaGradSync* replicas, bool last) {
+  GradSink& inner = state.grads(last);
+  if (!replicas) return inner;
+  replicas->begin(inner, state.grads_accumulate(), last);
+  return *replicas;
+}
+
 std::vector<WeightedRange> replica_norm_weights(const ParamLayout& layout) {
   std::vector<WeightedRange> w;
   for (const ParamView& v : layout.views())

@@ -65,6 +65,10 @@ class ReplicaGradSync final : public GradSink {
   std::vector<std::pair<ParamSegment, float*>> held_;
 };
 
+// The sink one micro-batch's backward writes into: the state's (which communicates only when
+// `last`, the step's final micro-batch), behind `replicas` when there is tensor parallelism.
+GradSink& micro_batch_sink(ModelState& state, ReplicaGradSync* replicas, bool last);
+
 // Weight of each element in the global gradient norm: 1 / (ranks holding it), so that summing
 // every rank's weighted squares counts each distinct element once.
 std::vector<WeightedRange> replica_norm_weights(const ParamLayout& layout);

@@ -1,6 +1,6 @@
 #include "train/train_config.h"
 
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline_schedule.h"
 #include "parallel/tensor_plan.h"
 
 #include <algorithm>

@@ -180,16 +180,6 @@ StepRecord Trainer::train_step() {
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
   const float grad_scale = 1.0f / float(size_t(G) * T);
   double loss_sum = 0;
-  for (int micro = 0; pp_size_ == 1 && micro < cfg_.grad_accum; ++micro) {
-    TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
-    const size_t row0 = size_t(micro) * mb * T;
-    const bool last = micro + 1 == cfg_.grad_accum;  // only the last micro-batch communicates
-    GradSink* sink = &state_->grads(last);
-    if (replica_sync_) replica_sync_->begin(*sink, state_->grads_accumulate(), last), sink = replica_sync_.get();
-    loss_sum += model_->forward_backward(state_->params(), *sink,
-                                         batch_inputs_.data() + row0, batch_targets_.data() + row0,
-                                         mb, T, grad_scale);
-  }
   if (pp_size_ > 1) {
     // The micro-batches go through the stages as the schedule orders them; the last stage
     // computes the loss, which every stage then learns.
@@ -198,6 +188,15 @@ StepRecord Trainer::train_step() {
     executor_->run(*stages_);
     loss_sum = stages_->loss_sum();
     pp_->all_reduce(&loss_sum, 1);
+  } else {
+    for (int micro = 0; micro < cfg_.grad_accum; ++micro) {
+      TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
+      const size_t row0 = size_t(micro) * mb * T;
+      const bool last = micro + 1 == cfg_.grad_accum;  // only the last micro-batch communicates
+      loss_sum += model_->forward_backward(state_->params(), micro_batch_sink(*state_, replica_sync_.get(), last),
+                                           batch_inputs_.data() + row0, batch_targets_.data() + row0, mb, T,
+                                           grad_scale);
+    }
   }
   {
     TraceScope scope(tracer_.get(), "wait gradients", "step");
