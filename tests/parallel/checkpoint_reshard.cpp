@@ -12,6 +12,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "shared_data.h"
+#include "train_fixtures.h"
 #include "train/trainer.h"
 
 using namespace ff;
@@ -19,12 +20,8 @@ using namespace ff;
 namespace {
 
 TrainConfig tiny(const std::string& data, int dp, int zero, int stop_at) {
-  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
-  c.data = data;
-  c.steps = 20;
+  TrainConfig c = testkit::tiny_config(data);
   c.stop_at = stop_at;
-  c.eval_every = 0;
-  c.threads = 1;
   c.micro_batch = 8 / dp;
   c.dp = dp;
   c.zero = zero;

@@ -14,7 +14,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "core/memory.h"
-#include "compare_runs.h"
+#include "train_fixtures.h"
 #include "shared_data.h"
 #include "parallel/sharded_state.h"
 #include "train/trainer.h"
@@ -24,11 +24,7 @@ using namespace ff;
 namespace {
 
 TrainConfig tiny(const std::string& data, int micro_batch, int accum, int dp, int zero) {
-  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
-  c.data = data;
-  c.steps = 20;
-  c.eval_every = 0;
-  c.threads = 1;
+  TrainConfig c = testkit::tiny_config(data);
   c.micro_batch = micro_batch;
   c.grad_accum = accum;
   c.dp = dp;
@@ -117,18 +113,13 @@ int main(int argc, char** argv) {
   const double parallel_val = parallel.evaluate();  // collective: every rank takes part
 
   if (world.rank() == 0) {
-    Trainer serial(tiny(data, 4 * n, accum, 1, 0), testkit::temp_dir("serial"), nullptr);
-    serial.quiet = true;
-    serial.run();
-    const std::vector<float> serial_weights = serial.full_params();
-    const auto [worst_loss, worst_weight] = testkit::distance(parallel, parallel_weights, serial, serial_weights);
     // Validation splits each evaluation batch over the ranks like a training batch.
-    const double val_diff = std::fabs(parallel_val - serial.evaluate()) / parallel_val;
-    const bool ok = worst_loss <= 1e-5 && worst_weight <= 1e-4 && val_diff <= 1e-5 &&
-                    serial.history().back().loss < serial.history().front().loss;
+    const testkit::SerialComparison s =
+        testkit::compare_with_serial(parallel, parallel_weights, parallel_val, tiny(data, 4 * n, accum, 1, 0));
+    const bool ok = s.ok();
     std::printf("dp=%d zero=%d accum=%d: worst step-loss rel diff %.2e (tol 1e-5), worst weight diff "
                 "%.2e (tol 1e-4), val loss rel diff %.2e, model-state bytes %.0f vs formula %.0f: %s\n",
-                n, zero, accum, worst_loss, worst_weight, val_diff, state_bytes, predicted, ok ? "ok" : "FAIL");
+                n, zero, accum, s.worst_loss, s.worst_weight, s.val_diff, state_bytes, predicted, ok ? "ok" : "FAIL");
     failures += !ok;
   }
   failures += check_comm_volume(world, data, zero, accum);

@@ -10,23 +10,19 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
-#include "core/memory.h"
 #include "shared_data.h"
+#include "train_fixtures.h"
 #include "train/trainer.h"
 
 using namespace ff;
 
 namespace {
 
-double activation_bytes() { return double(MemoryLedger::instance().snapshot().current[int(MemCategory::activations)]); }
-
 double one_step_activations(const std::string& data, const Comm& pipe, const std::string& schedule, int m) {
-  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
-  c.data = data;
+  using testkit::activation_bytes;
+  TrainConfig c = testkit::tiny_config(data);
   c.model.n_layers = 4;
   c.steps = 1;
-  c.eval_every = 0;
-  c.threads = 1;
   c.micro_batch = 2;
   c.grad_accum = m;
   c.pp = 2, c.dp = 1, c.schedule = schedule;

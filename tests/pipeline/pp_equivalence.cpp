@@ -16,7 +16,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
-#include "compare_runs.h"
+#include "train_fixtures.h"
 #include "shared_data.h"
 #include "train/trainer.h"
 
@@ -25,14 +25,10 @@ using namespace ff;
 namespace {
 
 TrainConfig tiny(const std::string& data, int layers, int micro_batch, int accum, bool tied, Recompute recompute) {
-  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
-  c.data = data;
+  TrainConfig c = testkit::tiny_config(data);
   c.model.n_layers = layers;
   c.model.tied_embeddings = tied;
   c.recompute = recompute;
-  c.steps = 20;
-  c.eval_every = 0;
-  c.threads = 1;
   c.micro_batch = micro_batch;
   c.grad_accum = accum;
   return c;
@@ -65,17 +61,12 @@ int main(int argc, char** argv) {
 
   int failures = 0;
   if (world.rank() == 0) {
-    Trainer serial(tiny(data, layers, mb * dp, accum, tied, Recompute::none), testkit::temp_dir("serial"), nullptr);
-    serial.quiet = true;
-    serial.run();
-    const std::vector<float> serial_weights = serial.full_params();
-    const auto [worst_loss, worst_weight] = testkit::distance(parallel, parallel_weights, serial, serial_weights);
-    const double val_diff = std::fabs(parallel_val - serial.evaluate()) / parallel_val;
-    const bool ok = worst_loss <= 1e-5 && worst_weight <= 1e-4 && val_diff <= 1e-5 &&
-                    serial.history().back().loss < serial.history().front().loss;
+    const testkit::SerialComparison s = testkit::compare_with_serial(
+        parallel, parallel_weights, parallel_val, tiny(data, layers, mb * dp, accum, tied, Recompute::none));
+    const bool ok = s.ok();
     std::printf("pp=%d %s chunks=%d dp=%d zero=%d tp=%d tied=%d recompute=%s (%d layers, %d micro-batches): worst step-loss rel diff %.2e "
                 "(tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e: %s\n",
-                pp, schedule.c_str(), chunks, dp, zero, tp, int(tied), recompute_name(recompute), layers, accum, worst_loss, worst_weight, val_diff,
+                pp, schedule.c_str(), chunks, dp, zero, tp, int(tied), recompute_name(recompute), layers, accum, s.worst_loss, s.worst_weight, s.val_diff,
                 ok ? "ok" : "FAIL");
     failures += !ok;
   }

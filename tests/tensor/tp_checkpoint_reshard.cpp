@@ -10,6 +10,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "shared_data.h"
+#include "train_fixtures.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -19,11 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 TrainConfig tiny(const std::string& data, int tp) {
-  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
-  c.data = data;
+  TrainConfig c = testkit::tiny_config(data);
   c.steps = 10;
-  c.eval_every = 0;
-  c.threads = 1;
   c.tp = tp, c.dp = 1;
   c.sp = tp > 1;  // sequence parallelism changes nothing a checkpoint holds
   return c;

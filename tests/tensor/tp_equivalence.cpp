@@ -17,8 +17,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
-#include "core/memory.h"
-#include "compare_runs.h"
+#include "train_fixtures.h"
 #include "shared_data.h"
 #include "train/trainer.h"
 
@@ -27,11 +26,7 @@ using namespace ff;
 namespace {
 
 TrainConfig tiny(const std::string& data, int micro_batch, int tp, bool sp, int dp, int zero) {
-  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
-  c.data = data;
-  c.steps = 20;
-  c.eval_every = 0;
-  c.threads = 1;
+  TrainConfig c = testkit::tiny_config(data);
   c.micro_batch = micro_batch;
   c.tp = tp, c.sp = sp, c.dp = dp, c.zero = zero;
   return c;
@@ -84,8 +79,6 @@ TpBytes tp_formula_bytes(const ModelConfig& c, int t, bool sp, double N) {
   return b;
 }
 
-double activation_bytes() { return double(MemoryLedger::instance().snapshot().current[int(MemCategory::activations)]); }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,7 +93,8 @@ int main(int argc, char** argv) {
   const int mb = 4;
   int failures = 0;
 
-  double before = activation_bytes();
+  using testkit::activation_bytes;
+  const double before = activation_bytes();
   Trainer parallel(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh.group(MeshAxis::dp), &tp_group);
   parallel.quiet = true;
   const double acts = activation_bytes() - before;
@@ -135,24 +129,17 @@ int main(int argc, char** argv) {
   const double parallel_val = fresh.evaluate();
 
   if (world.rank() == 0) {
-    before = activation_bytes();
-    Trainer serial(tiny(data, mb * dp, 1, false, 1, 0), testkit::temp_dir("serial"), nullptr);
-    serial.quiet = true;
-    const double serial_acts = activation_bytes() - before;
+    const testkit::SerialComparison s =
+        testkit::compare_with_serial(fresh, parallel_weights, parallel_val, tiny(data, mb * dp, 1, false, 1, 0));
+    const double serial_acts = s.serial_activation_bytes;
     const double serial_formula = activation_formula_bytes(model, 1, false, N * dp);
     // Per rank, per token of its micro-batch: the parallel rank against the serial one.
     const double ratio = (acts / N) / (serial_acts / (N * dp));
-    serial.run();
-    const std::vector<float> serial_weights = serial.full_params();
-    const auto [worst_loss, worst_weight] = testkit::distance(fresh, parallel_weights, serial, serial_weights);
-    const double val_diff = std::fabs(parallel_val - serial.evaluate()) / parallel_val;
-    const bool ok = worst_loss <= 1e-5 && worst_weight <= 1e-4 &&
-                    val_diff <= 1e-5 && serial_acts == serial_formula && (!sp || ratio <= 0.55) &&
-                    serial.history().back().loss < serial.history().front().loss;
+    const bool ok = s.ok() && serial_acts == serial_formula && (!sp || ratio <= 0.55);
     std::printf("tp=%d sp=%d dp=%d zero=%d: worst step-loss rel diff %.2e (tol 1e-5), worst weight diff %.2e (tol 1e-4), "
                 "val loss rel diff %.2e; activation bytes per token %.0f vs serial %.0f (%.3fx; formulas %.0f, %.0f); "
                 "tp bytes per step: all-reduce %.0f, all-gather %.0f, reduce-scatter %.0f: %s\n",
-                tp, sp, dp, zero, worst_loss, worst_weight, val_diff, acts / N, serial_acts / (N * dp), ratio,
+                tp, sp, dp, zero, s.worst_loss, s.worst_weight, s.val_diff, acts / N, serial_acts / (N * dp), ratio,
                 acts_formula / N, serial_formula / (N * dp), got.all_reduce, got.all_gather, got.reduce_scatter,
                 ok ? "ok" : "FAIL");
     failures += !ok;
