@@ -25,6 +25,23 @@ def mpi_env():
     return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
+def train_bench_model(fivefold, out, steps, flags, ranks=2):
+    """`mpirun -np ranks fivefold train` of configs/bench.toml (one thread per rank, no evaluation,
+    quiet progress) into a fresh `out`; exits with the output on failure. Returns (the run's
+    metrics records, its stdout)."""
+    import shutil
+    import subprocess
+    import sys
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = ["mpirun", "--oversubscribe", "-np", str(ranks), fivefold, "train", "--config",
+           os.path.join(ROOT, "configs/bench.toml"), "--out", out, "--threads", "1", "--steps", str(steps),
+           "--eval-every", "0", "--log-every", "1000"] + list(flags)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env())
+    if p.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    return read_metrics(out), p.stdout
+
+
 def read_metrics(run_dir):
     """The per-step records fivefold train wrote to RUN/metrics.jsonl."""
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from benchlib import mpi_env, publish, read_metrics  # noqa: E402
+from benchlib import publish, train_bench_model  # noqa: E402
 
 SECTION = "## Pipeline parallel: bubble (measured vs predicted) and pp 2 vs dp 2"
 SCHEDULES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1)]
@@ -34,17 +33,9 @@ COMPUTE = re.compile(r"^(forward|backward|backward_input|backward_weight) mb")
 
 
 def train(a, out, flags, trace=None):
-    shutil.rmtree(out, ignore_errors=True)
-    cmd = ["mpirun", "--oversubscribe", "-np", "2", a.fivefold, "train", "--config",
-           os.path.join(ROOT, "configs/bench.toml"), "--out", out, "--threads", "1", "--steps", str(a.steps),
-           "--eval-every", "0", "--log-every", "1000"] + flags
-    if trace:
-        cmd += ["--trace", trace]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env())
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    busy = re.search(r"stages are busy ([0-9]+)% of the time", p.stdout)
-    return read_metrics(out), (float(busy.group(1)) / 100 if busy else 1.0)
+    recs, stdout = train_bench_model(a.fivefold, out, a.steps, flags + (["--trace", trace] if trace else []))
+    busy = re.search(r"stages are busy ([0-9]+)% of the time", stdout)
+    return recs, (float(busy.group(1)) / 100 if busy else 1.0)
 
 
 def measured_bubble(trace_path, warmup):

@@ -14,15 +14,13 @@ usage: /usr/bin/python3 bench/tp/layouts.py [--rounds 3 --steps 12 --warmup 2] [
 """
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from benchlib import mpi_env, publish, read_metrics  # noqa: E402
+from benchlib import publish, train_bench_model  # noqa: E402
 
 SECTION = "## Tensor parallel: tp 1 / tp 2 / tp 2 + sp on 2 ranks"
 BATCH = 8
@@ -33,15 +31,7 @@ MIB = 1024 * 1024
 
 
 def run(a, flags, dp, out):
-    shutil.rmtree(out, ignore_errors=True)
-    cmd = ["mpirun", "--oversubscribe", "-np", "2", a.fivefold, "train", "--config",
-           os.path.join(ROOT, "configs/bench.toml"), "--out", out, "--threads", "1",
-           "--micro-batch", str(BATCH // dp), "--steps", str(a.steps), "--eval-every", "0",
-           "--log-every", "1000"] + flags
-    p = subprocess.run(cmd, capture_output=True, text=True, env=mpi_env())
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    recs = read_metrics(out)
+    recs, _ = train_bench_model(a.fivefold, out, a.steps, ["--micro-batch", str(BATCH // dp)] + flags)
     timed = recs[a.warmup:]
     return {"tok_s": statistics.median(r["tokens_per_s"] for r in timed), "bytes": recs[-1]["bytes"],
             "loss": recs[-1]["loss"]}
