@@ -4,9 +4,9 @@
 
 #include "cli/commands.h"
 #include "io/atomic_file.h"
-#include "parallel/pipeline_schedule.h"
-#include "parallel/schedule_sim.h"
-#include "parallel/schedule_svg.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/pipeline/schedule_sim.h"
+#include "cli/schedule_svg.h"
 
 namespace ff::cli {
 

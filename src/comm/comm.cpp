@@ -1,5 +1,6 @@
 #include "comm/comm.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
@@ -271,6 +272,24 @@ Comm Comm::split(int color, int key) const {
                                 " is negative; every rank must join a group (color >= 0)");
   }
   auto op = std::make_shared<detail::SplitOp>(state_, color, key, s.next_split++);
+  detail::Engine::instance().submit(op, true);
+  detail::Engine::instance().wait(*op);
+  return Comm(op->result);
+}
+
+Comm Comm::subgroup(const std::vector<int>& members, int key) const {
+  auto& s = state();
+  if (key < 0 || key >= detail::kSubgroupKeys)
+    throw std::invalid_argument("subgroup: key " + std::to_string(key) + " is outside [0, " +
+                                std::to_string(detail::kSubgroupKeys) + ")");
+  if (std::find(members.begin(), members.end(), s.rank) == members.end())
+    throw std::invalid_argument("subgroup: rank " + std::to_string(s.rank) +
+                                " asked for a group it is not a member of");
+  for (int m : members)
+    if (m < 0 || m >= s.size)
+      throw std::invalid_argument("subgroup: member " + std::to_string(m) + " is not a rank of a group of " +
+                                  std::to_string(s.size));
+  auto op = std::make_shared<detail::SplitOp>(state_, members, key);
   detail::Engine::instance().submit(op, true);
   detail::Engine::instance().wait(*op);
   return Comm(op->result);

@@ -152,6 +152,10 @@ class Comm {
   // Collective over this group (blocking): ranks passing the same color form a new group,
   // ordered by (key, rank here). color must be >= 0.
   Comm split(int color, int key) const;
+  // The group of `members` (ranks of this group, in the new group's order), made by the members
+  // alone: every member calls it with the same list and key, no other rank takes part. key in
+  // [0, 1024) tells apart creations of different groups that share ranks.
+  Comm subgroup(const std::vector<int>& members, int key) const;
 
  private:
   friend class detail::Engine;

@@ -16,7 +16,9 @@ constexpr int kUserTagLimit = 1 << 29;                       // user tags: [0, 2
 constexpr int kCollTagBase = kUserTagLimit;                   // collectives: 2 phases x seq window
 constexpr uint64_t kSeqWindow = uint64_t(1) << 20;
 constexpr int kSplitTagBase = kCollTagBase + int(2 * kSeqWindow);
-constexpr int kTagsNeeded = kSplitTagBase + int(kSeqWindow);  // checked against MPI_TAG_UB
+constexpr int kSubgroupTagBase = kSplitTagBase + int(kSeqWindow);  // + the caller's group key
+constexpr int kSubgroupKeys = 1 << 10;
+constexpr int kTagsNeeded = kSubgroupTagBase + kSubgroupKeys;  // checked against MPI_TAG_UB
 
 struct CommState {
   CommState(MPI_Comm comm, std::vector<int> world_ranks);

@@ -1,11 +1,23 @@
 #pragma once
-// The device mesh (DESIGN principle 5): named axes with degrees, passed explicitly, never a
-// global. World ranks are laid out tp fastest, then cp, then dp, then pp (Megatron's order):
+// The device mesh (DESIGN principles 5 and 14): named axes with degrees and the groups derived
+// from them, passed explicitly, never a global. World ranks are laid out tp fastest, then cp,
+// then dp, then pp (Megatron's order):
 //     world_rank = tp + TP * (cp + CP * (dp + DP * pp))
-// so tensor-parallel partners are neighbours (the chattiest traffic stays closest) and
-// pipeline stages are the outermost blocks.
-#include <array>
+// so tensor-parallel partners are neighbours (the chattiest traffic stays closest) and pipeline
+// stages are the outermost blocks.
+//
+// Derived groups (torchtitan's ParallelDims, Megatron's "parallel folding"):
+//   dp_cp  dp x cp flattened: the ranks that hold the same dense parameters and see different
+//          tokens; dense gradients are averaged and ZeRO-sharded over it. Rank in it:
+//          cp + CP * dp.
+//   ep     expert parallel, carved out of dp x cp: consecutive blocks of `ep` ranks of dp_cp
+//          (ep coordinate = dp_cp rank % EP), each holding a different share of the experts.
+//   edp    expert data parallel, dp x cp / ep: the ranks holding the same experts (edp
+//          coordinate = dp_cp rank / EP); expert gradients are averaged and sharded over it.
+// Every group's members are ascending world ranks, and a member's rank in the group is its
+// coordinate along the group.
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -13,33 +25,41 @@
 
 namespace ff {
 
-enum class MeshAxis { dp = 0, tp, pp, cp };
+enum class MeshAxis { tp = 0, cp, dp, pp };
 constexpr int kMeshAxes = 4;
 const char* mesh_axis_name(MeshAxis axis);
 
+// The groups the training code asks for.
+enum class MeshGroup { tp, cp, dp, pp, dp_cp, ep, edp, world };
+const char* mesh_group_name(MeshGroup g);
+
 struct MeshDegrees {
-  int dp = 1;  // data parallel (and the ZeRO shard group)
+  int dp = 1;  // data parallel
+  int cp = 1;  // context parallel (ring attention)
   int tp = 1;  // tensor (and sequence) parallel
   int pp = 1;  // pipeline stages
-  int cp = 1;  // context parallel (ring attention)
+  int ep = 1;  // expert parallel: divides dp * cp, not a factor of the world
   int operator[](MeshAxis axis) const;
-  int product() const { return dp * tp * pp * cp; }
+  int world() const { return dp * cp * tp * pp; }
 };
 
 struct MeshCoords {
-  int dp = 0, tp = 0, pp = 0, cp = 0;
+  int tp = 0, cp = 0, dp = 0, pp = 0;
+  int ep = 0, edp = 0;  // derived: (cp + CP * dp) % EP and (cp + CP * dp) / EP
   int operator[](MeshAxis axis) const;
 };
 
 // ---- pure layout functions (no MPI; unit-tested on their own) ----
 
-// Throws std::invalid_argument naming every degree and the product, e.g.
-// "dp (2) x tp (2) x pp (1) x cp (1) = 4 but mpirun started 3 ranks; change --dp/--tp/--pp/--cp or -np".
+// Throws std::invalid_argument naming every degree, the product and the config keys to change,
+// e.g. "dp (2) x cp (1) x tp (2) x pp (1) = 4 but mpirun started 3 ranks; ...", a degree below
+// 1, or an ep that does not divide dp x cp.
 void check_mesh(const MeshDegrees& degrees, int world_size);
 MeshCoords mesh_coords(int world_rank, const MeshDegrees& degrees);
-int mesh_rank(const MeshCoords& coords, const MeshDegrees& degrees);
-// The world ranks that agree with world_rank on every axis outside `axes`, ascending (which is
-// their rank order inside the group).
+int mesh_rank(const MeshCoords& coords, const MeshDegrees& degrees);  // from tp, cp, dp, pp
+// The world ranks of world_rank's group `g` (ascending, = their order in the group).
+std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& degrees, MeshGroup g);
+// The ranks that agree with world_rank on every axis outside `axes` (ascending).
 std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& degrees,
                                     std::initializer_list<MeshAxis> axes);
 
@@ -47,31 +67,37 @@ std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& degrees,
 
 class Mesh {
  public:
-  // Collective over `world`. Validates the degrees before creating anything, then builds the
-  // group of every combination of axes (15 sub-communicators) up front: creating groups is
-  // collective, and doing it lazily inside an accessor would hang the job the first time only
-  // some ranks asked for a group. `world` must outlive the Mesh.
+  // Validates the degrees against world.size() (throwing the same on every rank) and creates no
+  // communicator: each group's is made the first time it is asked for, by its members alone
+  // (MPI_Comm_create_group), so a group nobody uses costs nothing and asking for one never
+  // involves ranks outside it. `world` must outlive the Mesh.
   Mesh(const Comm& world, const MeshDegrees& degrees);
 
   const MeshDegrees& degrees() const { return degrees_; }
   const MeshCoords& coords() const { return coords_; }
-  int degree(MeshAxis axis) const { return degrees_[axis]; }
-  int coord(MeshAxis axis) const { return coords_[axis]; }
   const Comm& world() const { return *world_; }
+  // Size of a group and this rank's place in it, known without creating its communicator.
+  int size(MeshGroup g) const;
+  int rank(MeshGroup g) const;
 
-  // The ranks that differ from this one only along `axis`, ranked by their coordinate on it.
-  const Comm& group(MeshAxis axis) const;
-  // The ranks that differ only along the given axes, e.g. {dp, cp} for ZeRO sharding over
-  // context-parallel ranks or for carving out the expert axis. Ranked by world rank.
+  // The communicator of this rank's group `g`, or of the ranks differing from this one only along
+  // `axes`. Created on first use: every member of that group must ask for it, and members must
+  // ask for groups they share in the same order (as with any collective).
+  const Comm& group(MeshGroup g) const;
   const Comm& group(std::initializer_list<MeshAxis> axes) const;
 
+  // x summed (or max/min) over the ranks that differ from this one only along `axes`; returns x
+  // untouched when that group has one rank. The one way the training code reduces a scalar.
+  double reduce_scalar(double x, std::initializer_list<MeshAxis> axes,
+                       ReduceOp op = ReduceOp::sum) const;
+
  private:
-  static int mask_of(std::initializer_list<MeshAxis> axes);
+  const Comm& cached(int key, const std::vector<int>& members) const;
 
   const Comm* world_;
   MeshDegrees degrees_;
   MeshCoords coords_;
-  std::array<Comm, 1 << kMeshAxes> groups_;  // indexed by the bit mask of the axes
+  mutable std::map<int, Comm> groups_;  // by a key naming the group's members
 };
 
 }  // namespace ff

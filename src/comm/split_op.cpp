@@ -13,12 +13,22 @@ SplitOp::SplitOp(std::shared_ptr<CommState> parent, int color, int key, uint64_t
       key_(key),
       tag_(kSplitTagBase + int(split_seq % kSeqWindow)) {}
 
+SplitOp::SplitOp(std::shared_ptr<CommState> parent, std::vector<int> members, int group_key)
+    : Op(std::move(parent), CommOpKind::barrier),
+      tag_(kSubgroupTagBase + group_key),
+      members_known_(true),
+      members_(std::move(members)) {}
+
 std::string SplitOp::describe() const {
+  if (members_known_)
+    return "creation of a group of " + std::to_string(members_.size()) + " out of " +
+           std::to_string(comm_->size);
   return "split (color " + std::to_string(color_) + ", key " + std::to_string(key_) +
          ") of a group of " + std::to_string(comm_->size);
 }
 
 void SplitOp::start() {
+  if (members_known_) return;  // progress() creates the group at once
   table_.assign(size_t(2 * comm_->size), 0);
   int mine[2] = {color_, key_};
   check_mpi(MPI_Iallgather(mine, 2, MPI_INT, table_.data(), 2, MPI_INT, comm_->comm, &request_),
@@ -26,6 +36,11 @@ void SplitOp::start() {
 }
 
 bool SplitOp::progress() {
+  if (members_known_) {
+    create_group();
+    finished_ = true;
+    return true;
+  }
   int flag = 0;
   check_mpi(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), "MPI_Test", [&] { return describe(); });
   if (!flag) return false;
@@ -36,13 +51,15 @@ bool SplitOp::progress() {
 
 void SplitOp::create_group() {
   // Members: the parent ranks with our color, ordered by (key, parent rank) as MPI_Comm_split.
-  std::vector<int> members;
-  for (int i = 0; i < comm_->size; ++i) {
-    if (table_[size_t(2 * i)] == color_) members.push_back(i);
+  std::vector<int> members = members_;
+  if (!members_known_) {
+    for (int i = 0; i < comm_->size; ++i) {
+      if (table_[size_t(2 * i)] == color_) members.push_back(i);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+      return table_[size_t(2 * a + 1)] < table_[size_t(2 * b + 1)];
+    });
   }
-  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
-    return table_[size_t(2 * a + 1)] < table_[size_t(2 * b + 1)];
-  });
 
   auto during = [&] { return describe(); };
   MPI_Group parent_group, group, world_group;

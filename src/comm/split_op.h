@@ -18,6 +18,9 @@ namespace ff::detail {
 class SplitOp final : public Op {
  public:
   SplitOp(std::shared_ptr<CommState> parent, int color, int key, uint64_t split_seq);
+  // Comm::subgroup: the members (parent ranks, in group order) are known to every member, so
+  // there is nothing to exchange; only they take part.
+  SplitOp(std::shared_ptr<CommState> parent, std::vector<int> members, int group_key);
 
   void start() override;
   bool progress() override;
@@ -29,8 +32,10 @@ class SplitOp final : public Op {
  private:
   void create_group();
 
-  int color_, key_;
+  int color_ = 0, key_ = 0;
   int tag_;
+  bool members_known_ = false;
+  std::vector<int> members_;
   std::vector<int> table_;  // (color, key) of every parent rank
   MPI_Request request_ = MPI_REQUEST_NULL;
 };

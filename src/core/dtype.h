@@ -1,6 +1,8 @@
 #pragma once
-// Element types the engine knows. Training math is fp32 today; bf16/f16 exist for storage,
-// export and the mixed-precision work to come.
+// Element types the engine knows, and the typed pointers that cross every seam where the
+// precision may differ from one buffer to the next (DESIGN principle 17: precision is a property
+// of a buffer, not of the code). Training math is fp32 today; bf16/f16 exist for storage, export,
+// communication and the mixed-precision work to come.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -36,5 +38,58 @@ inline float bf16_to_f32(uint16_t h) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+
+inline void check_dtype(DType have, DType want, const char* where) {
+  if (have != want)
+    throw std::logic_error(std::string(where) + ": a " + dtype_name(have) + " buffer where " +
+                           dtype_name(want) + " is expected");
+}
+
+// A pointer with its element type. Built implicitly from a float* so fp32 call sites read as
+// before; code that has only an fp32 kernel asks for f32(), which refuses any other type loudly
+// instead of reinterpreting its bytes.
+class ConstTypedPtr {
+ public:
+  ConstTypedPtr() = default;
+  ConstTypedPtr(const float* p) : data_(p), dtype_(DType::f32) {}
+  ConstTypedPtr(const void* p, DType t) : data_(p), dtype_(t) {}
+  const void* data() const { return data_; }
+  DType dtype() const { return dtype_; }
+  explicit operator bool() const { return data_ != nullptr; }
+  const float* f32() const {
+    check_dtype(dtype_, DType::f32, "ConstTypedPtr::f32");
+    return static_cast<const float*>(data_);
+  }
+  // The pointer `elements` elements further on.
+  ConstTypedPtr at(size_t elements) const {
+    return {static_cast<const char*>(data_) + elements * dtype_size(dtype_), dtype_};
+  }
+
+ private:
+  const void* data_ = nullptr;
+  DType dtype_ = DType::f32;
+};
+
+class TypedPtr {
+ public:
+  TypedPtr() = default;
+  TypedPtr(float* p) : data_(p), dtype_(DType::f32) {}
+  TypedPtr(void* p, DType t) : data_(p), dtype_(t) {}
+  void* data() const { return data_; }
+  DType dtype() const { return dtype_; }
+  explicit operator bool() const { return data_ != nullptr; }
+  float* f32() const {
+    check_dtype(dtype_, DType::f32, "TypedPtr::f32");
+    return static_cast<float*>(data_);
+  }
+  TypedPtr at(size_t elements) const {
+    return {static_cast<char*>(data_) + elements * dtype_size(dtype_), dtype_};
+  }
+  operator ConstTypedPtr() const { return {data_, dtype_}; }
+
+ private:
+  void* data_ = nullptr;
+  DType dtype_ = DType::f32;
+};
 
 }  // namespace ff

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "core/dtype.h"
+
 namespace ff {
 
 enum class MemCategory : int { params = 0, grads, optimizer, activations, workspace, count };
@@ -95,6 +97,30 @@ void TrackedBuffer<T>::release() {
   data_ = nullptr;
   size_ = 0;
 }
+
+// Accounted storage whose element type is chosen at run time: a parameter group's working copy,
+// a gradient buffer or an activation may be f32 or 16-bit by configuration.
+class TypedBuffer {
+ public:
+  TypedBuffer() = default;
+  TypedBuffer(size_t n, DType t, MemCategory c) { allocate(n, t, c); }
+  void allocate(size_t n, DType t, MemCategory c) {
+    bytes_.allocate(n * dtype_size(t), c);
+    dtype_ = t;
+    size_ = n;
+  }
+  void release() { bytes_.release(), size_ = 0; }
+  TypedPtr ptr() { return {bytes_.data(), dtype_}; }
+  ConstTypedPtr ptr() const { return {bytes_.data(), dtype_}; }
+  DType dtype() const { return dtype_; }
+  size_t size() const { return size_; }
+  size_t bytes() const { return bytes_.bytes(); }
+
+ private:
+  TrackedBuffer<unsigned char> bytes_;
+  DType dtype_ = DType::f32;
+  size_t size_ = 0;
+};
 
 std::string format_bytes(int64_t bytes);
 

@@ -3,10 +3,18 @@
 // op(A) of shape (M,K) and op(B) of shape (K,N); lda/ldb/ldc are row strides of the stored
 // matrices. The backend (oneDNN or OpenBLAS) is chosen at build time by measurement; see
 // bench/RESULTS.md. Called inside an OpenMP parallel region it runs on the calling thread only.
+#include "core/dtype.h"
+
 namespace ff {
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc);
+
+// The same product over typed operands: the entry point mixed precision plugs into (bf16 or f16
+// A and B with fp32 accumulation into C). Today every operand must be f32; any other combination
+// throws naming the dtypes rather than reading 16-bit data as floats.
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
+          ConstTypedPtr B, int ldb, float beta, TypedPtr C, int ldc);
 
 // Convenience for the model's linear layers, weights stored (out, in) as in PyTorch/HF.
 // y(N,out) = x(N,in) W^T (+ y if accumulate)

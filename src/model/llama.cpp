@@ -157,7 +157,7 @@ const BlockActs& Llama::acts(int layer) const { return slot_->acts->block(layer 
 void Llama::embed(ParamSource& src, const int32_t* tokens, int N, int first_layer) {
   const ParamSegment emb = layout_.embedding_segment();
   float* x = acts(first_layer).x_in;
-  const float* E = src.acquire(emb, Pass::forward, layout_.block_segment(first_layer));
+  const float* E = src.acquire(emb, layout_.block_segment(first_layer)).f32();
   if (!tp_) {
     embedding_forward(x, tokens, E, N, cfg_.dim);
   } else {
@@ -165,20 +165,20 @@ void Llama::embed(ParamSource& src, const int32_t* tokens, int N, int first_laye
     embedding_forward_slice(row_full_.data(), tokens, E, N, cfg_.dim, vocab_first_, vocab_);
     copy_rows(x, tp_->row_output(row_full_.data(), size_t(N), cfg_.dim), resid_rows(N) * size_t(cfg_.dim));
   }
-  src.release(emb, Pass::forward);
+  src.release(emb);
 }
 
-Llama::HeadParams Llama::acquire_head(ParamSource& src, Pass pass, const ParamSegment& next) {
+Llama::HeadParams Llama::acquire_head(ParamSource& src, const ParamSegment& next) {
   const ParamSegment head = layout_.head_segment(), emb = layout_.embedding_segment();
   HeadParams h;
-  h.norm = src.acquire(head, pass, cfg_.tied_embeddings ? emb : next);
-  h.weight = cfg_.tied_embeddings ? src.acquire(emb, pass, next) : h.norm + cfg_.dim;
+  h.norm = src.acquire(head, cfg_.tied_embeddings ? emb : next).f32();
+  h.weight = cfg_.tied_embeddings ? src.acquire(emb, next).f32() : h.norm + cfg_.dim;
   return h;
 }
 
-void Llama::release_head(ParamSource& src, Pass pass) {
-  if (cfg_.tied_embeddings) src.release(layout_.embedding_segment(), pass);
-  src.release(layout_.head_segment(), pass);
+void Llama::release_head(ParamSource& src) {
+  if (cfg_.tied_embeddings) src.release(layout_.embedding_segment());
+  src.release(layout_.head_segment());
 }
 
 void Llama::head_forward(const HeadParams& h, int first_row, int rows) {
@@ -215,9 +215,9 @@ float* Llama::backward_head(const HeadParams& h, GradSink& sink, int N) {
   const ParamSegment head = layout_.head_segment();
   float* d_resid = d_resid_.data();  // (N, C) gradient of the residual stream
   float* d_ln = d_ln_.data();        // (N, C)
-  float* norm_grad = sink.acquire(head);
+  float* norm_grad = sink.acquire(head).f32();
   // Tied: the embedding's gradient stays acquired until the lookup's backward adds to it.
-  float* emb_grad = cfg_.tied_embeddings ? sink.acquire(layout_.embedding_segment()) : nullptr;
+  float* emb_grad = cfg_.tied_embeddings ? sink.acquire(layout_.embedding_segment()).f32() : nullptr;
   float* weight_grad = cfg_.tied_embeddings ? emb_grad : norm_grad + C;
   // logits_ holds d(loss)/d(logits) here.
   // head_forward left the full (N, C) head input where column_input put it (gathered_ under
@@ -276,8 +276,8 @@ const float* Llama::forward_logits(ParamSource& src, const int32_t* tokens, int 
   const ModelChunk& ch = chunks_.front();
   embed(src, tokens, B * T, ch.first_layer);
   blocks_forward(src, ch.first_layer, ch.last_layer, slot_->acts->final_out(), B, T, layout_.head_segment());
-  head_forward(acquire_head(src, Pass::forward, ParamSegment{}), 0, B * T);
-  release_head(src, Pass::forward);
+  head_forward(acquire_head(src, ParamSegment{}), 0, B * T);
+  release_head(src);
   return logits_.data();
 }
 
@@ -293,8 +293,8 @@ const float* Llama::forward_last_logits(const float* params, const int32_t* toke
   const ModelChunk& ch = chunks_.front();
   embed(src, tokens, T, ch.first_layer);
   blocks_forward(src, ch.first_layer, ch.last_layer, slot_->acts->final_out(), 1, T, layout_.head_segment());
-  head_forward(acquire_head(src, Pass::forward, ParamSegment{}), T - 1, 1);
-  release_head(src, Pass::forward);
+  head_forward(acquire_head(src, ParamSegment{}), T - 1, 1);
+  release_head(src);
   return logits_.data();
 }
 

@@ -118,8 +118,8 @@ class Llama {
     const float* norm;    // final norm weight (C)
     const float* weight;  // LM head (V, C): its own or, tied, the embedding
   };
-  HeadParams acquire_head(ParamSource& params, Pass pass, const ParamSegment& next);
-  void release_head(ParamSource& params, Pass pass);
+  HeadParams acquire_head(ParamSource& params, const ParamSegment& next);
+  void release_head(ParamSource& params);
   // Final norm over rows [0, first_row + rows), LM head for `rows` rows from first_row, into
   // logits_ (under tensor parallelism: all N rows, this rank's vocabulary columns).
   void head_forward(const HeadParams& h, int first_row, int rows);

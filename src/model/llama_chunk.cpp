@@ -16,8 +16,8 @@ void Llama::blocks_forward(ParamSource& src, int first, int last, float* out, in
     const ParamSegment seg = layout_.block_segment(l);
     const ParamSegment next = l + 1 < last ? layout_.block_segment(l + 1) : after;
     float* o = l + 1 < last ? acts(l + 1).x_in : out;
-    block_forward(src.acquire(seg, Pass::forward, next), l, o, B, T);
-    src.release(seg, Pass::forward);
+    block_forward(src.acquire(seg, next).f32(), l, o, B, T);
+    src.release(seg);
   }
 }
 
@@ -27,19 +27,19 @@ void Llama::blocks_backward(ParamSource& src, GradSink& sink, int first, int las
   for (int l = last - 1; l >= first; --l) {
     const ParamSegment seg = layout_.block_segment(l);
     const ParamSegment next = l > first ? layout_.block_segment(l - 1) : before;
-    const float* P = src.acquire(seg, Pass::backward, next);
+    const float* P = src.acquire(seg, next).f32();
     float* deferred = part == BackwardPart::all ? nullptr : slot_->deferred.data() + size_t(l - first) * per_block;
     if (part == BackwardPart::weight) {
-      block_weight_grads(P, sink.acquire(seg), l, B, T, deferred);
+      block_weight_grads(P, sink.acquire(seg).f32(), l, B, T, deferred);
       sink.release(seg);
     } else {
       // The input pass touches no gradient of the sink: everything it owes is deferred.
-      float* G = part == BackwardPart::all ? sink.acquire(seg) : nullptr;
+      float* G = part == BackwardPart::all ? sink.acquire(seg).f32() : nullptr;
       recompute_block(P, l, B, T);
       block_backward(P, G, l, B, T, deferred);
       if (G) sink.release(seg);
     }
-    src.release(seg, Pass::backward);
+    src.release(seg);
   }
 }
 
@@ -58,17 +58,17 @@ double Llama::chunk_forward(ParamSource& src, GradSink& sink, int chunk, int slo
   }
   blocks_forward(src, ch.first_layer, ch.last_layer, s.acts->final_out(), mb.B, mb.T, layout_.head_segment());
   if (!with_grad) {
-    head_forward(acquire_head(src, Pass::forward, ParamSegment{}), 0, N);
-    release_head(src, Pass::forward);
+    head_forward(acquire_head(src, ParamSegment{}), 0, N);
+    release_head(src);
     return loss(mb.targets, N, false, 0.0f);
   }
   // The head's parameters stay acquired from its forward through its backward, which runs now:
   // the (N, V) logits are scratch, too large to keep per micro-batch.
-  const HeadParams h = acquire_head(src, Pass::backward, layout_.block_segment(ch.last_layer - 1));
+  const HeadParams h = acquire_head(src, layout_.block_segment(ch.last_layer - 1));
   head_forward(h, 0, N);
   const double total = loss(mb.targets, N, true, mb.grad_scale);
   s.tied_emb_grad = backward_head(h, sink, N);
-  release_head(src, Pass::backward);
+  release_head(src);
   if (!ch.embedding) {
     // A pipeline's last chunk: other micro-batches run before this one's backward.
     if (s.head_grad.size() == 0) s.head_grad.allocate(boundary, MemCategory::activations);
@@ -93,7 +93,7 @@ void Llama::chunk_backward(ParamSource& src, GradSink& sink, int chunk, int slot
     blocks_backward(src, sink, ch.first_layer, ch.last_layer, mb.B, mb.T, before, part);
     if (ch.embedding) {
       copy_rows(d_resid_.data(), emb_input, boundary);
-      embedding_backward_into(sink.acquire(layout_.embedding_segment()), mb.tokens, N);
+      embedding_backward_into(sink.acquire(layout_.embedding_segment()).f32(), mb.tokens, N);
       sink.release(layout_.embedding_segment());
     }
     return;
@@ -114,7 +114,7 @@ void Llama::chunk_backward(ParamSource& src, GradSink& sink, int chunk, int slot
     // that every gradient is final; it waits for the weight pass.
     copy_rows(emb_input, d_resid_.data(), boundary);
   } else {
-    float* g = s.tied_emb_grad ? s.tied_emb_grad : sink.acquire(layout_.embedding_segment());
+    float* g = s.tied_emb_grad ? s.tied_emb_grad : sink.acquire(layout_.embedding_segment()).f32();
     s.tied_emb_grad = nullptr;
     embedding_backward_into(g, mb.tokens, N);
     sink.release(layout_.embedding_segment());

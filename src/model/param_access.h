@@ -6,6 +6,8 @@
 // segment's gradients are final, without the model knowing any of it (DESIGN principle 6).
 #include <cstddef>
 
+#include "core/dtype.h"
+
 namespace ff {
 
 struct ParamSegment {
@@ -14,22 +16,26 @@ struct ParamSegment {
   size_t end() const { return offset + count; }
 };
 
-enum class Pass { forward, backward };
+// Which parameter group a segment belongs to (DESIGN principle 13): dense parameters reduce and
+// shard over dp x cp, expert parameters over the expert-data-parallel group.
+enum class ParamGroupKind { dense, expert };
 
 class ParamSource {
  public:
   virtual ~ParamSource() = default;
-  // Full values of the segment, valid until the matching release. `next` is the segment the
-  // model will ask for after this one (count 0 at the end), so a sharded source can prefetch it.
-  virtual const float* acquire(const ParamSegment& seg, Pass pass, const ParamSegment& next) = 0;
-  virtual void release(const ParamSegment& seg, Pass pass) {}
+  // Full values of the segment, valid until the matching release, in the group's working dtype.
+  // `next` is the segment the model will ask for after this one (count 0 at the end), so a
+  // sharded source can prefetch it.
+  virtual ConstTypedPtr acquire(const ParamSegment& seg, const ParamSegment& next) = 0;
+  virtual void release(const ParamSegment& seg) {}
 };
 
 class GradSink {
  public:
   virtual ~GradSink() = default;
-  // Where the segment's gradients accumulate (+=) during this backward.
-  virtual float* acquire(const ParamSegment& seg) = 0;
+  // Where the segment's gradients accumulate (+=) during this backward, in the dtype the sink
+  // accumulates in.
+  virtual TypedPtr acquire(const ParamSegment& seg) = 0;
   // The segment's gradients for this backward are complete.
   virtual void release(const ParamSegment& seg) {}
 };
@@ -38,7 +44,7 @@ class GradSink {
 class FlatParams final : public ParamSource {
  public:
   explicit FlatParams(const float* base) : base_(base) {}
-  const float* acquire(const ParamSegment& seg, Pass, const ParamSegment&) override {
+  ConstTypedPtr acquire(const ParamSegment& seg, const ParamSegment&) override {
     return base_ + seg.offset;
   }
 
@@ -49,7 +55,7 @@ class FlatParams final : public ParamSource {
 class FlatGrads final : public GradSink {
  public:
   explicit FlatGrads(float* base) : base_(base) {}
-  float* acquire(const ParamSegment& seg) override { return base_ + seg.offset; }
+  TypedPtr acquire(const ParamSegment& seg) override { return base_ + seg.offset; }
 
  private:
   float* base_;

@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "parallel/replicated_state.h"
-#include "parallel/sharded_state.h"
+#include "parallel/data/replicated_state.h"
+#include "parallel/zero/sharded_state.h"
 
 namespace ff {
 

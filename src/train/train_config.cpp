@@ -1,7 +1,7 @@
 #include "train/train_config.h"
 
-#include "parallel/pipeline_schedule.h"
-#include "parallel/tensor_plan.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/tensor/tensor_plan.h"
 
 #include <algorithm>
 #include <charconv>

@@ -14,9 +14,9 @@
 #include "io/trace.h"
 #include "model/llama.h"
 #include "parallel/model_state.h"
-#include "parallel/pipeline_stages.h"
-#include "parallel/tensor_parallel.h"
-#include "parallel/tensor_plan.h"
+#include "parallel/pipeline/pipeline_stages.h"
+#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tensor_plan.h"
 #include "train/lr_schedule.h"
 #include "train/train_config.h"
 

@@ -30,8 +30,8 @@ TEST(ChunkRange, RejectsAnIndexOutsideTheGroup) {
 }
 
 TEST(MeshLayout, TensorParallelIsFastestThenContextThenDataThenPipeline) {
-  MeshDegrees d{.dp = 2, .tp = 3, .pp = 2, .cp = 2};
-  for (int r = 0; r < d.product(); ++r) {
+  MeshDegrees d{.dp = 2, .cp = 2, .tp = 3, .pp = 2};
+  for (int r = 0; r < d.world(); ++r) {
     MeshCoords c = mesh_coords(r, d);
     EXPECT_EQ(r, c.tp + 3 * (c.cp + 2 * (c.dp + 2 * c.pp))) << "rank " << r;
     EXPECT_EQ(mesh_rank(c, d), r);
@@ -53,7 +53,7 @@ TEST(MeshLayout, GroupMembersDifferOnlyAlongTheirAxes) {
   EXPECT_EQ(mesh_group_members(3, d, {MeshAxis::dp, MeshAxis::tp}), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(mesh_group_members(3, d, {MeshAxis::pp}), (std::vector<int>{3}));
 
-  MeshDegrees e{.dp = 2, .tp = 2, .cp = 2};  // r = tp + 2 cp + 4 dp
+  MeshDegrees e{.dp = 2, .cp = 2, .tp = 2};  // r = tp + 2 cp + 4 dp
   EXPECT_EQ(mesh_group_members(0, e, {MeshAxis::dp, MeshAxis::cp}), (std::vector<int>{0, 2, 4, 6}));
   EXPECT_EQ(mesh_group_members(5, e, {MeshAxis::dp, MeshAxis::cp}), (std::vector<int>{1, 3, 5, 7}));
 }
@@ -64,8 +64,8 @@ TEST(MeshValidation, NamesEveryDegreeTheProductAndTheRankCount) {
     FAIL() << "expected a mismatch error";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
-                 "dp (2) x tp (2) x pp (1) x cp (1) = 4 but mpirun started 3 ranks; change "
-                 "--dp/--tp/--pp/--cp or -np so that the product equals the number of ranks");
+                 "dp (2) x cp (1) x tp (2) x pp (1) = 4 but mpirun started 3 ranks; change "
+                 "--dp/--cp/--tp/--pp or -np so that the product equals the number of ranks");
   }
 }
 
@@ -76,11 +76,11 @@ TEST(MeshValidation, RejectsDegreesBelowOne) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("tp degree 0 is invalid"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(check_mesh(MeshDegrees{.pp = -2, .cp = -2}, 4), std::invalid_argument);
+  EXPECT_THROW(check_mesh(MeshDegrees{.cp = -2, .pp = -2}, 4), std::invalid_argument);
 }
 
 TEST(MeshValidation, AcceptsAMatchingMesh) {
-  EXPECT_NO_THROW(check_mesh(MeshDegrees{.dp = 2, .tp = 2, .pp = 2, .cp = 1}, 8));
+  EXPECT_NO_THROW(check_mesh(MeshDegrees{.dp = 2, .cp = 1, .tp = 2, .pp = 2}, 8));
   EXPECT_NO_THROW(check_mesh(MeshDegrees{}, 1));
 }
 

@@ -55,7 +55,7 @@ std::vector<MeshDegrees> all_meshes(int size) {
     for (int tp = 1; tp <= size; ++tp)
       for (int pp = 1; pp <= size; ++pp)
         for (int cp = 1; cp <= size; ++cp)
-          if (dp * tp * pp * cp == size) out.push_back({dp, tp, pp, cp});
+          if (dp * tp * pp * cp == size) out.push_back({.dp = dp, .cp = cp, .tp = tp, .pp = pp});
   return out;
 }
 
@@ -69,9 +69,9 @@ TEST(Mesh, EveryFactorisationHasTheFormulaCoordinatesAndGroupMembers) {
     Mesh mesh(w, d);
     MeshCoords c = mesh_coords(r, d);
     for (MeshAxis a : axes) {
-      EXPECT_EQ(mesh.coord(a), c[a]) << name;
-      EXPECT_EQ(mesh.degree(a), d[a]) << name;
-      const Comm& g = mesh.group(a);
+      EXPECT_EQ(mesh.coords()[a], c[a]) << name;
+      EXPECT_EQ(mesh.degrees()[a], d[a]) << name;
+      const Comm& g = mesh.group({a});
       EXPECT_EQ(g.size(), d[a]) << name << " axis " << mesh_axis_name(a);
       EXPECT_EQ(g.rank(), c[a]) << name << " axis " << mesh_axis_name(a);
       EXPECT_EQ(g.world_ranks(), mesh_group_members(r, d, {a})) << name << " axis " << mesh_axis_name(a);
@@ -81,7 +81,7 @@ TEST(Mesh, EveryFactorisationHasTheFormulaCoordinatesAndGroupMembers) {
     EXPECT_EQ(mesh.group({MeshAxis::dp, MeshAxis::tp, MeshAxis::pp, MeshAxis::cp}).size(), w.size());
     // The groups carry traffic: a tp all-reduce sums exactly the tp partners' world ranks.
     int64_t sum = r;
-    mesh.group(MeshAxis::tp).all_reduce(&sum, 1);
+    mesh.group(MeshGroup::tp).all_reduce(&sum, 1);
     auto members = mesh_group_members(r, d, {MeshAxis::tp});
     EXPECT_EQ(sum, std::accumulate(members.begin(), members.end(), int64_t(0))) << name;
   }
@@ -92,10 +92,10 @@ TEST(Mesh, TwoByTwoTensorTimesData) {
   if (w.size() != 4) GTEST_SKIP() << "needs 4 ranks";
   Mesh mesh(w, {.dp = 2, .tp = 2});
   int r = w.rank();
-  EXPECT_EQ(mesh.coord(MeshAxis::tp), r % 2);
-  EXPECT_EQ(mesh.coord(MeshAxis::dp), r / 2);
-  EXPECT_EQ(mesh.group(MeshAxis::tp).world_ranks(), (std::vector<int>{r / 2 * 2, r / 2 * 2 + 1}));
-  EXPECT_EQ(mesh.group(MeshAxis::dp).world_ranks(), (std::vector<int>{r % 2, r % 2 + 2}));
+  EXPECT_EQ(mesh.rank(MeshGroup::tp), r % 2);
+  EXPECT_EQ(mesh.rank(MeshGroup::dp), r / 2);
+  EXPECT_EQ(mesh.group(MeshGroup::tp).world_ranks(), (std::vector<int>{r / 2 * 2, r / 2 * 2 + 1}));
+  EXPECT_EQ(mesh.group(MeshGroup::dp).world_ranks(), (std::vector<int>{r % 2, r % 2 + 2}));
 }
 
 TEST(Mesh, ValidatesBeforeCreatingAnything) {

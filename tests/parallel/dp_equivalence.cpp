@@ -16,7 +16,7 @@
 #include "core/memory.h"
 #include "train_fixtures.h"
 #include "shared_data.h"
-#include "parallel/sharded_state.h"
+#include "parallel/zero/sharded_state.h"
 #include "train/trainer.h"
 
 using namespace ff;

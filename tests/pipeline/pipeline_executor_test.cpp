@@ -14,8 +14,8 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "io/trace.h"
-#include "parallel/pipeline_executor.h"
-#include "parallel/schedule_sim.h"
+#include "parallel/pipeline/pipeline_executor.h"
+#include "parallel/pipeline/schedule_sim.h"
 
 namespace ff {
 namespace {

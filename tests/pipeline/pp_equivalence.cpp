@@ -52,8 +52,8 @@ int main(int argc, char** argv) {
 
   TrainConfig c = tiny(data, layers, mb, accum, tied, recompute);
   c.pp = pp, c.schedule = schedule, c.chunks = chunks, c.dp = dp, c.zero = zero, c.tp = tp;
-  Trainer parallel(c, testkit::temp_dir("pp"), &mesh.group(MeshAxis::dp), &mesh.group(MeshAxis::tp),
-                   &mesh.group(MeshAxis::pp));
+  Trainer parallel(c, testkit::temp_dir("pp"), &mesh.group(MeshGroup::dp), &mesh.group(MeshGroup::tp),
+                   &mesh.group(MeshGroup::pp));
   parallel.quiet = true;
   parallel.run();
   const std::vector<float> parallel_weights = parallel.full_params();

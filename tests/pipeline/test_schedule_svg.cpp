@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "parallel/pipeline_schedule.h"
-#include "parallel/schedule_sim.h"
-#include "parallel/schedule_svg.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/pipeline/schedule_sim.h"
+#include "cli/schedule_svg.h"
 
 namespace ff {
 namespace {

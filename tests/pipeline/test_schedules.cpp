@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "parallel/pipeline_schedule.h"
-#include "parallel/schedule_sim.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/pipeline/schedule_sim.h"
 
 namespace ff {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/stage_split.h"
+#include "parallel/pipeline/stage_split.h"
 
 namespace ff {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "../comm/mpi_test_util.h"
-#include "parallel/regions.h"
+#include "parallel/tensor/regions.h"
 
 using namespace ff;
 using ff::test::world;

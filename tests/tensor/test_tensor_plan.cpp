@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "model/parameters.h"
-#include "parallel/tensor_parallel.h"
-#include "parallel/tensor_plan.h"
+#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tensor_plan.h"
 
 using namespace ff;
 

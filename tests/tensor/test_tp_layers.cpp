@@ -16,8 +16,8 @@
 
 #include "../comm/mpi_test_util.h"
 #include "model/llama.h"
-#include "parallel/tensor_parallel.h"
-#include "parallel/tensor_plan.h"
+#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tensor_plan.h"
 
 using namespace ff;
 using ff::test::world;

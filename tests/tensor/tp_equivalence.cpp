@@ -88,14 +88,14 @@ int main(int argc, char** argv) {
   const int tp = std::atoi(argv[1]), dp = std::atoi(argv[3]), zero = std::atoi(argv[4]);
   const bool sp = std::atoi(argv[2]) != 0;
   const Mesh mesh(world, MeshDegrees{.dp = dp, .tp = tp});
-  const Comm& tp_group = mesh.group(MeshAxis::tp);
+  const Comm& tp_group = mesh.group(MeshGroup::tp);
   const std::string data = testkit::shared_tiny_data_dir(world);
   const int mb = 4;
   int failures = 0;
 
   using testkit::activation_bytes;
   const double before = activation_bytes();
-  Trainer parallel(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh.group(MeshAxis::dp), &tp_group);
+  Trainer parallel(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh.group(MeshGroup::dp), &tp_group);
   parallel.quiet = true;
   const double acts = activation_bytes() - before;
   const ModelConfig& model = parallel.config().model;
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   }
 
   // A fresh run of 20 steps against the serial run.
-  Trainer fresh(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh.group(MeshAxis::dp), &tp_group);
+  Trainer fresh(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh.group(MeshGroup::dp), &tp_group);
   fresh.quiet = true;
   fresh.run();
   const std::vector<float> parallel_weights = fresh.full_params();

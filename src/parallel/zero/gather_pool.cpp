@@ -1,4 +1,4 @@
-#include "parallel/gather_pool.h"
+#include "parallel/zero/gather_pool.h"
 
 #include <stdexcept>
 
@@ -37,7 +37,7 @@ void GatherPool::start_gather(Slot& slot, const ParamSegment& seg) {
   ++gathers_;
 }
 
-const float* GatherPool::acquire(const ParamSegment& seg, Pass, const ParamSegment& next) {
+ConstTypedPtr GatherPool::acquire(const ParamSegment& seg, const ParamSegment& next) {
   Slot* slot = find(seg.offset);
   if (slot && slot->prefetched) ++prefetch_hits_, slot->prefetched = false;
   if (!slot) {
@@ -61,7 +61,7 @@ const float* GatherPool::acquire(const ParamSegment& seg, Pass, const ParamSegme
   return slot->data.data();
 }
 
-void GatherPool::release(const ParamSegment& seg, Pass) {
+void GatherPool::release(const ParamSegment& seg) {
   Slot* slot = find(seg.offset);
   if (!slot || slot->users == 0) throw std::logic_error("release of a segment that was not acquired");
   --slot->users;

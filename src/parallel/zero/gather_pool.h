@@ -10,7 +10,7 @@
 #include "core/memory.h"
 #include "io/trace.h"
 #include "model/param_access.h"
-#include "parallel/shard_layout.h"
+#include "parallel/zero/shard_layout.h"
 
 namespace ff {
 
@@ -18,8 +18,8 @@ class GatherPool final : public ParamSource {
  public:
   GatherPool(const ShardLayout& shards, const float* param_shard, const Comm& comm, Tracer* tracer,
              int buffers = 3);
-  const float* acquire(const ParamSegment& seg, Pass pass, const ParamSegment& next) override;
-  void release(const ParamSegment& seg, Pass pass) override;
+  ConstTypedPtr acquire(const ParamSegment& seg, const ParamSegment& next) override;
+  void release(const ParamSegment& seg) override;
   // Parameters changed (optimizer step): every gathered copy is stale.
   void invalidate();
   int gathers() const { return gathers_; }          // collectives issued, for tests

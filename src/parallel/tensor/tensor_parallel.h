@@ -49,7 +49,7 @@ class ReplicaGradSync final : public GradSink {
   // sum of earlier micro-batches (DDP, ZeRO-1), so replicas are summed once, on the step's last
   // micro-batch (last), which keeps the sum linear; otherwise (ZeRO-2/3 staging) every time.
   void begin(GradSink& inner, bool accumulating, bool last);
-  float* acquire(const ParamSegment& seg) override;
+  TypedPtr acquire(const ParamSegment& seg) override;
   void release(const ParamSegment& seg) override;
 
  private:

@@ -12,8 +12,8 @@
 
 #include "comm/comm.h"
 #include "io/trace.h"
-#include "parallel/pipeline_buffers.h"
-#include "parallel/pipeline_schedule.h"
+#include "parallel/pipeline/pipeline_buffers.h"
+#include "parallel/pipeline/pipeline_schedule.h"
 
 namespace ff {
 

@@ -9,14 +9,14 @@
 #include "core/memory.h"
 #include "io/trace.h"
 #include "model/param_access.h"
-#include "parallel/shard_layout.h"
+#include "parallel/zero/shard_layout.h"
 
 namespace ff {
 
 class ReduceScatterGrads final : public GradSink {
  public:
   ReduceScatterGrads(const ShardLayout& shards, float* grad_shard, const Comm& comm, Tracer* tracer);
-  float* acquire(const ParamSegment& seg) override;
+  TypedPtr acquire(const ParamSegment& seg) override;
   void release(const ParamSegment& seg) override;
   void finish();  // waits for every reduce-scatter and folds it into the shard
 

@@ -1,10 +1,10 @@
-#include "parallel/tensor_parallel.h"
+#include "parallel/tensor/tensor_parallel.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "parallel/regions.h"
-#include "parallel/tensor_plan.h"
+#include "parallel/tensor/regions.h"
+#include "parallel/tensor/tensor_plan.h"
 
 namespace ff {
 
@@ -57,8 +57,8 @@ void ReplicaGradSync::begin(GradSink& inner, bool accumulating, bool last) {
   active_ = !accumulating || last;
 }
 
-float* ReplicaGradSync::acquire(const ParamSegment& seg) {
-  float* g = inner_->acquire(seg);
+TypedPtr ReplicaGradSync::acquire(const ParamSegment& seg) {
+  float* g = inner_->acquire(seg).f32();
   held_.emplace_back(seg, g);
   return g;
 }

@@ -1,4 +1,4 @@
-#include "parallel/replicated_state.h"
+#include "parallel/data/replicated_state.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "parallel/schedule_svg.h"
+#include "cli/schedule_svg.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "parallel/schedule_sim.h"
+#include "parallel/pipeline/schedule_sim.h"
 
 namespace ff {
 

@@ -1,4 +1,4 @@
-#include "parallel/pipeline_executor.h"
+#include "parallel/pipeline/pipeline_executor.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "parallel/ddp.h"
+#include "parallel/data/ddp.h"
 
 #include <string>
 
@@ -25,7 +25,7 @@ BucketedAllReduce::BucketedAllReduce(const ParamLayout& layout, float* grads, co
   if (hi > 0) buckets_.push_back({0, hi});
 }
 
-float* BucketedAllReduce::acquire(const ParamSegment& seg) {
+TypedPtr BucketedAllReduce::acquire(const ParamSegment& seg) {
   if (tracer_) acquire_us_ = tracer_->now_us();
   return grads_ + seg.offset;
 }

@@ -10,9 +10,9 @@
 #include "comm/comm.h"
 #include "model/llama.h"
 #include "parallel/model_state.h"
-#include "parallel/pipeline_executor.h"
-#include "parallel/stage_split.h"
-#include "parallel/tensor_parallel.h"
+#include "parallel/pipeline/pipeline_executor.h"
+#include "parallel/pipeline/stage_split.h"
+#include "parallel/tensor/tensor_parallel.h"
 
 namespace ff {
 

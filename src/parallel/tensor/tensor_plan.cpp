@@ -1,4 +1,4 @@
-#include "parallel/tensor_plan.h"
+#include "parallel/tensor/tensor_plan.h"
 
 #include <stdexcept>
 

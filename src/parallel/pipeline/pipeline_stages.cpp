@@ -1,4 +1,4 @@
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_stages.h"
 
 #include <stdexcept>
 

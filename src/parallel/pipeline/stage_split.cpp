@@ -1,4 +1,4 @@
-#include "parallel/stage_split.h"
+#include "parallel/pipeline/stage_split.h"
 
 #include <algorithm>
 #include <cmath>

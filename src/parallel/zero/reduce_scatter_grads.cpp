@@ -1,4 +1,4 @@
-#include "parallel/reduce_scatter_grads.h"
+#include "parallel/zero/reduce_scatter_grads.h"
 
 #include <algorithm>
 #include <cstring>
@@ -30,7 +30,7 @@ void ReduceScatterGrads::complete(Stage& st) {
   for (size_t i = 0; i < st.seg->mine.count; ++i) dst[i] += src[i];
 }
 
-float* ReduceScatterGrads::acquire(const ParamSegment& seg) {
+TypedPtr ReduceScatterGrads::acquire(const ParamSegment& seg) {
   // Take the stage not in use; a tied embedding may already hold the other one.
   Stage* st = &stages_[next_];
   if (std::find(held_.begin(), held_.end(), st) != held_.end()) st = &stages_[next_ ^= 1];

@@ -1,4 +1,4 @@
-#include "parallel/regions.h"
+#include "parallel/tensor/regions.h"
 
 namespace ff::regions {
 

@@ -1,4 +1,4 @@
-#include "parallel/pipeline_schedule.h"
+#include "parallel/pipeline/pipeline_schedule.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/pipeline_schedule.h"
+#include "parallel/pipeline/pipeline_schedule.h"
 
 namespace ff {
 

@@ -1,4 +1,4 @@
-#include "parallel/sharded_state.h"
+#include "parallel/zero/sharded_state.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@ class ShardedState::Stage1Sink final : public GradSink {
   Stage1Sink(const ShardLayout& shards, float* full, float* shard, const Comm& comm)
       : shards_(shards), full_(full), shard_(shard), comm_(comm) {}
   void set_sync(bool sync) { sync_ = sync; }
-  float* acquire(const ParamSegment& seg) override { return full_ + seg.offset; }
+  TypedPtr acquire(const ParamSegment& seg) override { return full_ + seg.offset; }
   void release(const ParamSegment& seg) override {
     if (!sync_) return;
     const ShardedSegment& s = shards_.of(seg);

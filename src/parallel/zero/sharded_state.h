@@ -10,10 +10,10 @@
 #include <memory>
 
 #include "core/memory.h"
-#include "parallel/gather_pool.h"
+#include "parallel/zero/gather_pool.h"
 #include "parallel/model_state.h"
-#include "parallel/reduce_scatter_grads.h"
-#include "parallel/shard_layout.h"
+#include "parallel/zero/reduce_scatter_grads.h"
+#include "parallel/zero/shard_layout.h"
 
 namespace ff {
 

@@ -1,4 +1,4 @@
-#include "parallel/pipeline_buffers.h"
+#include "parallel/pipeline/pipeline_buffers.h"
 
 #include <algorithm>
 #include <numeric>

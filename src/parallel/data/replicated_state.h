@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "core/memory.h"
-#include "parallel/ddp.h"
+#include "parallel/data/ddp.h"
 #include "parallel/model_state.h"
 
 namespace ff {

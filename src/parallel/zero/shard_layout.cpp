@@ -1,4 +1,4 @@
-#include "parallel/shard_layout.h"
+#include "parallel/zero/shard_layout.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -19,7 +19,7 @@ class BucketedAllReduce final : public GradSink {
   BucketedAllReduce(const ParamLayout& layout, float* grads, const Comm& comm, size_t bucket_elems,
                     bool overlap, Tracer* tracer);
   void set_sync(bool sync) { sync_ = sync; }
-  float* acquire(const ParamSegment& seg) override;
+  TypedPtr acquire(const ParamSegment& seg) override;
   void release(const ParamSegment& seg) override;
   void finish();  // waits for every bucket started this step
 

@@ -1,4 +1,4 @@
-#include "parallel/schedule_sim.h"
+#include "parallel/pipeline/schedule_sim.h"
 
 #include <algorithm>
 #include <cmath>
