@@ -135,15 +135,15 @@ void ShardedCheckpointReader::read(const std::vector<ReadRequest>& requests) {
     const TensorInfo& info = tensor(req.tensor);
     const std::string what = "request for " + describe(req.box) + " of \"" + req.tensor + "\"";
     if (req.dst.dtype() != info.dtype)
-      throw std::invalid_argument(what + ": the destination is " + dtype_name(req.dst.dtype()) +
+      throw std::runtime_error(what + ": the destination is " + dtype_name(req.dst.dtype()) +
                                   " but the checkpoint holds " + dtype_name(info.dtype) +
                                   "; read into a buffer of the saved dtype and convert");
     if (!contains(full_box(info.shape), req.box))
-      throw std::invalid_argument(what + " lies outside the tensor, " +
+      throw std::runtime_error(what + " lies outside the tensor, " +
                                   describe(full_box(info.shape)) + " in " + dir_);
     if (req.box.empty()) continue;
     if (!req.dst || (req.row_stride != 0 && req.row_stride < req.box.cols()))
-      throw std::invalid_argument(what + ": null destination or row_stride below the box width");
+      throw std::runtime_error(what + ": null destination or row_stride below the box width");
     int64_t covered = 0;
     std::vector<Box> uncovered{req.box};
     for (const PieceRef& ref : tensors_.at(req.tensor).pieces) {
