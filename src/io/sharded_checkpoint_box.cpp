@@ -44,6 +44,18 @@ std::vector<Box> subtract(const Box& a, const Box& b) {
   return out;
 }
 
+std::vector<Box> uncovered(const Box& want, const std::vector<Box>& covers) {
+  std::vector<Box> left;
+  if (!want.empty()) left.push_back(want);
+  for (const Box& c : covers) {
+    std::vector<Box> next;
+    for (const Box& l : left)
+      for (const Box& d : subtract(l, c)) next.push_back(d);
+    left = std::move(next);
+  }
+  return left;
+}
+
 std::vector<Box> split_flat_range(const Box& box, int64_t begin, int64_t end) {
   if (begin < 0 || end < begin || end > box.numel()) {
     throw std::invalid_argument("flat range [" + std::to_string(begin) + ", " +

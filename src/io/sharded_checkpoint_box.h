@@ -35,6 +35,10 @@ bool contains(const Box& outer, const Box& inner);
 // right of it); used to name what no piece covers.
 std::vector<Box> subtract(const Box& a, const Box& b);
 
+// The parts of want that no box in covers reaches, as disjoint boxes (empty when covered). Does
+// not assume covers are disjoint, so it is the ground truth even for a damaged manifest.
+std::vector<Box> uncovered(const Box& want, const std::vector<Box>& covers);
+
 // Elements [begin, end) of box in its row-major order, as at most three boxes in that order: the
 // partial first row, the whole middle rows, the partial last row. Their elements, concatenated in
 // row-major order each, are exactly the range, so a contiguous chunk maps onto them back to back.

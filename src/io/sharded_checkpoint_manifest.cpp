@@ -96,16 +96,19 @@ std::string piece_name(const ShardFileRecord& f, const PieceRecord& p) {
   throw std::runtime_error("cannot write the manifest of " + step_dir + ": " + problem);
 }
 
-// One piece on its own: in its tensor, sized right, inside its file.
-void check_piece(const std::string& step_dir, const ShardFileRecord& f, const PieceRecord& p) {
+// One piece on its own: in its tensor, sized right, inside its file. Checked on write and again
+// on read, so the reader may index blocks and bytes without further checks.
+std::string piece_problem(const ShardFileRecord& f, const PieceRecord& p) {
   const std::string what = piece_name(f, p);
+  if (f.block_bytes == 0 || f.block_bytes % 8 != 0) return f.file + " has a bad block_bytes";
   if (p.box.empty() || !contains(full_box(p.shape), p.box))
-    refuse(step_dir, what + " is empty or outside the tensor; fix the caller's slicing");
+    return what + " is empty or outside the tensor " + describe(full_box(p.shape));
   if (p.bytes != uint64_t(p.box.numel()) * dtype_size(p.dtype) ||
       p.checksums.size() != (p.bytes + f.block_bytes - 1) / f.block_bytes)
-    refuse(step_dir, what + " has a byte count or checksum count that does not match its box");
+    return what + " has a byte count or checksum count that does not match its box";
   if (p.offset < kShardHeaderBytes || p.offset + p.bytes > f.bytes)
-    refuse(step_dir, what + " lies outside its data file (" + std::to_string(f.bytes) + " bytes)");
+    return what + " lies outside its data file (" + std::to_string(f.bytes) + " bytes)";
+  return "";
 }
 
 struct Located {
@@ -139,11 +142,15 @@ void check_tensor(const std::string& step_dir, std::vector<Located> ps) {
     active.push_back(l);
     covered += l.piece->box.numel();
   }
-  const int64_t total = full_box(first.shape).numel();
-  if (covered != total)
+  const Box full = full_box(first.shape);
+  if (covered != full.numel()) {  // no overlaps, so the areas add up
+    std::vector<Box> boxes;
+    for (const auto& l : ps) boxes.push_back(l.piece->box);
     refuse(step_dir, "tensor \"" + first.tensor + "\" is covered by " + std::to_string(covered) +
-                         " of its " + std::to_string(total) +
-                         " elements; some rank did not add its pieces");
+                         " of its " + std::to_string(full.numel()) + " elements (" +
+                         describe(uncovered(full, boxes).front()) +
+                         " is missing); some rank did not add its pieces");
+  }
 }
 
 }  // namespace
@@ -173,9 +180,9 @@ void write_manifest(const std::string& step_dir, const CheckpointInfo& info,
     if (ec || size != f.bytes)
       refuse(step_dir, "data file " + f.file + (ec ? " is missing" : " has the wrong size") +
                            "; write the manifest only after every rank's write() returned");
-    if (f.block_bytes == 0) refuse(step_dir, f.file + " has block_bytes 0");
     for (const auto& p : f.pieces) {
-      check_piece(step_dir, f, p);
+      const std::string bad = piece_problem(f, p);
+      if (!bad.empty()) refuse(step_dir, bad + "; fix the caller's slicing");
       tensors[p.tensor].push_back({&f, &p});
     }
   }
@@ -221,6 +228,9 @@ Manifest read_manifest(const std::string& step_dir) {
              std::to_string(kVersion) + "; load it with the fivefold version that wrote it");
     m.info = {j.at("step").get<int64_t>(), j.at("config"), j.at("layout"), j.at("state")};
     for (const auto& fj : j.at("files")) m.files.push_back(file_from_json(fj));
+    for (const auto& fr : m.files)
+      for (const auto& p : fr.pieces)
+        if (const std::string bad = piece_problem(fr, p); !bad.empty()) f.fail("malformed: " + bad);
   } catch (const std::runtime_error&) {
     throw;
   } catch (const std::exception& e) {

@@ -92,7 +92,10 @@ const ShardedCheckpointReader::TensorInfo& ShardedCheckpointReader::tensor(
   auto it = tensors_.find(name);
   if (it == tensors_.end()) {
     std::string known;
-    for (const auto& [n, t] : tensors_) known += (known.empty() ? "" : ", ") + n;
+    int shown = 0;
+    for (const auto& [n, t] : tensors_)
+      if (shown++ < 8) known += (known.empty() ? "" : ", ") + n;
+    if (shown > 8) known += ", ... (" + std::to_string(shown) + " in all)";
     throw std::runtime_error("checkpoint " + dir_ + " has no tensor \"" + name + "\" (it holds: " +
                              known + "); it was saved by a different model or code version, "
                              "so point the run at a checkpoint of this model");
@@ -144,24 +147,21 @@ void ShardedCheckpointReader::read(const std::vector<ReadRequest>& requests) {
     if (req.box.empty()) continue;
     if (!req.dst || (req.row_stride != 0 && req.row_stride < req.box.cols()))
       throw std::runtime_error(what + ": null destination or row_stride below the box width");
-    int64_t covered = 0;
-    std::vector<Box> uncovered{req.box};
+    std::vector<Box> found;
     for (const PieceRef& ref : tensors_.at(req.tensor).pieces) {
       const Box x = intersect(req.box, manifest_.files[ref.file].pieces[ref.piece].box);
       if (x.empty()) continue;
       work[{ref.file, ref.piece}].push_back({&req, x});
-      covered += x.numel();
-      std::vector<Box> rest;
-      for (const Box& u : uncovered)
-        for (const Box& d : subtract(u, x)) rest.push_back(d);
-      uncovered = std::move(rest);
+      found.push_back(x);
     }
-    if (covered != req.box.numel())  // pieces never overlap (write_manifest), so areas add up
+    // write_manifest refuses holes, so a hole means a manifest edited or written by other code.
+    const std::vector<Box> hole = uncovered(req.box, found);
+    if (!hole.empty())
       throw std::runtime_error(
-          "checkpoint " + dir_ + ": no piece covers " + describe(uncovered.front()) +
-          (uncovered.size() > 1 ? " (and " + std::to_string(uncovered.size() - 1) + " more)" : "") +
-          " of tensor \"" + req.tensor + "\", asked for by a " + what +
-          "; the tensor's shape in this run does not match the checkpoint's, so check the config");
+          "checkpoint " + dir_ + ": no piece covers " + describe(hole.front()) +
+          (hole.size() > 1 ? " (and " + std::to_string(hole.size() - 1) + " more boxes)" : "") +
+          " of tensor \"" + req.tensor + "\", asked for by a " + what + "; " +
+          kDamagedCheckpointFix);
   }
   uint64_t staging = 0;
   for (const auto& [key, jobs] : work) {

@@ -6,6 +6,7 @@
 
 #include "io/atomic_file.h"
 #include "io/file_reader.h"
+#include "io/sharded_checkpoint_compat.h"
 #include "io/sharded_checkpoint_manifest.h"
 
 namespace ff {
@@ -40,7 +41,7 @@ std::string read_latest(const std::string& run_dir) {
   const fs::path p = fs::path(run_dir) / kLatestName;
   std::error_code ec;
   if (!fs::is_regular_file(p, ec) || fs::file_size(p, ec) > 64) return "";
-  FileReader f(p.string(), "checkpoint pointer", "");
+  FileReader f(p.string(), "checkpoint pointer", "delete it: the step folders are scanned instead");
   std::string s(f.size(), '\0');
   f.read_at(0, s.data(), s.size());
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
@@ -81,7 +82,9 @@ std::string incomplete_reason(const std::string& step_dir) {
     if (folder_step && *folder_step != m.info.step)
       return "its manifest is for step " + std::to_string(m.info.step);
     for (const auto& f : m.files) {
-      FileReader r((fs::path(step_dir) / f.file).string(), "checkpoint data file", "");
+      const fs::path path = fs::path(step_dir) / f.file;
+      if (!fs::exists(path, ec)) return f.file + " is missing";
+      FileReader r(path.string(), "checkpoint data file", kDamagedCheckpointFix);
       if (r.size() != f.bytes)
         return f.file + " has " + std::to_string(r.size()) + " bytes, the manifest records " +
                std::to_string(f.bytes) + (r.size() < f.bytes ? " (truncated)" : "");
@@ -144,6 +147,8 @@ std::optional<CompleteCheckpoint> find_latest_complete(const std::string& run_di
     }
     out.skipped.push_back("step_" + std::to_string(s) + ": " + why);
   }
+  // Starting afresh over an old-format checkpoint would silently discard it: refuse instead.
+  refuse_single_file_checkpoint(run_dir);
   return std::nullopt;
 }
 

@@ -37,7 +37,8 @@ struct CompleteCheckpoint {
 
 // The checkpoint to resume from: the one `latest` names if it is complete, else the newest
 // complete step folder. With below, only steps < below count (after loading step B failed, pass
-// below = B for the previous one). nullopt when there is none.
+// below = B for the previous one). nullopt when there is none; throws when there is none but the
+// folder holds an old single-file checkpoint, which starting afresh would silently discard.
 std::optional<CompleteCheckpoint> find_latest_complete(const std::string& run_dir,
                                                        std::optional<int64_t> below = {});
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <thread>
 
 #include "io/checkpoint_file.h"
 #include "io/checksum.h"
@@ -33,6 +35,20 @@ std::vector<ShardFileRecord> write_data_only(const std::string& run, int64_t ste
 }
 
 std::string latest_of(const std::string& run) { return read_all((fs::path(run) / "latest").string()); }
+
+// Rewrites step's manifest body through edit, with a valid checksum: a manifest written by
+// other code, as a test of what the reader trusts beyond the checksum.
+void rewrite_manifest(const std::string& step, const std::function<void(nlohmann::json&)>& edit) {
+  const std::string path = (fs::path(step) / kManifestName).string();
+  const std::string raw = read_all(path);
+  const std::string head = "{\"checksum64\": \"0000000000000000\", \"manifest\": ";
+  auto body = nlohmann::json::parse(raw.substr(head.size(), raw.size() - head.size() - 2));
+  edit(body);
+  const std::string text = body.dump();
+  char sum[17];
+  std::snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)checksum64(text.data(), text.size()));
+  write_all(path, "{\"checksum64\": \"" + std::string(sum) + "\", \"manifest\": " + text + "}\n");
+}
 
 // Loads the whole model as one rank.
 void load_everything(const std::string& step_dir) {
@@ -98,7 +114,9 @@ TEST(ShardedCheckpointFaults, MissingOrTruncatedDataFileIsIncomplete) {
                 "find_latest_complete"});
 
   fs::remove(f1);
-  EXPECT_EQ(find_latest_complete(run)->step, 5);
+  found = find_latest_complete(run);
+  EXPECT_EQ(found->step, 5);
+  EXPECT_EQ(found->skipped.at(0), "step_10 (named by latest): rank_00001.bin is missing");
   expect_error([&] { load_everything(s10); }, {f1, "file not found", "incomplete"});
   // A file from another save (same rank, other step) is caught by its header.
   fs::copy_file(fs::path(step_dir_path(run, 5)) / shard_file_name(1), f1);
@@ -200,6 +218,8 @@ TEST(ShardedCheckpointFaults, OldSingleFileFormatIsRefused) {
     expect_error([&] { ShardedCheckpointReader r(p); }, {"old single-file format"});
   }
   refuse_single_file_checkpoint(dir.file("elsewhere"));  // nothing there: quiet
+  // A run folder holding only the old format is refused rather than silently started afresh.
+  expect_error([&] { find_latest_complete(dir.path().string()); }, {"old single-file format"});
 }
 
 TEST(ShardedCheckpointFaults, AnotherModelsConfigIsDescribed) {
@@ -233,7 +253,8 @@ TEST(ShardedCheckpointFaults, OverlappingOrMissingPiecesAreRefusedOnSave) {
                 "rows [0, 4) x cols [0, 6) of \"wq\" in rank_00000.bin", "save one replica"});
   EXPECT_FALSE(fs::exists(fs::path(step) / kManifestName));
   expect_error([&] { write_manifest(step, {}, {recs[0]}); },
-               {"tensor \"wq\" is covered by 24 of its 36 elements", "some rank did not add"});
+               {"tensor \"wq\" is covered by 24 of its 36 elements",
+                "(rows [4, 6) x cols [0, 6) is missing)", "some rank did not add"});
   expect_error([&] { write_manifest(step, {}, {recs[0], recs[0]}); }, {"rank 0 is listed twice"});
   ShardWriter w2(1, 1);
   w2.add("wq", {6, 7}, {4, 6, 0, 6}, ConstTypedPtr(b.data()));
@@ -256,19 +277,37 @@ TEST(ShardedCheckpointFaults, BadRequestsNameTheTensorAndRegion) {
                {"rows [0, 7) x cols [0, 9) of \"layer.w2\"", "lies outside the tensor",
                 "rows [0, 6) x cols [0, 9)"});
 
-  // A manifest missing a piece (hand-edited, checksum recomputed): the hole is named.
-  const std::string path = (fs::path(step) / kManifestName).string();
-  const std::string raw = read_all(path);
-  const std::string head = "{\"checksum64\": \"0000000000000000\", \"manifest\": ";
-  auto body = nlohmann::json::parse(raw.substr(head.size(), raw.size() - head.size() - 2));
-  auto& pieces = body["files"][1]["pieces"];
-  for (size_t i = 0; i < pieces.size(); ++i)
-    if (pieces[i]["tensor"] == "layer.w1") pieces.erase(i);  // rank 1's rows [5, 9)
-  const std::string text = body.dump();
-  char sum[17];
-  std::snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)checksum64(text.data(), text.size()));
-  write_all(path, "{\"checksum64\": \"" + std::string(sum) + "\", \"manifest\": " + text + "}\n");
+  // A manifest missing a piece (written by other code, checksum valid): the hole is named.
+  rewrite_manifest(step, [](nlohmann::json& body) {
+    auto& pieces = body["files"][1]["pieces"];
+    for (size_t i = 0; i < pieces.size(); ++i)
+      if (pieces[i]["tensor"] == "layer.w1") pieces.erase(i);  // rank 1's rows [5, 9)
+  });
   ShardedCheckpointReader holed(step);
   expect_error([&] { holed.read({{"layer.w1", {3, 9, 2, 4}, TypedPtr(f.data()), 0}}); },
-               {"no piece covers rows [5, 9) x cols [2, 4) of tensor \"layer.w1\""});
+               {"no piece covers rows [5, 9) x cols [2, 4) of tensor \"layer.w1\"", "damaged"});
+  // A piece pointing past its file is refused when the manifest is read, before any pread.
+  rewrite_manifest(step, [](nlohmann::json& body) { body["files"][0]["pieces"][0]["offset"] = 1 << 20; });
+  expect_error([&] { ShardedCheckpointReader r(step); },
+               {"manifest.json: malformed", "of \"embed\" in rank_00000.bin lies outside its data file"});
+}
+
+// An asynchronous save hands the writer staged copies and calls write() on another thread: the
+// file and record equal a synchronous write's.
+TEST(ShardedCheckpointFaults, WriteFromABackgroundThread) {
+  TempDir dir;
+  const std::vector<int64_t> shape{5, 8};
+  std::vector<float> staged(40);
+  for (size_t i = 0; i < staged.size(); ++i) staged[i] = float(i) - 11.5f;
+  const std::string a = prepare_step_dir(dir.file("sync"), 3), b = prepare_step_dir(dir.file("async"), 3);
+  ShardWriter w(0, 3, {64});
+  w.add_flat("w", shape, full_box(shape), 0, 40, ConstTypedPtr(staged.data()));
+  const ShardFileRecord sync = w.write(a);
+  ShardFileRecord async;
+  std::thread t([&] { async = w.write(b); });
+  t.join();
+  EXPECT_EQ(encode_shard_record(async), encode_shard_record(sync));
+  EXPECT_EQ(read_all((fs::path(a) / sync.file).string()), read_all((fs::path(b) / async.file).string()));
+  EXPECT_EQ(sync.pieces.size(), 1u);
+  EXPECT_EQ(sync.pieces[0].checksums.size(), 3u);  // 160 bytes in blocks of 64
 }
