@@ -120,8 +120,8 @@ TEST(ShardedCheckpointFaults, MissingOrTruncatedDataFileIsIncomplete) {
   expect_error([&] { load_everything(s10); }, {f1, "file not found", "incomplete"});
   // A file from another save (same rank, other step) is caught by its header.
   fs::copy_file(fs::path(step_dir_path(run, 5)) / shard_file_name(1), f1);
-  EXPECT_NE(incomplete_reason(s10).find("at step 5, the manifest expects rank 1 at step 10"), std::string::npos)
-      << incomplete_reason(s10);
+  const std::string why = incomplete_reason(s10);
+  EXPECT_NE(why.find("at step 5, the manifest expects rank 1 at step 10"), std::string::npos) << why;
 }
 
 TEST(ShardedCheckpointFaults, FlippedByteInEachDataFileIsRefusedNamingIt) {
@@ -142,7 +142,8 @@ TEST(ShardedCheckpointFaults, FlippedByteInEachDataFileIsRefusedNamingIt) {
     ShardedCheckpointReader other(step);
     std::vector<unsigned char> dst(dtype_size(m.files[0].pieces[0].dtype));
     const auto& q = (f.rank == 0 ? m.files[1] : m.files[0]).pieces[0];
-    other.read({{q.tensor, {q.box.r0, q.box.r0 + 1, q.box.c0, q.box.c0 + 1}, TypedPtr(dst.data(), q.dtype), 0}});
+    const Box one{q.box.r0, q.box.r0 + 1, q.box.c0, q.box.c0 + 1};
+    other.read({{q.tensor, one, TypedPtr(dst.data(), q.dtype), 0}});
     EXPECT_EQ(other.stats().files_opened, 1);
     write_all(path, clean);
     flip_byte(path, 20);  // the header

@@ -2,7 +2,9 @@
 // other, reading only the blocks it needs and staging through a bounded, ledger-tracked buffer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "core/memory.h"
 #include "io_test_util.h"
@@ -74,7 +76,8 @@ TEST(ShardedCheckpointLayouts, EveryLayoutLoadsUnderEveryOther) {
   int pairs = 0;
   for (size_t i = 0; i < configs.size(); ++i) {
     SCOPED_TRACE("saved as " + name(configs[i]));
-    for (const auto& [wopt, ropt] : {std::pair{kSmallBlocks, kSmallStaging}, std::pair{ShardWriterOptions{}, ReadOptions{}}}) {
+    for (const auto& [wopt, ropt] : {std::pair{kSmallBlocks, kSmallStaging},
+                                     std::pair{ShardWriterOptions{}, ReadOptions{}}}) {
       const std::string step = save_synth(dir.file("run" + std::to_string(i)), 1, configs[i].layout,
                                           configs[i].ranks, wopt);
       for (const auto& to : configs) {
@@ -124,7 +127,8 @@ TEST(ShardedCheckpointLayouts, RowStrideDestination) {
   for (int64_t r = 0; r < box.rows(); ++r)
     for (int64_t c = 0; c < stride; ++c) {
       float want = -1.0f;
-      if (c < box.cols()) synth_element(3, (box.r0 + r) * 6 + box.c0 + c, reinterpret_cast<unsigned char*>(&want));
+      auto* bytes = reinterpret_cast<unsigned char*>(&want);
+      if (c < box.cols()) synth_element(3, (box.r0 + r) * 6 + box.c0 + c, bytes);
       EXPECT_EQ(std::memcmp(&dst[size_t(r * stride + c)], &want, 4), 0) << r << "," << c;
     }
 }

@@ -5,6 +5,7 @@
 // distinct bit patterns computed from (tensor, index), so a misplaced element cannot go unseen.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
