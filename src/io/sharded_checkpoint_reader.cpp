@@ -19,10 +19,12 @@ struct BlockRun {
   uint64_t first, last;
 };
 
-// Blocks holding the bytes of rows [a, b) x byte columns [cb0, cb1) of a piece whose rows are
-// row_bytes long, merged into runs. Whole rows are one contiguous span; otherwise row by row.
-void add_runs(int64_t a, int64_t b, uint64_t cb0, uint64_t cb1, uint64_t row_bytes, uint64_t block,
-              std::vector<BlockRun>& runs) {
+// The blocks of piece p holding the region inter, merged into runs. Whole rows are one
+// contiguous span; otherwise each row's bytes [r * row_bytes + cb0, r * row_bytes + cb1).
+void add_runs(const PieceRecord& p, const Box& inter, uint64_t block, std::vector<BlockRun>& runs) {
+  const uint64_t es = dtype_size(p.dtype), row_bytes = uint64_t(p.box.cols()) * es;
+  const uint64_t cb0 = uint64_t(inter.c0 - p.box.c0) * es, cb1 = uint64_t(inter.c1 - p.box.c0) * es;
+  const int64_t a = inter.r0 - p.box.r0, b = inter.r1 - p.box.r0;
   if (cb0 == 0 && cb1 == row_bytes) {
     runs.push_back({uint64_t(a) * row_bytes / block, (uint64_t(b) * row_bytes + block - 1) / block});
     return;
@@ -51,6 +53,27 @@ std::vector<BlockRun> merge(std::vector<BlockRun> runs) {
 
 uint64_t window_bytes(uint64_t staging, uint64_t block) {
   return std::max<uint64_t>(1, staging / block) * block;
+}
+
+// Copies the part of inter (a region of piece p that req asked for) found in the window
+// [w0, w1) of p's bytes, held at staging, to req's destination. A row's requested bytes are
+// [r * row_bytes + cb0, r * row_bytes + cb1) of the piece, and a window may cut a row anywhere.
+void scatter(const PieceRecord& p, const ReadRequest& req, const Box& inter, int64_t w0, int64_t w1,
+             const unsigned char* staging) {
+  const int64_t es = int64_t(dtype_size(p.dtype)), rb = p.box.cols() * es;
+  const int64_t cb0 = (inter.c0 - p.box.c0) * es, cb1 = (inter.c1 - p.box.c0) * es;
+  // The piece rows whose requested bytes meet the window.
+  const int64_t r_lo = std::max(inter.r0 - p.box.r0, w0 < cb1 ? 0 : (w0 - cb1) / rb + 1);
+  const int64_t r_hi = std::min(inter.r1 - p.box.r0, w1 <= cb0 ? 0 : (w1 - cb0 + rb - 1) / rb);
+  const int64_t stride = req.row_stride ? req.row_stride : req.box.cols();
+  const int64_t col = inter.c0 - req.box.c0;
+  auto* dst = static_cast<unsigned char*>(req.dst.data());
+  for (int64_t r = r_lo; r < r_hi; ++r) {
+    const int64_t seg0 = r * rb + cb0, seg1 = r * rb + cb1;
+    const int64_t s = std::max(seg0, w0), e = std::min(seg1, w1);
+    const int64_t row = r + p.box.r0 - req.box.r0;
+    std::memcpy(dst + (row * stride + col) * es + (s - seg0), staging + (s - w0), size_t(e - s));
+  }
 }
 
 }  // namespace
@@ -139,11 +162,12 @@ void ShardedCheckpointReader::read(const std::vector<ReadRequest>& requests) {
     const std::string what = "request for " + describe(req.box) + " of \"" + req.tensor + "\"";
     if (req.dst.dtype() != info.dtype)
       throw std::runtime_error(what + ": the destination is " + dtype_name(req.dst.dtype()) +
-                                  " but the checkpoint holds " + dtype_name(info.dtype) +
-                                  "; read into a buffer of the saved dtype and convert");
+                               " but the checkpoint holds " + dtype_name(info.dtype) +
+                               "; read into a buffer of the saved dtype and convert");
     if (!contains(full_box(info.shape), req.box))
       throw std::runtime_error(what + " lies outside the tensor, " +
-                                  describe(full_box(info.shape)) + " in " + dir_);
+                               describe(full_box(info.shape)) + " in " + dir_ +
+                               "; the model's shapes differ from the checkpoint's, check the config");
     if (req.box.empty()) continue;
     if (!req.dst || (req.row_stride != 0 && req.row_stride < req.box.cols()))
       throw std::runtime_error(what + ": null destination or row_stride below the box width");
@@ -180,11 +204,8 @@ void ShardedCheckpointReader::read_piece(const PieceRef& ref, const std::vector<
   const FileReader& file = open(ref.file);
   const uint64_t block = manifest_.files[ref.file].block_bytes;
   const PieceRecord& p = manifest_.files[ref.file].pieces[ref.piece];
-  const uint64_t es = dtype_size(p.dtype), row_bytes = uint64_t(p.box.cols()) * es;
   std::vector<BlockRun> runs;
-  for (const Job& j : jobs)
-    add_runs(j.inter.r0 - p.box.r0, j.inter.r1 - p.box.r0, uint64_t(j.inter.c0 - p.box.c0) * es,
-             uint64_t(j.inter.c1 - p.box.c0) * es, row_bytes, block, runs);
+  for (const Job& j : jobs) add_runs(p, j.inter, block, runs);
   const uint64_t window = std::min(window_bytes(staging_bytes, block), staging_bytes);
   for (const BlockRun& run : merge(std::move(runs))) {
     for (uint64_t w0 = run.first * block; w0 < std::min(run.last * block, p.bytes); w0 += window) {
@@ -199,25 +220,7 @@ void ShardedCheckpointReader::read_piece(const PieceRef& ref, const std::vector<
                     " of the piece " + describe(p.box) + " of \"" + p.tensor + "\")");
         ++stats_.blocks_verified;
       }
-      for (const Job& j : jobs) {
-        // Rows of the piece whose requested bytes [r * row_bytes + cb0, r * row_bytes + cb1)
-        // meet the window [w0, w1).
-        const int64_t cb0 = (j.inter.c0 - p.box.c0) * int64_t(es);
-        const int64_t cb1 = (j.inter.c1 - p.box.c0) * int64_t(es);
-        const int64_t rb = int64_t(row_bytes), lo_w = int64_t(w0), hi_w = int64_t(w1);
-        const int64_t r_lo = std::max(j.inter.r0 - p.box.r0, lo_w < cb1 ? 0 : (lo_w - cb1) / rb + 1);
-        const int64_t r_hi = std::min(j.inter.r1 - p.box.r0, hi_w <= cb0 ? 0 : (hi_w - cb0 + rb - 1) / rb);
-        const ReadRequest& req = *j.req;
-        const int64_t stride = req.row_stride ? req.row_stride : req.box.cols();
-        auto* dst = static_cast<unsigned char*>(req.dst.data());
-        for (int64_t r = r_lo; r < r_hi; ++r) {
-          const int64_t seg0 = r * rb + cb0, seg1 = r * rb + cb1;
-          const int64_t s = std::max(seg0, lo_w), e = std::min(seg1, hi_w);
-          const int64_t row = r + p.box.r0 - req.box.r0, col = j.inter.c0 - req.box.c0;
-          std::memcpy(dst + (row * stride + col) * int64_t(es) + (s - seg0), staging + (s - lo_w),
-                      size_t(e - s));
-        }
-      }
+      for (const Job& j : jobs) scatter(p, *j.req, j.inter, int64_t(w0), int64_t(w1), staging);
     }
   }
 }
