@@ -206,3 +206,26 @@ TEST(ShardedCheckpointLayouts, StagingIsBoundedAndOnTheLedger) {
   EXPECT_EQ(reader.stats().blocks_verified, 64u);
   EXPECT_EQ(dst, src);
 }
+
+// A narrow column block of a row-major piece (tp columns from a save of whole rows) reads, row
+// by row, only the blocks its columns fall in: here one 64-byte block of each 256-byte row.
+TEST(ShardedCheckpointLayouts, ColumnBlockReadsOnlyTheBlocksOfItsColumns) {
+  TempDir dir;
+  const std::vector<int64_t> shape{256, 64};
+  std::vector<float> src(256 * 64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.25f + 1.0f;
+  const std::string step = prepare_step_dir(dir.file("run"), 2);
+  ShardWriter w(0, 2, {64});
+  w.add("big", shape, full_box(shape), ConstTypedPtr(src.data()));
+  write_manifest(step, {2, {}, {}, {}}, {w.write(step)});
+
+  ShardedCheckpointReader reader(step, {1024});
+  const Box cols{0, 256, 4, 12};  // bytes [16, 48) of every row: inside the row's first block
+  std::vector<float> dst(256 * 8);
+  reader.read({{"big", cols, TypedPtr(dst.data()), 0}});
+  EXPECT_EQ(reader.stats().bytes_read, 64u + 256u * 64u);  // a quarter of the 64 KiB piece
+  EXPECT_EQ(reader.stats().blocks_verified, 256u);
+  for (int64_t r = 0; r < 256; ++r)
+    for (int64_t c = 0; c < 8; ++c)
+      ASSERT_EQ(dst[size_t(r * 8 + c)], src[size_t(r * 64 + 4 + c)]) << r << "," << c;
+}
