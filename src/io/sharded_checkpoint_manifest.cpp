@@ -117,8 +117,8 @@ struct Located {
 };
 
 // Within one tensor: one shape and dtype, no overlap, full coverage. A sweep over pieces sorted
-// by first row keeps only those still spanning the current row, so it stays near linear for the
-// layouts in use (at most tp x 3 pieces share a row).
+// by first row compares a piece only with those still spanning its first row, so the cost is
+// near linear for the layouts in use (few pieces share a row) rather than all pairs.
 void check_tensor(const std::string& step_dir, std::vector<Located> ps) {
   const PieceRecord& first = *ps.front().piece;
   for (const auto& l : ps) {
