@@ -43,6 +43,16 @@ void require_tag(int tag, const char* op) {
   }
 }
 
+// Operations with an input and an output buffer move one element type: mixing them would
+// reinterpret bytes.
+CommType same_type(ConstCommPtr in, CommPtr out, const char* op) {
+  if (in.type() != out.type()) {
+    throw std::invalid_argument(std::string(op) + ": in holds " + comm_type_name(in.type()) + " but out holds " +
+                                comm_type_name(out.type()) + "; pass buffers of one element type");
+  }
+  return in.type();
+}
+
 }  // namespace
 
 Comm::Comm(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
@@ -78,8 +88,10 @@ CommRequest Comm::launch(std::shared_ptr<detail::Op> op, bool blocking) const {
 
 // ---- all_reduce / reduce_scatter / all_gather ----
 
-CommRequest Comm::start_all_reduce(void* data, size_t n, CommType type, ReduceOp op, bool blocking) const {
+CommRequest Comm::start_all_reduce(CommPtr buf, size_t n, ReduceOp op, bool blocking) const {
   auto& s = state();
+  void* data = buf.data();
+  CommType type = buf.type();
   require_buffer(data, n, "all_reduce", "data");
   count(CommOpKind::all_reduce, n * comm_type_size(type));
   uint64_t seq = s.next_seq++;
@@ -89,9 +101,12 @@ CommRequest Comm::start_all_reduce(void* data, size_t n, CommType type, ReduceOp
                 blocking);
 }
 
-CommRequest Comm::start_reduce_scatter(const void* in, void* out, size_t n_total, CommType type,
-                                       ReduceOp op, bool blocking) const {
+CommRequest Comm::start_reduce_scatter(ConstCommPtr in_buf, CommPtr out_buf, size_t n_total, ReduceOp op,
+                                       bool blocking) const {
   auto& s = state();
+  CommType type = same_type(in_buf, out_buf, "reduce_scatter");
+  const void* in = in_buf.data();
+  void* out = out_buf.data();
   require_buffer(in, n_total, "reduce_scatter", "in");
   require_buffer(out, chunk_range(n_total, s.size, s.rank).count, "reduce_scatter", "out");
   count(CommOpKind::reduce_scatter, n_total * comm_type_size(type));
@@ -106,9 +121,11 @@ CommRequest Comm::start_reduce_scatter(const void* in, void* out, size_t n_total
                 blocking);
 }
 
-CommRequest Comm::start_all_gather(const void* in, void* out, size_t n_total, CommType type,
-                                   bool blocking) const {
+CommRequest Comm::start_all_gather(ConstCommPtr in_buf, CommPtr out_buf, size_t n_total, bool blocking) const {
   auto& s = state();
+  CommType type = same_type(in_buf, out_buf, "all_gather");
+  const void* in = in_buf.data();
+  void* out = out_buf.data();
   ChunkRange mine = chunk_range(n_total, s.size, s.rank);
   require_buffer(in, mine.count, "all_gather", "in_chunk");
   require_buffer(out, n_total, "all_gather", "out_full");
@@ -126,8 +143,10 @@ CommRequest Comm::start_all_gather(const void* in, void* out, size_t n_total, Co
 
 // ---- broadcast / barrier ----
 
-CommRequest Comm::start_broadcast(void* data, size_t n, CommType type, int root, bool blocking) const {
+CommRequest Comm::start_broadcast(CommPtr buf, size_t n, int root, bool blocking) const {
   auto& s = state();
+  void* data = buf.data();
+  CommType type = buf.type();
   require_rank(root, s.size, "broadcast", "root");
   require_buffer(data, n, "broadcast", "data");
   count(CommOpKind::broadcast, s.rank == root ? n * comm_type_size(type) : 0);
@@ -170,11 +189,13 @@ void Comm::barrier() const {
 
 // ---- all_to_all(v) ----
 
-CommRequest Comm::start_all_to_allv(const void* in, const std::vector<size_t>& send_counts,
-                                    void* out, const std::vector<size_t>& recv_counts,
-                                    CommType type, CommOpKind kind, bool blocking) const {
+CommRequest Comm::start_all_to_allv(ConstCommPtr in_buf, const std::vector<size_t>& send_counts, CommPtr out_buf,
+                                    const std::vector<size_t>& recv_counts, CommOpKind kind, bool blocking) const {
   auto& s = state();
   const char* name = comm_op_name(kind);
+  CommType type = same_type(in_buf, out_buf, name);
+  const void* in = in_buf.data();
+  void* out = out_buf.data();
   if (send_counts.size() != size_t(s.size) || recv_counts.size() != size_t(s.size)) {
     throw std::invalid_argument(std::string(name) + ": send_counts has " +
                                 std::to_string(send_counts.size()) + " entries and recv_counts " +
@@ -233,8 +254,10 @@ CommRequest Comm::start_all_to_allv(const void* in, const std::vector<size_t>& s
 
 // ---- point to point ----
 
-CommRequest Comm::start_send(const void* data, size_t n, CommType type, int dst, int tag, bool blocking) const {
+CommRequest Comm::start_send(ConstCommPtr buf, size_t n, int dst, int tag, bool blocking) const {
   auto& s = state();
+  const void* data = buf.data();
+  CommType type = buf.type();
   require_rank(dst, s.size, "send", "dst");
   require_tag(tag, "send");
   require_buffer(data, n, "send", "data");
@@ -248,8 +271,10 @@ CommRequest Comm::start_send(const void* data, size_t n, CommType type, int dst,
                 blocking);
 }
 
-CommRequest Comm::start_recv(void* data, size_t n, CommType type, int src, int tag, bool blocking) const {
+CommRequest Comm::start_recv(CommPtr buf, size_t n, int src, int tag, bool blocking) const {
   auto& s = state();
+  void* data = buf.data();
+  CommType type = buf.type();
   require_rank(src, s.size, "recv", "src");
   require_tag(tag, "recv");
   require_buffer(data, n, "recv", "data");
@@ -293,62 +318,6 @@ Comm Comm::subgroup(const std::vector<int>& members, int key) const {
   detail::Engine::instance().submit(op, true);
   detail::Engine::instance().wait(*op);
   return Comm(op->result);
-}
-
-// ---- public forwarding: blocking = start + wait ----
-
-void Comm::all_reduce(void* data, size_t n, CommType type, ReduceOp op) const {
-  start_all_reduce(data, n, type, op, true).wait();
-}
-CommRequest Comm::all_reduce_async(void* data, size_t n, CommType type, ReduceOp op) const {
-  return start_all_reduce(data, n, type, op, false);
-}
-void Comm::reduce_scatter(const void* in, void* out, size_t n_total, CommType type, ReduceOp op) const {
-  start_reduce_scatter(in, out, n_total, type, op, true).wait();
-}
-CommRequest Comm::reduce_scatter_async(const void* in, void* out, size_t n_total, CommType type,
-                                       ReduceOp op) const {
-  return start_reduce_scatter(in, out, n_total, type, op, false);
-}
-void Comm::all_gather(const void* in_chunk, void* out_full, size_t n_total, CommType type) const {
-  start_all_gather(in_chunk, out_full, n_total, type, true).wait();
-}
-CommRequest Comm::all_gather_async(const void* in_chunk, void* out_full, size_t n_total, CommType type) const {
-  return start_all_gather(in_chunk, out_full, n_total, type, false);
-}
-void Comm::broadcast(void* data, size_t n, CommType type, int root) const {
-  start_broadcast(data, n, type, root, true).wait();
-}
-CommRequest Comm::broadcast_async(void* data, size_t n, CommType type, int root) const {
-  return start_broadcast(data, n, type, root, false);
-}
-void Comm::all_to_all(const void* in, void* out, size_t n_per_rank, CommType type) const {
-  std::vector<size_t> counts(size_t(size()), n_per_rank);
-  start_all_to_allv(in, counts, out, counts, type, CommOpKind::all_to_all, true).wait();
-}
-CommRequest Comm::all_to_all_async(const void* in, void* out, size_t n_per_rank, CommType type) const {
-  std::vector<size_t> counts(size_t(size()), n_per_rank);
-  return start_all_to_allv(in, counts, out, counts, type, CommOpKind::all_to_all, false);
-}
-void Comm::all_to_allv(const void* in, const std::vector<size_t>& send_counts, void* out,
-                       const std::vector<size_t>& recv_counts, CommType type) const {
-  start_all_to_allv(in, send_counts, out, recv_counts, type, CommOpKind::all_to_allv, true).wait();
-}
-CommRequest Comm::all_to_allv_async(const void* in, const std::vector<size_t>& send_counts,
-                                    void* out, const std::vector<size_t>& recv_counts, CommType type) const {
-  return start_all_to_allv(in, send_counts, out, recv_counts, type, CommOpKind::all_to_allv, false);
-}
-void Comm::send(const void* data, size_t n, CommType type, int dst, int tag) const {
-  start_send(data, n, type, dst, tag, true).wait();
-}
-CommRequest Comm::send_async(const void* data, size_t n, CommType type, int dst, int tag) const {
-  return start_send(data, n, type, dst, tag, false);
-}
-void Comm::recv(void* data, size_t n, CommType type, int src, int tag) const {
-  start_recv(data, n, type, src, tag, true).wait();
-}
-CommRequest Comm::recv_async(void* data, size_t n, CommType type, int src, int tag) const {
-  return start_recv(data, n, type, src, tag, false);
 }
 
 }  // namespace ff

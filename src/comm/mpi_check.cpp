@@ -35,6 +35,8 @@ MPI_Datatype mpi_type(CommType t) {
     case CommType::i32: return MPI_INT32_T;
     case CommType::i64: return MPI_INT64_T;
     case CommType::u8: return MPI_UINT8_T;
+    case CommType::bf16:  // 16-bit floats travel as words; this layer reduces them itself
+    case CommType::f16: return MPI_UINT16_T;
   }
   return MPI_DATATYPE_NULL;
 }

@@ -57,6 +57,8 @@ void PairwiseOp::start() {
     rs_units_ = nseg(mine.count) * size_t(p_ - 1);
     if (rs_units_ > 0) {
       for (auto& slot : slots_) slot = Engine::instance().scratch().take(seg_ * es_);
+      if (reduces_in_f32(type_))
+        acc_ = reinterpret_cast<float*>(Engine::instance().scratch().take(seg_ * sizeof(float)));
     }
     rs_sends_.assign(size_t(p_), {});
     for (int d = 0; d < p_; ++d) {
@@ -188,8 +190,13 @@ void PairwiseOp::reduce_ready() {
     size_t off = j * seg_;
     size_t len = std::min(seg_, mine.count - off);
     std::byte* dst = rs_dst_ + off * es_;
-    const std::byte* acc = k == 1 ? rs_mine_ + off * es_ : dst;  // the first adds our own part
-    reduce_into(dst, acc, slots_[u % kSlots], len, type_, op_);
+    const std::byte* first = k == 1 ? rs_mine_ + off * es_ : nullptr;  // the first adds our own part
+    if (acc_) {
+      reduce_widened(acc_, first, slots_[u % kSlots], len, type_, op_);
+      if (k == p_ - 1) narrow_into(dst, acc_, len, type_);
+    } else {
+      reduce_into(dst, first ? first : dst, slots_[u % kSlots], len, type_, op_);
+    }
     slot_full_[u % kSlots] = false;
     ++rs_reduced_;
     if (k == p_ - 1) rs_segs_done_ = j + 1;
@@ -270,6 +277,8 @@ void PairwiseOp::release() {
     if (slot) Engine::instance().scratch().give(slot);
     slot = nullptr;
   }
+  if (acc_) Engine::instance().scratch().give(reinterpret_cast<std::byte*>(acc_));
+  acc_ = nullptr;
 }
 
 }  // namespace ff::detail

@@ -18,6 +18,9 @@
 // bitwise identical values, and all_reduce is bitwise equal to reduce_scatter + all_gather
 // (DDP and ZeRO then produce identical weights).
 //
+// bf16/f16 contributions are widened and summed in an fp32 accumulator in that same order, and
+// the chunk is rounded to 16 bits once at the end.
+//
 // Messages are cut into kSegmentBytes pieces. Received segments land in a few pooled scratch
 // slots and are reduced while the next ones arrive (cache-resident, and the only extra memory
 // is kSlots segments). Segments of a phase are processed strictly in order, so the result does
@@ -89,6 +92,9 @@ class PairwiseOp final : public Op {
   std::byte* rs_dst_ = nullptr;              // where chunk r is accumulated
   size_t rs_units_ = 0, rs_posted_ = 0, rs_reduced_ = 0, rs_segs_done_ = 0;
   std::byte* slots_[kSlots] = {};
+  // bf16/f16: the fp32 sum of the segment being reduced (segments are reduced one at a time, in
+  // order), rounded into rs_dst_ once its last contribution is in.
+  float* acc_ = nullptr;
   bool slot_full_[kSlots] = {};
   std::vector<PeerSends> rs_sends_;
 
