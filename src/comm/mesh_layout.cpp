@@ -129,16 +129,19 @@ std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& d, MeshGr
 
 std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& d,
                                     std::initializer_list<MeshAxis> axes) {
+  unsigned mask = 0;
+  for (MeshAxis axis : axes) mask |= 1u << int(axis);
+  return mesh_axes_members(world_rank, d, mask);
+}
+
+std::vector<int> mesh_axes_members(int world_rank, const MeshDegrees& d, unsigned axis_mask) {
   const MeshCoords me = mesh_coords(world_rank, d);
   std::vector<int> members;
   for (int r = 0; r < d.world(); ++r) {
     const MeshCoords c = mesh_coords(r, d);
     bool same = true;
-    for (MeshAxis axis : kRankOrder) {
-      bool free_axis = false;
-      for (MeshAxis a : axes) free_axis |= a == axis;
-      if (!free_axis && c[axis] != me[axis]) same = false;
-    }
+    for (MeshAxis axis : kRankOrder)
+      if (!(axis_mask & (1u << int(axis))) && c[axis] != me[axis]) same = false;
     if (same) members.push_back(r);
   }
   return members;
