@@ -7,15 +7,13 @@
 #include <string>
 
 #include "comm/engine.h"
-#include "comm/exchange_op.h"
-#include "comm/nbc_op.h"
-#include "comm/pairwise_op.h"
-#include "comm/split_op.h"
+#include "comm/op.h"
 
 namespace ff {
 namespace {
 
-using detail::ExchangeOp;
+using detail::kMaxMessageBytes;
+using detail::Transfer;
 
 std::string group_text(const detail::CommState& s) {
   return "a group of " + std::to_string(s.size);
@@ -47,13 +45,41 @@ void require_tag(int tag, const char* op) {
 // reinterpret bytes.
 CommType same_type(ConstCommPtr in, CommPtr out, const char* op) {
   if (in.type() != out.type()) {
-    throw std::invalid_argument(std::string(op) + ": in holds " + comm_type_name(in.type()) + " but out holds " +
-                                comm_type_name(out.type()) + "; pass buffers of one element type");
+    throw std::invalid_argument(std::string(op) + ": in holds " + comm_type_name(in.type()) +
+                                " but out holds " + comm_type_name(out.type()) +
+                                "; pass buffers of one element type");
   }
   return in.type();
 }
 
 }  // namespace
+
+CommRequest::~CommRequest() { wait(); }
+
+CommRequest& CommRequest::operator=(CommRequest&& other) noexcept {
+  if (this != &other) {
+    wait();
+    op_ = std::move(other.op_);
+    started_ = other.started_;
+    completed_ = other.completed_;
+  }
+  return *this;
+}
+
+void CommRequest::wait() {
+  if (!op_) return;
+  detail::Engine::instance().wait(*op_);
+  started_ = op_->started_us;
+  completed_ = op_->completed_us;
+  op_.reset();
+}
+
+bool CommRequest::test() const { return !op_ || op_->complete.load(std::memory_order_acquire); }
+
+double CommRequest::started_us() const { return op_ ? op_->started_us : started_; }
+double CommRequest::completed_us() const { return op_ ? op_->completed_us : completed_; }
+
+// ---- Comm ----
 
 Comm::Comm(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
 Comm::~Comm() = default;
@@ -96,7 +122,7 @@ CommRequest Comm::start_all_reduce(CommPtr buf, size_t n, ReduceOp op, bool bloc
   count(CommOpKind::all_reduce, n * comm_type_size(type));
   uint64_t seq = s.next_seq++;
   if (s.size == 1 || n == 0) return {};
-  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::all_reduce, state_,
+  return launch(detail::make_pairwise(detail::PairwiseMode::all_reduce, state_,
                                                      data, data, n, type, op, seq),
                 blocking);
 }
@@ -116,12 +142,13 @@ CommRequest Comm::start_reduce_scatter(ConstCommPtr in_buf, CommPtr out_buf, siz
     return {};
   }
   if (n_total == 0) return {};
-  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::reduce_scatter,
+  return launch(detail::make_pairwise(detail::PairwiseMode::reduce_scatter,
                                                      state_, in, out, n_total, type, op, seq),
                 blocking);
 }
 
-CommRequest Comm::start_all_gather(ConstCommPtr in_buf, CommPtr out_buf, size_t n_total, bool blocking) const {
+CommRequest Comm::start_all_gather(ConstCommPtr in_buf, CommPtr out_buf, size_t n_total,
+                                   bool blocking) const {
   auto& s = state();
   CommType type = same_type(in_buf, out_buf, "all_gather");
   const void* in = in_buf.data();
@@ -136,7 +163,7 @@ CommRequest Comm::start_all_gather(ConstCommPtr in_buf, CommPtr out_buf, size_t 
     return {};
   }
   if (n_total == 0) return {};
-  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::all_gather, state_,
+  return launch(detail::make_pairwise(detail::PairwiseMode::all_gather, state_,
                                                      in, out, n_total, type, ReduceOp::sum, seq),
                 blocking);
 }
@@ -156,7 +183,7 @@ CommRequest Comm::start_broadcast(CommPtr buf, size_t n, int root, bool blocking
   auto poster = [data, n, type, root, es](MPI_Comm comm, std::vector<MPI_Request>& reqs) {
     // MPI counts are int: pieces of at most 1 GiB, all posted at once (libnbc runs them
     // concurrently and every rank cuts the same way).
-    size_t piece = ExchangeOp::kMaxMessageBytes / es;
+    size_t piece = kMaxMessageBytes / es;
     for (size_t off = 0; off < n; off += piece) {
       MPI_Request req;
       detail::check_mpi(MPI_Ibcast(static_cast<std::byte*>(data) + off * es,
@@ -168,7 +195,7 @@ CommRequest Comm::start_broadcast(CommPtr buf, size_t n, int root, bool blocking
   };
   std::string what = "broadcast of " + std::to_string(n) + " " + comm_type_name(type) +
                      " from rank " + std::to_string(root) + " on " + group_text(s);
-  return launch(std::make_shared<detail::NbcOp>(state_, CommOpKind::broadcast, poster, what), blocking);
+  return launch(detail::make_nbc(state_, CommOpKind::broadcast, poster, what), blocking);
 }
 
 void Comm::barrier() const {
@@ -181,7 +208,7 @@ void Comm::barrier() const {
     detail::check_mpi(MPI_Ibarrier(comm, &req), "MPI_Ibarrier", [] { return std::string("barrier"); });
     reqs.push_back(req);
   };
-  launch(std::make_shared<detail::NbcOp>(state_, CommOpKind::barrier, poster,
+  launch(detail::make_nbc(state_, CommOpKind::barrier, poster,
                                          "barrier on " + group_text(s)),
          true)
       .wait();
@@ -189,8 +216,9 @@ void Comm::barrier() const {
 
 // ---- all_to_all(v) ----
 
-CommRequest Comm::start_all_to_allv(ConstCommPtr in_buf, const std::vector<size_t>& send_counts, CommPtr out_buf,
-                                    const std::vector<size_t>& recv_counts, CommOpKind kind, bool blocking) const {
+CommRequest Comm::start_all_to_allv(ConstCommPtr in_buf, const std::vector<size_t>& send_counts,
+                                    CommPtr out_buf, const std::vector<size_t>& recv_counts, CommOpKind kind,
+                                    bool blocking) const {
   auto& s = state();
   const char* name = comm_op_name(kind);
   CommType type = same_type(in_buf, out_buf, name);
@@ -210,7 +238,7 @@ CommRequest Comm::start_all_to_allv(ConstCommPtr in_buf, const std::vector<size_
   count(kind, send_total * es);
   uint64_t seq = s.next_seq++;
 
-  std::vector<ExchangeOp::Transfer> sends, recvs;
+  std::vector<Transfer> sends, recvs;
   size_t send_off = 0, recv_off = 0;
   std::vector<size_t> send_offsets(size_t(s.size)), recv_offsets(size_t(s.size));
   for (int q = 0; q < s.size; ++q) {
@@ -247,7 +275,7 @@ CommRequest Comm::start_all_to_allv(ConstCommPtr in_buf, const std::vector<size_
   if (sends.empty() && recvs.empty()) return {};
   std::string what = std::string(name) + " of " + std::to_string(send_total) + " " +
                      comm_type_name(type) + " on " + group_text(s);
-  return launch(std::make_shared<ExchangeOp>(state_, kind, type, detail::coll_tag(seq, 0),
+  return launch(detail::make_exchange(state_, kind, type, detail::coll_tag(seq, 0),
                                              std::move(sends), std::move(recvs), what),
                 blocking);
 }
@@ -265,9 +293,9 @@ CommRequest Comm::start_send(ConstCommPtr buf, size_t n, int dst, int tag, bool 
   if (n == 0) return {};
   std::string what = "send of " + std::to_string(n) + " " + comm_type_name(type) + " to rank " +
                      std::to_string(dst) + " (tag " + std::to_string(tag) + ") on " + group_text(s);
-  std::vector<ExchangeOp::Transfer> sends{{dst, static_cast<std::byte*>(const_cast<void*>(data)), n}};
-  return launch(std::make_shared<ExchangeOp>(state_, CommOpKind::send, type, tag, std::move(sends),
-                                             std::vector<ExchangeOp::Transfer>{}, what),
+  std::vector<Transfer> sends{{dst, static_cast<std::byte*>(const_cast<void*>(data)), n}};
+  return launch(detail::make_exchange(state_, CommOpKind::send, type, tag, std::move(sends),
+                                             std::vector<Transfer>{}, what),
                 blocking);
 }
 
@@ -282,24 +310,21 @@ CommRequest Comm::start_recv(CommPtr buf, size_t n, int src, int tag, bool block
   if (n == 0) return {};
   std::string what = "recv of " + std::to_string(n) + " " + comm_type_name(type) + " from rank " +
                      std::to_string(src) + " (tag " + std::to_string(tag) + ") on " + group_text(s);
-  std::vector<ExchangeOp::Transfer> recvs{{src, static_cast<std::byte*>(data), n}};
-  return launch(std::make_shared<ExchangeOp>(state_, CommOpKind::recv, type, tag,
-                                             std::vector<ExchangeOp::Transfer>{}, std::move(recvs), what),
+  std::vector<Transfer> recvs{{src, static_cast<std::byte*>(data), n}};
+  return launch(detail::make_exchange(state_, CommOpKind::recv, type, tag,
+                                             std::vector<Transfer>{}, std::move(recvs), what),
                 blocking);
 }
 
 // ---- split ----
 
 Comm Comm::split(int color, int key) const {
-  auto& s = state();
+  state();  // an empty Comm throws here
   if (color < 0) {
     throw std::invalid_argument("split: color " + std::to_string(color) +
                                 " is negative; every rank must join a group (color >= 0)");
   }
-  auto op = std::make_shared<detail::SplitOp>(state_, color, key, s.next_split++);
-  detail::Engine::instance().submit(op, true);
-  detail::Engine::instance().wait(*op);
-  return Comm(op->result);
+  return Comm(detail::split_group(state_, color, key));
 }
 
 Comm Comm::subgroup(const std::vector<int>& members, int key) const {
@@ -314,10 +339,7 @@ Comm Comm::subgroup(const std::vector<int>& members, int key) const {
     if (m < 0 || m >= s.size)
       throw std::invalid_argument("subgroup: member " + std::to_string(m) + " is not a rank of a group of " +
                                   std::to_string(s.size));
-  auto op = std::make_shared<detail::SplitOp>(state_, members, key);
-  detail::Engine::instance().submit(op, true);
-  detail::Engine::instance().wait(*op);
-  return Comm(op->result);
+  return Comm(detail::member_group(state_, members, key));
 }
 
 }  // namespace ff

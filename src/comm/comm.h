@@ -13,7 +13,6 @@
 #include <memory>
 #include <vector>
 
-#include "comm/comm_request.h"
 #include "comm/comm_types.h"
 
 namespace ff {
@@ -21,8 +20,41 @@ namespace ff {
 namespace detail {
 struct CommState;
 class Engine;
+class Op;
 struct NativeAccess;
 }  // namespace detail
+
+// The handle of an asynchronous communication operation.
+//
+// Contract: the caller must not read or write the operation's buffers until wait() returns
+// (or test() has returned true). Destroying a request that was not waited for waits, so a
+// request going out of scope can never leave MPI writing into freed memory.
+class CommRequest {
+ public:
+  CommRequest() = default;  // an already complete request (e.g. a collective on one rank)
+  ~CommRequest();
+  CommRequest(CommRequest&& other) noexcept = default;  // copies the timestamps too
+  CommRequest& operator=(CommRequest&& other) noexcept;  // waits for the request it replaces
+  CommRequest(const CommRequest&) = delete;
+  CommRequest& operator=(const CommRequest&) = delete;
+
+  // Blocks until complete; the waiting thread then drives all in-flight communication itself
+  // (no hand-off to the comm thread). Idempotent.
+  void wait();
+  // True once complete. A pure check: it makes no MPI call, progress comes from the comm
+  // thread, so calling it in a loop is never needed for the operation to finish.
+  bool test() const;
+  // When the operation started and finished on the monotonic clock, in microseconds; valid once
+  // complete (0 for a request that never needed communication). For timelines.
+  double started_us() const;
+  double completed_us() const;
+
+ private:
+  friend class Comm;
+  explicit CommRequest(std::shared_ptr<detail::Op> op) : op_(std::move(op)) {}
+  std::shared_ptr<detail::Op> op_;
+  double started_ = 0, completed_ = 0;  // kept from the op when wait() lets it go
+};
 
 // A Comm is a handle to a group. Its operations are const: they do not change which group it
 // names (as an MPI_Comm passed by value); the sequence numbers, counters and options they touch
@@ -86,8 +118,8 @@ class Comm {
         .wait();
   }
   CommRequest all_to_all_async(ConstCommPtr in, CommPtr out, size_t n_per_rank) const {
-    return start_all_to_allv(in, even_counts(n_per_rank), out, even_counts(n_per_rank), CommOpKind::all_to_all,
-                             false);
+    return start_all_to_allv(in, even_counts(n_per_rank), out, even_counts(n_per_rank),
+                             CommOpKind::all_to_all, false);
   }
   // Packed blocks: in holds send_counts[0] elements for rank 0, then send_counts[1] for rank
   // 1, ...; out likewise by recv_counts. recv_counts[s] must equal rank s's send_counts[me].
@@ -100,11 +132,15 @@ class Comm {
     return start_all_to_allv(in, send_counts, out, recv_counts, CommOpKind::all_to_allv, false);
   }
   // Point to point; n must equal the matching recv's n. tag in [0, 2^29).
-  void send(ConstCommPtr data, size_t n, int dst, int tag = 0) const { start_send(data, n, dst, tag, true).wait(); }
+  void send(ConstCommPtr data, size_t n, int dst, int tag = 0) const {
+    start_send(data, n, dst, tag, true).wait();
+  }
   CommRequest send_async(ConstCommPtr data, size_t n, int dst, int tag = 0) const {
     return start_send(data, n, dst, tag, false);
   }
-  void recv(CommPtr data, size_t n, int src, int tag = 0) const { start_recv(data, n, src, tag, true).wait(); }
+  void recv(CommPtr data, size_t n, int src, int tag = 0) const {
+    start_recv(data, n, src, tag, true).wait();
+  }
   CommRequest recv_async(CommPtr data, size_t n, int src, int tag = 0) const {
     return start_recv(data, n, src, tag, false);
   }
@@ -137,7 +173,9 @@ class Comm {
                                 const std::vector<size_t>& recv_counts, CommOpKind kind, bool blocking) const;
   CommRequest start_send(ConstCommPtr data, size_t n, int dst, int tag, bool blocking) const;
   CommRequest start_recv(CommPtr data, size_t n, int src, int tag, bool blocking) const;
-  std::vector<size_t> even_counts(size_t n_per_rank) const { return std::vector<size_t>(size_t(size()), n_per_rank); }
+  std::vector<size_t> even_counts(size_t n_per_rank) const {
+    return std::vector<size_t>(size_t(size()), n_per_rank);
+  }
   CommRequest launch(std::shared_ptr<detail::Op> op, bool blocking) const;
 
   std::shared_ptr<detail::CommState> state_;

@@ -1,8 +1,9 @@
-#include "comm/reduce.h"
-
+// Elementwise reductions of the collectives (declared in op.h).
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "comm/op.h"
 
 namespace ff::detail {
 namespace {
@@ -33,9 +34,15 @@ void fold_widened(float* acc, const uint16_t* a, const uint16_t* b, size_t n, Co
 template <float (*widen)(uint16_t)>
 void reduce_widened_typed(float* acc, const uint16_t* a, const uint16_t* b, size_t n, ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: fold_widened<widen>(acc, a, b, n, [](float x, float y) { return x + y; }); break;
-    case ReduceOp::max: fold_widened<widen>(acc, a, b, n, [](float x, float y) { return x < y ? y : x; }); break;
-    case ReduceOp::min: fold_widened<widen>(acc, a, b, n, [](float x, float y) { return y < x ? y : x; }); break;
+    case ReduceOp::sum:
+      fold_widened<widen>(acc, a, b, n, [](float x, float y) { return x + y; });
+      break;
+    case ReduceOp::max:
+      fold_widened<widen>(acc, a, b, n, [](float x, float y) { return x < y ? y : x; });
+      break;
+    case ReduceOp::min:
+      fold_widened<widen>(acc, a, b, n, [](float x, float y) { return y < x ? y : x; });
+      break;
   }
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The mesh layout written out as explicit coordinate formulas, independently of mesh_layout.cpp
+// The mesh layout written out as explicit coordinate formulas, independently of mesh.cpp
 // (which filters ranks by coordinates): with degrees T, C, D, P and ranks r = t + T(c + C(d + D p)),
 // each group is enumerated directly from the coordinates its members share. Used by the MPI-free
 // layout tests and by the MPI group tests.

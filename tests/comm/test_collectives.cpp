@@ -156,7 +156,8 @@ TEST(Collectives, AllToAllDeliversBlockDOfRankSToBlockSOfRankD) {
       BOTH_FORMS(async, w.all_to_all(in.data(), out.data(), n), w.all_to_all_async(in.data(), out.data(), n));
       size_t bad = 0;
       for (int s = 0; s < p; ++s)
-        for (size_t i = 0; i < n; ++i) bad += out[size_t(s) * n + i] != s * 1000000000LL + r * 1000000LL + int64_t(i);
+        for (size_t i = 0; i < n; ++i)
+          bad += out[size_t(s) * n + i] != s * 1000000000LL + r * 1000000LL + int64_t(i);
       EXPECT_EQ(bad, 0u) << "n=" << n << " async=" << async;
     }
   }
@@ -218,7 +219,8 @@ TEST(Collectives, BarrierReturnsOnEveryRank) {
   Comm& w = world();
   using us = std::chrono::microseconds;
   auto now_us = [] {
-    return int64_t(std::chrono::duration_cast<us>(std::chrono::steady_clock::now().time_since_epoch()).count());
+    return int64_t(
+        std::chrono::duration_cast<us>(std::chrono::steady_clock::now().time_since_epoch()).count());
   };
   for (int late : {w.size() - 1, 0}) {
     w.barrier();  // start together

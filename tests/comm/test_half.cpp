@@ -110,7 +110,8 @@ TEST(F16, BoundaryCases) {
 TEST(F16, RandomFloatsRoundAsTheReference) {
   std::mt19937 rng(7);
   // Exponents from far below the subnormals to past the overflow, both signs.
-  std::uniform_int_distribution<uint32_t> mantissa(0, (1u << 23) - 1), exponent(127 - 30, 127 + 17), sign(0, 1);
+  std::uniform_int_distribution<uint32_t> mantissa(0, (1u << 23) - 1), exponent(127 - 30, 127 + 17),
+      sign(0, 1);
   for (int i = 0; i < 1000000; ++i) {
     float x = float_of(sign(rng) << 31 | exponent(rng) << 23 | mantissa(rng));
     double want = round_ref(x, kBinary16);

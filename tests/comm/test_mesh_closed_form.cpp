@@ -30,10 +30,12 @@ TEST(MeshClosedForm, EveryMeshOfOneToEightRanksHasTheFormulaCoordinatesAndMember
           ASSERT_EQ(want[size_t(f.coordinate(g))], r) << name << " " << mesh_group_name(g);
         }
         for (unsigned mask = 1; mask < 16; ++mask) {
-          ASSERT_EQ(mesh_axes_members(r, m, mask), f.members(mask)) << name << " rank " << r << " mask " << mask;
+          ASSERT_EQ(mesh_axes_members(r, m, mask), f.members(mask))
+              << name << " rank " << r << " mask " << mask;
         }
         ASSERT_EQ(mesh_axes_members(r, m, 0), std::vector<int>{r});
-        ASSERT_EQ(mesh_group_members(r, m, {MeshAxis::dp, MeshAxis::cp}), f.members(MeshGroup::dp_cp)) << name;
+        ASSERT_EQ(mesh_group_members(r, m, {MeshAxis::dp, MeshAxis::cp}), f.members(MeshGroup::dp_cp))
+            << name;
       }
     }
   }
@@ -66,7 +68,9 @@ std::string error_of(const MeshDegrees& m, int world) {
   }
   return "no error";
 }
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST(MeshClosedForm, BadDegreesNameTheKeyToChange) {
@@ -78,7 +82,8 @@ TEST(MeshClosedForm, BadDegreesNameTheKeyToChange) {
     EXPECT_TRUE(contains(e, std::string("change --") + key)) << e;
   }
   std::string product = error_of({.dp = 2, .cp = 2, .tp = 1, .pp = 2}, 6);
-  EXPECT_TRUE(contains(product, "dp (2) x cp (2) x tp (1) x pp (2) = 8 but mpirun started 6 ranks")) << product;
+  EXPECT_TRUE(contains(product, "dp (2) x cp (2) x tp (1) x pp (2) = 8 but mpirun started 6 ranks"))
+      << product;
   EXPECT_TRUE(contains(product, "--dp/--cp/--tp/--pp or -np")) << product;
   std::string ep = error_of({.dp = 3, .cp = 2, .ep = 4}, 6);
   EXPECT_TRUE(contains(ep, "ep (4) must divide dp x cp (3 x 2 = 6)")) << ep;

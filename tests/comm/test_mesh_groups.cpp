@@ -116,7 +116,8 @@ TEST(MeshGroups, ReduceScalarOverAxisSetsIsTheClosedFormSum) {
     EXPECT_EQ(mesh.reduce_scalar(x, {MeshAxis::tp}), sum(tp)) << name;
     EXPECT_EQ(mesh.reduce_scalar(x, {MeshAxis::dp, MeshAxis::cp}), sum(dp | cp)) << name;
     EXPECT_EQ(mesh.reduce_scalar(x, {MeshAxis::pp, MeshAxis::tp}), sum(pp | tp)) << name;
-    EXPECT_EQ(mesh.reduce_scalar(x, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp}), sum(15)) << name;
+    EXPECT_EQ(mesh.reduce_scalar(x, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp}), sum(15))
+        << name;
     const std::vector<int> dp_members = f.members(dp);
     EXPECT_EQ(mesh.reduce_scalar(x, {MeshAxis::dp}, ReduceOp::max), 1.5 + dp_members.back()) << name;
     EXPECT_EQ(mesh.reduce_scalar(x, {MeshAxis::dp}, ReduceOp::min), 1.5 + dp_members.front()) << name;
