@@ -7,15 +7,13 @@
 #include <string>
 
 #include "comm/engine.h"
-#include "comm/exchange_op.h"
-#include "comm/nbc_op.h"
-#include "comm/pairwise_op.h"
-#include "comm/split_op.h"
+#include "comm/op.h"
 
 namespace ff {
 namespace {
 
-using detail::ExchangeOp;
+using detail::kMaxMessageBytes;
+using detail::Transfer;
 
 std::string group_text(const detail::CommState& s) {
   return "a group of " + std::to_string(s.size);
@@ -43,7 +41,45 @@ void require_tag(int tag, const char* op) {
   }
 }
 
+// Operations with an input and an output buffer move one element type: mixing them would
+// reinterpret bytes.
+CommType same_type(ConstCommPtr in, CommPtr out, const char* op) {
+  if (in.type() != out.type()) {
+    throw std::invalid_argument(std::string(op) + ": in holds " + comm_type_name(in.type()) +
+                                " but out holds " + comm_type_name(out.type()) +
+                                "; pass buffers of one element type");
+  }
+  return in.type();
+}
+
 }  // namespace
+
+CommRequest::~CommRequest() { wait(); }
+
+CommRequest& CommRequest::operator=(CommRequest&& other) noexcept {
+  if (this != &other) {
+    wait();
+    op_ = std::move(other.op_);
+    started_ = other.started_;
+    completed_ = other.completed_;
+  }
+  return *this;
+}
+
+void CommRequest::wait() {
+  if (!op_) return;
+  detail::Engine::instance().wait(*op_);
+  started_ = op_->started_us;
+  completed_ = op_->completed_us;
+  op_.reset();
+}
+
+bool CommRequest::test() const { return !op_ || op_->complete.load(std::memory_order_acquire); }
+
+double CommRequest::started_us() const { return op_ ? op_->started_us : started_; }
+double CommRequest::completed_us() const { return op_ ? op_->completed_us : completed_; }
+
+// ---- Comm ----
 
 Comm::Comm(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
 Comm::~Comm() = default;
@@ -78,20 +114,25 @@ CommRequest Comm::launch(std::shared_ptr<detail::Op> op, bool blocking) const {
 
 // ---- all_reduce / reduce_scatter / all_gather ----
 
-CommRequest Comm::start_all_reduce(void* data, size_t n, CommType type, ReduceOp op, bool blocking) const {
+CommRequest Comm::start_all_reduce(CommPtr buf, size_t n, ReduceOp op, bool blocking) const {
   auto& s = state();
+  void* data = buf.data();
+  CommType type = buf.type();
   require_buffer(data, n, "all_reduce", "data");
   count(CommOpKind::all_reduce, n * comm_type_size(type));
   uint64_t seq = s.next_seq++;
   if (s.size == 1 || n == 0) return {};
-  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::all_reduce, state_,
+  return launch(detail::make_pairwise(detail::PairwiseMode::all_reduce, state_,
                                                      data, data, n, type, op, seq),
                 blocking);
 }
 
-CommRequest Comm::start_reduce_scatter(const void* in, void* out, size_t n_total, CommType type,
-                                       ReduceOp op, bool blocking) const {
+CommRequest Comm::start_reduce_scatter(ConstCommPtr in_buf, CommPtr out_buf, size_t n_total, ReduceOp op,
+                                       bool blocking) const {
   auto& s = state();
+  CommType type = same_type(in_buf, out_buf, "reduce_scatter");
+  const void* in = in_buf.data();
+  void* out = out_buf.data();
   require_buffer(in, n_total, "reduce_scatter", "in");
   require_buffer(out, chunk_range(n_total, s.size, s.rank).count, "reduce_scatter", "out");
   count(CommOpKind::reduce_scatter, n_total * comm_type_size(type));
@@ -101,14 +142,17 @@ CommRequest Comm::start_reduce_scatter(const void* in, void* out, size_t n_total
     return {};
   }
   if (n_total == 0) return {};
-  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::reduce_scatter,
+  return launch(detail::make_pairwise(detail::PairwiseMode::reduce_scatter,
                                                      state_, in, out, n_total, type, op, seq),
                 blocking);
 }
 
-CommRequest Comm::start_all_gather(const void* in, void* out, size_t n_total, CommType type,
+CommRequest Comm::start_all_gather(ConstCommPtr in_buf, CommPtr out_buf, size_t n_total,
                                    bool blocking) const {
   auto& s = state();
+  CommType type = same_type(in_buf, out_buf, "all_gather");
+  const void* in = in_buf.data();
+  void* out = out_buf.data();
   ChunkRange mine = chunk_range(n_total, s.size, s.rank);
   require_buffer(in, mine.count, "all_gather", "in_chunk");
   require_buffer(out, n_total, "all_gather", "out_full");
@@ -119,15 +163,17 @@ CommRequest Comm::start_all_gather(const void* in, void* out, size_t n_total, Co
     return {};
   }
   if (n_total == 0) return {};
-  return launch(std::make_shared<detail::PairwiseOp>(detail::PairwiseOp::Mode::all_gather, state_,
+  return launch(detail::make_pairwise(detail::PairwiseMode::all_gather, state_,
                                                      in, out, n_total, type, ReduceOp::sum, seq),
                 blocking);
 }
 
 // ---- broadcast / barrier ----
 
-CommRequest Comm::start_broadcast(void* data, size_t n, CommType type, int root, bool blocking) const {
+CommRequest Comm::start_broadcast(CommPtr buf, size_t n, int root, bool blocking) const {
   auto& s = state();
+  void* data = buf.data();
+  CommType type = buf.type();
   require_rank(root, s.size, "broadcast", "root");
   require_buffer(data, n, "broadcast", "data");
   count(CommOpKind::broadcast, s.rank == root ? n * comm_type_size(type) : 0);
@@ -137,7 +183,7 @@ CommRequest Comm::start_broadcast(void* data, size_t n, CommType type, int root,
   auto poster = [data, n, type, root, es](MPI_Comm comm, std::vector<MPI_Request>& reqs) {
     // MPI counts are int: pieces of at most 1 GiB, all posted at once (libnbc runs them
     // concurrently and every rank cuts the same way).
-    size_t piece = ExchangeOp::kMaxMessageBytes / es;
+    size_t piece = kMaxMessageBytes / es;
     for (size_t off = 0; off < n; off += piece) {
       MPI_Request req;
       detail::check_mpi(MPI_Ibcast(static_cast<std::byte*>(data) + off * es,
@@ -149,7 +195,7 @@ CommRequest Comm::start_broadcast(void* data, size_t n, CommType type, int root,
   };
   std::string what = "broadcast of " + std::to_string(n) + " " + comm_type_name(type) +
                      " from rank " + std::to_string(root) + " on " + group_text(s);
-  return launch(std::make_shared<detail::NbcOp>(state_, CommOpKind::broadcast, poster, what), blocking);
+  return launch(detail::make_nbc(state_, CommOpKind::broadcast, poster, what), blocking);
 }
 
 void Comm::barrier() const {
@@ -162,7 +208,7 @@ void Comm::barrier() const {
     detail::check_mpi(MPI_Ibarrier(comm, &req), "MPI_Ibarrier", [] { return std::string("barrier"); });
     reqs.push_back(req);
   };
-  launch(std::make_shared<detail::NbcOp>(state_, CommOpKind::barrier, poster,
+  launch(detail::make_nbc(state_, CommOpKind::barrier, poster,
                                          "barrier on " + group_text(s)),
          true)
       .wait();
@@ -170,11 +216,14 @@ void Comm::barrier() const {
 
 // ---- all_to_all(v) ----
 
-CommRequest Comm::start_all_to_allv(const void* in, const std::vector<size_t>& send_counts,
-                                    void* out, const std::vector<size_t>& recv_counts,
-                                    CommType type, CommOpKind kind, bool blocking) const {
+CommRequest Comm::start_all_to_allv(ConstCommPtr in_buf, const std::vector<size_t>& send_counts,
+                                    CommPtr out_buf, const std::vector<size_t>& recv_counts, CommOpKind kind,
+                                    bool blocking) const {
   auto& s = state();
   const char* name = comm_op_name(kind);
+  CommType type = same_type(in_buf, out_buf, name);
+  const void* in = in_buf.data();
+  void* out = out_buf.data();
   if (send_counts.size() != size_t(s.size) || recv_counts.size() != size_t(s.size)) {
     throw std::invalid_argument(std::string(name) + ": send_counts has " +
                                 std::to_string(send_counts.size()) + " entries and recv_counts " +
@@ -189,7 +238,7 @@ CommRequest Comm::start_all_to_allv(const void* in, const std::vector<size_t>& s
   count(kind, send_total * es);
   uint64_t seq = s.next_seq++;
 
-  std::vector<ExchangeOp::Transfer> sends, recvs;
+  std::vector<Transfer> sends, recvs;
   size_t send_off = 0, recv_off = 0;
   std::vector<size_t> send_offsets(size_t(s.size)), recv_offsets(size_t(s.size));
   for (int q = 0; q < s.size; ++q) {
@@ -226,15 +275,17 @@ CommRequest Comm::start_all_to_allv(const void* in, const std::vector<size_t>& s
   if (sends.empty() && recvs.empty()) return {};
   std::string what = std::string(name) + " of " + std::to_string(send_total) + " " +
                      comm_type_name(type) + " on " + group_text(s);
-  return launch(std::make_shared<ExchangeOp>(state_, kind, type, detail::coll_tag(seq, 0),
+  return launch(detail::make_exchange(state_, kind, type, detail::coll_tag(seq, 0),
                                              std::move(sends), std::move(recvs), what),
                 blocking);
 }
 
 // ---- point to point ----
 
-CommRequest Comm::start_send(const void* data, size_t n, CommType type, int dst, int tag, bool blocking) const {
+CommRequest Comm::start_send(ConstCommPtr buf, size_t n, int dst, int tag, bool blocking) const {
   auto& s = state();
+  const void* data = buf.data();
+  CommType type = buf.type();
   require_rank(dst, s.size, "send", "dst");
   require_tag(tag, "send");
   require_buffer(data, n, "send", "data");
@@ -242,14 +293,16 @@ CommRequest Comm::start_send(const void* data, size_t n, CommType type, int dst,
   if (n == 0) return {};
   std::string what = "send of " + std::to_string(n) + " " + comm_type_name(type) + " to rank " +
                      std::to_string(dst) + " (tag " + std::to_string(tag) + ") on " + group_text(s);
-  std::vector<ExchangeOp::Transfer> sends{{dst, static_cast<std::byte*>(const_cast<void*>(data)), n}};
-  return launch(std::make_shared<ExchangeOp>(state_, CommOpKind::send, type, tag, std::move(sends),
-                                             std::vector<ExchangeOp::Transfer>{}, what),
+  std::vector<Transfer> sends{{dst, static_cast<std::byte*>(const_cast<void*>(data)), n}};
+  return launch(detail::make_exchange(state_, CommOpKind::send, type, tag, std::move(sends),
+                                             std::vector<Transfer>{}, what),
                 blocking);
 }
 
-CommRequest Comm::start_recv(void* data, size_t n, CommType type, int src, int tag, bool blocking) const {
+CommRequest Comm::start_recv(CommPtr buf, size_t n, int src, int tag, bool blocking) const {
   auto& s = state();
+  void* data = buf.data();
+  CommType type = buf.type();
   require_rank(src, s.size, "recv", "src");
   require_tag(tag, "recv");
   require_buffer(data, n, "recv", "data");
@@ -257,24 +310,21 @@ CommRequest Comm::start_recv(void* data, size_t n, CommType type, int src, int t
   if (n == 0) return {};
   std::string what = "recv of " + std::to_string(n) + " " + comm_type_name(type) + " from rank " +
                      std::to_string(src) + " (tag " + std::to_string(tag) + ") on " + group_text(s);
-  std::vector<ExchangeOp::Transfer> recvs{{src, static_cast<std::byte*>(data), n}};
-  return launch(std::make_shared<ExchangeOp>(state_, CommOpKind::recv, type, tag,
-                                             std::vector<ExchangeOp::Transfer>{}, std::move(recvs), what),
+  std::vector<Transfer> recvs{{src, static_cast<std::byte*>(data), n}};
+  return launch(detail::make_exchange(state_, CommOpKind::recv, type, tag,
+                                             std::vector<Transfer>{}, std::move(recvs), what),
                 blocking);
 }
 
 // ---- split ----
 
 Comm Comm::split(int color, int key) const {
-  auto& s = state();
+  state();  // an empty Comm throws here
   if (color < 0) {
     throw std::invalid_argument("split: color " + std::to_string(color) +
                                 " is negative; every rank must join a group (color >= 0)");
   }
-  auto op = std::make_shared<detail::SplitOp>(state_, color, key, s.next_split++);
-  detail::Engine::instance().submit(op, true);
-  detail::Engine::instance().wait(*op);
-  return Comm(op->result);
+  return Comm(detail::split_group(state_, color, key));
 }
 
 Comm Comm::subgroup(const std::vector<int>& members, int key) const {
@@ -289,66 +339,7 @@ Comm Comm::subgroup(const std::vector<int>& members, int key) const {
     if (m < 0 || m >= s.size)
       throw std::invalid_argument("subgroup: member " + std::to_string(m) + " is not a rank of a group of " +
                                   std::to_string(s.size));
-  auto op = std::make_shared<detail::SplitOp>(state_, members, key);
-  detail::Engine::instance().submit(op, true);
-  detail::Engine::instance().wait(*op);
-  return Comm(op->result);
-}
-
-// ---- public forwarding: blocking = start + wait ----
-
-void Comm::all_reduce(void* data, size_t n, CommType type, ReduceOp op) const {
-  start_all_reduce(data, n, type, op, true).wait();
-}
-CommRequest Comm::all_reduce_async(void* data, size_t n, CommType type, ReduceOp op) const {
-  return start_all_reduce(data, n, type, op, false);
-}
-void Comm::reduce_scatter(const void* in, void* out, size_t n_total, CommType type, ReduceOp op) const {
-  start_reduce_scatter(in, out, n_total, type, op, true).wait();
-}
-CommRequest Comm::reduce_scatter_async(const void* in, void* out, size_t n_total, CommType type,
-                                       ReduceOp op) const {
-  return start_reduce_scatter(in, out, n_total, type, op, false);
-}
-void Comm::all_gather(const void* in_chunk, void* out_full, size_t n_total, CommType type) const {
-  start_all_gather(in_chunk, out_full, n_total, type, true).wait();
-}
-CommRequest Comm::all_gather_async(const void* in_chunk, void* out_full, size_t n_total, CommType type) const {
-  return start_all_gather(in_chunk, out_full, n_total, type, false);
-}
-void Comm::broadcast(void* data, size_t n, CommType type, int root) const {
-  start_broadcast(data, n, type, root, true).wait();
-}
-CommRequest Comm::broadcast_async(void* data, size_t n, CommType type, int root) const {
-  return start_broadcast(data, n, type, root, false);
-}
-void Comm::all_to_all(const void* in, void* out, size_t n_per_rank, CommType type) const {
-  std::vector<size_t> counts(size_t(size()), n_per_rank);
-  start_all_to_allv(in, counts, out, counts, type, CommOpKind::all_to_all, true).wait();
-}
-CommRequest Comm::all_to_all_async(const void* in, void* out, size_t n_per_rank, CommType type) const {
-  std::vector<size_t> counts(size_t(size()), n_per_rank);
-  return start_all_to_allv(in, counts, out, counts, type, CommOpKind::all_to_all, false);
-}
-void Comm::all_to_allv(const void* in, const std::vector<size_t>& send_counts, void* out,
-                       const std::vector<size_t>& recv_counts, CommType type) const {
-  start_all_to_allv(in, send_counts, out, recv_counts, type, CommOpKind::all_to_allv, true).wait();
-}
-CommRequest Comm::all_to_allv_async(const void* in, const std::vector<size_t>& send_counts,
-                                    void* out, const std::vector<size_t>& recv_counts, CommType type) const {
-  return start_all_to_allv(in, send_counts, out, recv_counts, type, CommOpKind::all_to_allv, false);
-}
-void Comm::send(const void* data, size_t n, CommType type, int dst, int tag) const {
-  start_send(data, n, type, dst, tag, true).wait();
-}
-CommRequest Comm::send_async(const void* data, size_t n, CommType type, int dst, int tag) const {
-  return start_send(data, n, type, dst, tag, false);
-}
-void Comm::recv(void* data, size_t n, CommType type, int src, int tag) const {
-  start_recv(data, n, type, src, tag, true).wait();
-}
-CommRequest Comm::recv_async(void* data, size_t n, CommType type, int src, int tag) const {
-  return start_recv(data, n, type, src, tag, false);
+  return Comm(detail::member_group(state_, members, key));
 }
 
 }  // namespace ff

@@ -13,13 +13,24 @@ size_t comm_type_size(CommType t) {
     case CommType::i32: return 4;
     case CommType::i64: return 8;
     case CommType::u8: return 1;
+    case CommType::bf16: return 2;
+    case CommType::f16: return 2;
   }
   throw std::invalid_argument("unknown CommType " + std::to_string(int(t)));
 }
 
 const char* comm_type_name(CommType t) {
-  static const char* names[] = {"f32", "f64", "i32", "i64", "u8"};
+  static const char* names[] = {"f32", "f64", "i32", "i64", "u8", "bf16", "f16"};
   return names[int(t)];
+}
+
+CommType comm_type_of(DType t) {
+  switch (t) {
+    case DType::f32: return CommType::f32;
+    case DType::bf16: return CommType::bf16;
+    case DType::f16: return CommType::f16;
+  }
+  throw std::invalid_argument("comm_type_of: unknown DType " + std::to_string(int(t)));
 }
 
 const char* reduce_op_name(ReduceOp op) {

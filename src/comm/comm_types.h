@@ -5,28 +5,61 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
+
+#include "core/dtype.h"
 
 namespace ff {
 
-enum class CommType { f32, f64, i32, i64, u8 };
+// bf16 and f16 travel as 16-bit words; their reductions widen every contribution to fp32, combine
+// them in the algorithm's fixed order and round once (RNE), so p ranks cost one rounding, not p-1.
+enum class CommType { f32, f64, i32, i64, u8, bf16, f16 };
 enum class ReduceOp { sum, max, min };
 
 size_t comm_type_size(CommType t);
 const char* comm_type_name(CommType t);
 const char* reduce_op_name(ReduceOp op);
+CommType comm_type_of(DType t);  // core's element types: f32, bf16, f16
+inline bool reduces_in_f32(CommType t) { return t == CommType::bf16 || t == CommType::f16; }
 
-// The element types the templated wrappers accept; anything else fails at compile time with
-// this message instead of a page of template errors.
-template <typename T>
-constexpr CommType comm_type_of() {
-  if constexpr (std::is_same_v<T, float>) return CommType::f32;
-  else if constexpr (std::is_same_v<T, double>) return CommType::f64;
-  else if constexpr (std::is_same_v<T, int32_t>) return CommType::i32;
-  else if constexpr (std::is_same_v<T, int64_t>) return CommType::i64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return CommType::u8;
-  else static_assert(!sizeof(T), "Comm supports float, double, int32_t, int64_t and uint8_t");
-}
+// The buffer of a Comm operation: an address and its element type. Implicitly built from a pointer
+// to a supported element type or from core's typed pointers, so `comm.all_reduce(x.data(), n)`
+// reads as it always did while one declaration per operation serves every type. Any other
+// pointer type (a size_t*, a char*) does not convert: a compile error, never a reinterpretation.
+class CommPtr {
+ public:
+  CommPtr(float* p) : data_(p), type_(CommType::f32) {}
+  CommPtr(double* p) : data_(p), type_(CommType::f64) {}
+  CommPtr(int32_t* p) : data_(p), type_(CommType::i32) {}
+  CommPtr(int64_t* p) : data_(p), type_(CommType::i64) {}
+  CommPtr(uint8_t* p) : data_(p), type_(CommType::u8) {}
+  CommPtr(TypedPtr p) : data_(p.data()), type_(comm_type_of(p.dtype())) {}
+  CommPtr(void* p, CommType t) : data_(p), type_(t) {}
+  void* data() const { return data_; }
+  CommType type() const { return type_; }
+
+ private:
+  void* data_;
+  CommType type_;
+};
+
+class ConstCommPtr {
+ public:
+  ConstCommPtr(const float* p) : data_(p), type_(CommType::f32) {}
+  ConstCommPtr(const double* p) : data_(p), type_(CommType::f64) {}
+  ConstCommPtr(const int32_t* p) : data_(p), type_(CommType::i32) {}
+  ConstCommPtr(const int64_t* p) : data_(p), type_(CommType::i64) {}
+  ConstCommPtr(const uint8_t* p) : data_(p), type_(CommType::u8) {}
+  ConstCommPtr(ConstTypedPtr p) : data_(p.data()), type_(comm_type_of(p.dtype())) {}
+  ConstCommPtr(TypedPtr p) : ConstCommPtr(ConstTypedPtr(p)) {}
+  ConstCommPtr(CommPtr p) : data_(p.data()), type_(p.type()) {}
+  ConstCommPtr(const void* p, CommType t) : data_(p), type_(t) {}
+  const void* data() const { return data_; }
+  CommType type() const { return type_; }
+
+ private:
+  const void* data_;
+  CommType type_;
+};
 
 // Which operation a statistic belongs to (also used in error messages).
 enum class CommOpKind : int {

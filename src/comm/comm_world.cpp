@@ -1,12 +1,16 @@
+// The process level: start-up and shutdown, ending the job on an error (abort_job and every failed
+// MPI call), and the raw communicator for benchmarks (mpi_native.h).
 #include "comm/comm_world.h"
 
 #include <mpi.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 
 #include "comm/comm.h"
 #include "comm/engine.h"
+#include "comm/mpi_native.h"
 
 namespace ff {
 
@@ -38,4 +42,56 @@ void abort_job(const std::string& message) {
   std::_Exit(1);
 }
 
+namespace detail {
+struct NativeAccess {
+  static MPI_Comm handle(const Comm& c) { return c.state().comm; }
+};
+}  // namespace detail
+
+void with_native_comm(const Comm& comm, const std::function<void(MPI_Comm)>& f) {
+  MPI_Comm handle = detail::NativeAccess::handle(comm);
+  detail::Engine::instance().with_token([&] { f(handle); });
+}
+
 }  // namespace ff
+
+// ---- MPI failures: every error ends the job through abort_job, naming what was being done ----
+
+namespace ff::detail {
+
+std::string mpi_error_string(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, size_t(len));
+}
+
+void fail_mpi(int rc, const char* call, const std::string& during) {
+  abort_job(std::string(call) + " failed during " + during + ": " + mpi_error_string(rc) +
+            " (a peer rank probably died or the ranks called collectives with different "
+            "arguments or in a different order)");
+}
+
+int mpi_count(size_t n) {
+  if (n > size_t(INT_MAX)) {
+    abort_job("internal: a message of " + std::to_string(n) +
+              " elements exceeds MPI's int count; the comm layer should have split it into "
+              "segments (report this as a bug in src/comm)");
+  }
+  return int(n);
+}
+
+MPI_Datatype mpi_type(CommType t) {
+  switch (t) {
+    case CommType::f32: return MPI_FLOAT;
+    case CommType::f64: return MPI_DOUBLE;
+    case CommType::i32: return MPI_INT32_T;
+    case CommType::i64: return MPI_INT64_T;
+    case CommType::u8: return MPI_UINT8_T;
+    case CommType::bf16:  // 16-bit floats travel as words; this layer reduces them itself
+    case CommType::f16: return MPI_UINT16_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+}  // namespace ff::detail

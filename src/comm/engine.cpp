@@ -1,7 +1,7 @@
 #include "comm/engine.h"
 
+#include <algorithm>
 #include <chrono>
-
 #include <cstdlib>
 #include <numeric>
 #include <sstream>
@@ -12,10 +12,8 @@
 #include <sys/prctl.h>
 #endif
 
-#include "comm/backoff.h"
 #include "comm/comm.h"
 #include "comm/comm_world.h"
-#include "comm/mpi_check.h"
 
 namespace ff::detail {
 namespace {
@@ -112,7 +110,7 @@ void Engine::start(int* argc, char*** argv) {
     MPI_Finalize();
     throw std::runtime_error("this MPI's largest tag (MPI_TAG_UB) is " +
                              std::to_string(has_ub ? *tag_ub : 0) + " but the comm layer needs " +
-                             std::to_string(kTagsNeeded - 1) + " (see comm_state.h); use Open MPI");
+                             std::to_string(kTagsNeeded - 1) + " (see op.h); use Open MPI");
   }
 
   // The world Comm is a duplicate, so library traffic never meets anything else that might
@@ -310,6 +308,61 @@ bool Engine::try_token_for(int ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return false;
+}
+
+// ---- what the engine runs on ----
+
+// Runs with the MPI token held (engine start, or a split on the driving thread).
+CommState::CommState(MPI_Comm c, std::vector<int> members) : comm(c), world_ranks(std::move(members)) {
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", [] { return std::string("creating a Comm"); });
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size", [] { return std::string("creating a Comm"); });
+}
+
+CommState::~CommState() {
+  // After finalize_comm MPI has reclaimed every communicator; freeing again would be an error.
+  Engine& engine = Engine::instance();
+  if (comm == MPI_COMM_NULL || !engine.running()) return;
+  engine.with_token([&] { MPI_Comm_free(&comm); });
+}
+
+std::string Op::describe() const {
+  return std::string(comm_op_name(kind_)) + " on a group of " + std::to_string(comm_->size);
+}
+
+std::byte* ScratchPool::take(size_t bytes) {
+  // Smallest free buffer that fits; the pool only ever holds a handful.
+  auto best = free_.end();
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->bytes >= bytes && (best == free_.end() || it->bytes < best->bytes)) best = it;
+  }
+  if (best == free_.end()) {
+    // Default-initialised: the first use overwrites it, so zeroing would be wasted work.
+    lent_.push_back({bytes, std::unique_ptr<std::byte[]>(new std::byte[bytes])});
+  } else {
+    lent_.push_back(std::move(*best));
+    free_.erase(best);
+  }
+  return lent_.back().data.get();
+}
+
+void ScratchPool::give(std::byte* buffer) {
+  auto it = std::find_if(lent_.begin(), lent_.end(),
+                         [&](const Buffer& b) { return b.data.get() == buffer; });
+  if (it == lent_.end()) throw std::logic_error("ScratchPool::give: buffer was not lent by this pool");
+  free_.push_back(std::move(*it));
+  lent_.erase(it);
+}
+
+void ScratchPool::clear() {
+  free_.clear();
+  lent_.clear();
+}
+
+size_t ScratchPool::bytes_held() const {
+  size_t total = 0;
+  for (const auto& b : free_) total += b.bytes;
+  for (const auto& b : lent_) total += b.bytes;
+  return total;
 }
 
 }  // namespace ff::detail

@@ -10,14 +10,17 @@
 //     stands aside, so a blocking collective costs no thread hand-off. (A variant in which the
 //     comm thread made every call and the waiter only watched a flag reached 0.51x raw MPI's
 //     bus bandwidth at 256 KiB and 0.7-0.8x at 1-2 MiB: wake-ups and cross-thread hand-offs.)
-// Neither busy-spins for long: see backoff.h. With nothing in flight the comm thread sleeps on
+// Neither busy-spins for long: see Backoff. With nothing in flight the comm thread sleeps on
 // a condition variable and costs nothing.
 //
 // Operations start in the order they were submitted (MPI requires each communicator's
 // collectives in the same order on every rank, and the caller's program order provides it)
 // and are progressed concurrently.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -25,13 +28,68 @@
 #include <vector>
 
 #include "comm/op.h"
-#include "comm/scratch_pool.h"
 
 namespace ff {
 class Comm;
 }
 
 namespace ff::detail {
+
+// How a thread waits for messages without burning a core.
+//
+// Right after something moved, more is usually about to move (the next segment of the same
+// transfer, or the peer finishing the previous phase), so a waiting thread keeps polling for
+// `spin_window`, handing the core to any other runnable thread now and then (a compute thread,
+// an oversubscribed rank). Once nothing has moved for that long a peer is late (a pipeline
+// bubble, a slower rank), and the thread sleeps instead: 20 us first, doubling up to 1 ms, so a
+// rank that waits for seconds costs ~2% of a core while still noticing completion within ~1 ms.
+class Backoff {
+ public:
+  using clock = std::chrono::steady_clock;
+  static constexpr std::chrono::microseconds kMinSleep{20};
+  static constexpr std::chrono::microseconds kMaxSleep{1000};
+
+  explicit Backoff(std::chrono::microseconds spin_window) : spin_window_(spin_window) {}
+
+  void progressed() {
+    last_progress_ = clock::now();
+    sleep_ = kMinSleep;
+  }
+
+  // Zero while inside the spin window (the caller yields and polls again), otherwise the next
+  // sleep duration.
+  std::chrono::microseconds next_sleep() {
+    if (clock::now() - last_progress_ < spin_window_) return std::chrono::microseconds{0};
+    auto s = sleep_;
+    sleep_ = std::min(sleep_ * 2, kMaxSleep);
+    return s;
+  }
+
+ private:
+  std::chrono::microseconds spin_window_;
+  clock::time_point last_progress_ = clock::now();
+  std::chrono::microseconds sleep_ = kMinSleep;
+};
+
+// Reusable receive buffers and accumulators for reductions. Allocating a fresh 1 MiB buffer per
+// collective would mmap/munmap and page-fault on every call (tens of microseconds, as much as
+// a whole small all-reduce), so buffers are kept and handed out again. Used only by the thread
+// holding the MPI token, hence no lock.
+class ScratchPool {
+ public:
+  std::byte* take(size_t bytes);
+  void give(std::byte* buffer);
+  void clear();
+  size_t bytes_held() const;
+
+ private:
+  struct Buffer {
+    size_t bytes;
+    std::unique_ptr<std::byte[]> data;
+  };
+  std::vector<Buffer> free_;
+  std::vector<Buffer> lent_;
+};
 
 class Engine {
  public:

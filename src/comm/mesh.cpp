@@ -1,18 +1,182 @@
+// The mesh: rank <-> coordinate arithmetic, derived groups and validation (pure functions, no
+// communication), then the live Mesh that makes each group's communicator on first use.
 #include "comm/mesh.h"
 
+#include <functional>
 #include <stdexcept>
+#include <string>
 
 namespace ff {
+namespace {
+
+// Fastest-varying first: the Megatron order tp -> cp -> dp -> pp (the enum's order).
+constexpr MeshAxis kRankOrder[kMeshAxes] = {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp};
+
+int& coord_ref(MeshCoords& c, MeshAxis axis) {
+  switch (axis) {
+    case MeshAxis::tp: return c.tp;
+    case MeshAxis::cp: return c.cp;
+    case MeshAxis::dp: return c.dp;
+    case MeshAxis::pp: return c.pp;
+  }
+  throw std::invalid_argument("unknown MeshAxis");
+}
+
+std::string n(int x) { return std::to_string(x); }
+
+}  // namespace
+
+const char* mesh_axis_name(MeshAxis axis) {
+  static const char* names[] = {"tp", "cp", "dp", "pp"};
+  return names[int(axis)];
+}
+
+const char* mesh_group_name(MeshGroup g) {
+  static const char* names[] = {"tp", "cp", "dp", "pp", "dp_cp", "ep", "edp", "world"};
+  return names[int(g)];
+}
+
+int MeshDegrees::operator[](MeshAxis axis) const {
+  switch (axis) {
+    case MeshAxis::tp: return tp;
+    case MeshAxis::cp: return cp;
+    case MeshAxis::dp: return dp;
+    case MeshAxis::pp: return pp;
+  }
+  throw std::invalid_argument("unknown MeshAxis");
+}
+
+int MeshCoords::operator[](MeshAxis axis) const {
+  MeshCoords copy = *this;
+  return coord_ref(copy, axis);
+}
+
+void check_mesh(const MeshDegrees& d, int world_size) {
+  const std::pair<const char*, int> degrees[] = {
+      {"dp", d.dp}, {"cp", d.cp}, {"tp", d.tp}, {"pp", d.pp}, {"ep", d.ep}};
+  for (const auto& [name, value] : degrees)
+    if (value < 1)
+      throw std::invalid_argument(std::string(name) + " degree " + n(value) +
+                                  " is invalid: every mesh degree must be at least 1 (1 turns that "
+                                  "parallelism off); change --" + name);
+  // Compare in 64 bits: four large degrees could overflow int and wrap onto world_size.
+  const long long product = (long long)d.dp * d.cp * d.tp * d.pp;
+  if (product != world_size)
+    throw std::invalid_argument("dp (" + n(d.dp) + ") x cp (" + n(d.cp) + ") x tp (" + n(d.tp) + ") x pp (" +
+                                n(d.pp) + ") = " + std::to_string(product) + " but mpirun started " +
+                                n(world_size) + " rank" + (world_size == 1 ? "" : "s") +
+                                "; change --dp/--cp/--tp/--pp or -np so that the product equals the "
+                                "number of ranks");
+  if ((d.dp * d.cp) % d.ep != 0)
+    throw std::invalid_argument("ep (" + n(d.ep) + ") must divide dp x cp (" + n(d.dp) + " x " + n(d.cp) +
+                                " = " + n(d.dp * d.cp) +
+                                "): experts are spread over the ranks that share the dense parameters; "
+                                "change --ep, --dp or --cp");
+}
+
+MeshCoords mesh_coords(int world_rank, const MeshDegrees& d) {
+  check_mesh(d, d.world());
+  if (world_rank < 0 || world_rank >= d.world())
+    throw std::invalid_argument("mesh_coords: rank " + n(world_rank) + " is outside a mesh of " +
+                                n(d.world()) + " ranks");
+  MeshCoords c;
+  int rest = world_rank;
+  for (MeshAxis axis : kRankOrder) {
+    coord_ref(c, axis) = rest % d[axis];
+    rest /= d[axis];
+  }
+  const int dp_cp = c.cp + d.cp * c.dp;
+  c.ep = dp_cp % d.ep;
+  c.edp = dp_cp / d.ep;
+  return c;
+}
+
+int mesh_rank(const MeshCoords& c, const MeshDegrees& d) {
+  int rank = 0;
+  for (int i = kMeshAxes - 1; i >= 0; --i) {
+    const MeshAxis axis = kRankOrder[i];
+    if (c[axis] < 0 || c[axis] >= d[axis])
+      throw std::invalid_argument(std::string("mesh_rank: ") + mesh_axis_name(axis) + " coordinate " +
+                                  n(c[axis]) + " is outside [0, " + n(d[axis]) + ")");
+    rank = rank * d[axis] + c[axis];
+  }
+  return rank;
+}
 
 namespace {
-// Cache keys: 1..15 the bit mask of an axis set, 16 + g a named group. Also the creation tag.
-int key_of(std::initializer_list<MeshAxis> axes) {
-  int mask = 0;
-  for (MeshAxis axis : axes) mask |= 1 << int(axis);
-  if (mask == 0) throw std::invalid_argument("Mesh::group: no axes given; name at least one of tp, cp, dp, pp");
+// Whether rank `other` is in `me`'s group g.
+bool same_group(const MeshCoords& me, const MeshCoords& other, MeshGroup g) {
+  const bool same_tp = me.tp == other.tp, same_cp = me.cp == other.cp, same_dp = me.dp == other.dp,
+             same_pp = me.pp == other.pp;
+  switch (g) {
+    case MeshGroup::tp: return same_cp && same_dp && same_pp;
+    case MeshGroup::cp: return same_tp && same_dp && same_pp;
+    case MeshGroup::dp: return same_tp && same_cp && same_pp;
+    case MeshGroup::pp: return same_tp && same_cp && same_dp;
+    case MeshGroup::dp_cp: return same_tp && same_pp;
+    case MeshGroup::ep: return same_tp && same_pp && me.edp == other.edp;
+    case MeshGroup::edp: return same_tp && same_pp && me.ep == other.ep;
+    case MeshGroup::world: return true;
+  }
+  throw std::invalid_argument("unknown MeshGroup");
+}
+}  // namespace
+
+std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& d, MeshGroup g) {
+  const MeshCoords me = mesh_coords(world_rank, d);
+  std::vector<int> members;
+  for (int r = 0; r < d.world(); ++r)
+    if (same_group(me, mesh_coords(r, d), g)) members.push_back(r);
+  return members;
+}
+
+std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& d,
+                                    std::initializer_list<MeshAxis> axes) {
+  unsigned mask = 0;
+  for (MeshAxis axis : axes) mask |= 1u << int(axis);
+  return mesh_axes_members(world_rank, d, mask);
+}
+
+std::vector<int> mesh_axes_members(int world_rank, const MeshDegrees& d, unsigned axis_mask) {
+  const MeshCoords me = mesh_coords(world_rank, d);
+  std::vector<int> members;
+  for (int r = 0; r < d.world(); ++r) {
+    const MeshCoords c = mesh_coords(r, d);
+    bool same = true;
+    for (MeshAxis axis : kRankOrder)
+      if (!(axis_mask & (1u << int(axis))) && c[axis] != me[axis]) same = false;
+    if (same) members.push_back(r);
+  }
+  return members;
+}
+
+// ---- the mesh over a live world ----
+
+namespace {
+constexpr unsigned kAllAxes = (1u << kMeshAxes) - 1;
+
+unsigned mask_of(std::initializer_list<MeshAxis> axes) {
+  unsigned mask = 0;
+  for (MeshAxis axis : axes) mask |= 1u << int(axis);
+  if (mask == 0)
+    throw std::invalid_argument("Mesh::group: no axes given; name at least one of tp, cp, dp, pp");
   return mask;
 }
-int key_of(MeshGroup g) { return 16 + int(g); }
+
+// The axis set of a named group, if it has one (ep and edp do not).
+int mask_of(MeshGroup g) {
+  switch (g) {
+    case MeshGroup::tp: return 1 << int(MeshAxis::tp);
+    case MeshGroup::cp: return 1 << int(MeshAxis::cp);
+    case MeshGroup::dp: return 1 << int(MeshAxis::dp);
+    case MeshGroup::pp: return 1 << int(MeshAxis::pp);
+    case MeshGroup::dp_cp: return (1 << int(MeshAxis::dp)) | (1 << int(MeshAxis::cp));
+    case MeshGroup::world: return int(kAllAxes);
+    case MeshGroup::ep:
+    case MeshGroup::edp: return -1;
+  }
+  throw std::invalid_argument("unknown MeshGroup");
+}
 }  // namespace
 
 Mesh::Mesh(const Comm& world, const MeshDegrees& degrees) : world_(&world), degrees_(degrees) {
@@ -50,23 +214,52 @@ int Mesh::rank(MeshGroup g) const {
   throw std::invalid_argument("unknown MeshGroup");
 }
 
-const Comm& Mesh::cached(int key, const std::vector<int>& members) const {
-  auto it = groups_.find(key);
-  if (it == groups_.end()) it = groups_.emplace(key, world_->subgroup(members, key)).first;
-  return it->second;
+// One communicator per member set; a set of every rank is the world. Otherwise its key, which is
+// also the creation tag, is the smallest axis mask (0..15) whose group has exactly these members,
+// else 16 + the named group. Every member
+// derives the same key: an axis mask's groups partition the world, so if the members form that
+// group for one of them they form it for all. Two different groups that share a rank therefore
+// never share a key, which is what MPI_Comm_create_group's tag must guarantee.
+const Comm& Mesh::cached(int named_key, const std::function<std::vector<int>()>& members_of) const {
+  auto asked = by_request_.find(named_key);
+  if (asked != by_request_.end()) return *asked->second;
+  const std::vector<int> members = members_of();
+  const int me = world_->rank();
+  int key = named_key;
+  for (unsigned mask = 0; mask <= kAllAxes; ++mask) {
+    if (mesh_axes_members(me, degrees_, mask) == members) {
+      key = int(mask);
+      break;
+    }
+  }
+  const Comm* comm = world_;  // a group of every rank is the world itself (members ascending)
+  if (members.size() != size_t(world_->size())) {
+    auto it = groups_.find(key);
+    if (it == groups_.end()) it = groups_.emplace(key, world_->subgroup(members, key)).first;
+    comm = &it->second;
+  }
+  by_request_[named_key] = comm;
+  return *comm;
 }
 
 const Comm& Mesh::group(MeshGroup g) const {
-  if (g == MeshGroup::world) return *world_;
-  return cached(key_of(g), mesh_group_members(world_->rank(), degrees_, g));
+  const int mask = mask_of(g);
+  if (mask >= 0) return group_of_mask(unsigned(mask));
+  return cached(16 + int(g), [&] { return mesh_group_members(world_->rank(), degrees_, g); });
 }
 
-const Comm& Mesh::group(std::initializer_list<MeshAxis> axes) const {
-  return cached(key_of(axes), mesh_group_members(world_->rank(), degrees_, axes));
+const Comm& Mesh::group(std::initializer_list<MeshAxis> axes) const { return group_of_mask(mask_of(axes)); }
+
+const Comm& Mesh::group_of_mask(unsigned mask) const {
+  return cached(int(mask), [&] { return mesh_axes_members(world_->rank(), degrees_, mask); });
 }
 
 double Mesh::reduce_scalar(double x, std::initializer_list<MeshAxis> axes, ReduceOp op) const {
-  if (mesh_group_members(world_->rank(), degrees_, axes).size() == 1) return x;
+  int members = 1;
+  const unsigned mask = mask_of(axes);
+  for (int a = 0; a < kMeshAxes; ++a)
+    if (mask & (1u << a)) members *= degrees_[MeshAxis(a)];
+  if (members == 1) return x;
   group(axes).all_reduce(&x, 1, op);
   return x;
 }

@@ -16,6 +16,7 @@
 //          coordinate = dp_cp rank / EP); expert gradients are averaged and sharded over it.
 // Every group's members are ascending world ranks, and a member's rank in the group is its
 // coordinate along the group.
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -62,6 +63,8 @@ std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& degrees, 
 // The ranks that agree with world_rank on every axis outside `axes` (ascending).
 std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& degrees,
                                     std::initializer_list<MeshAxis> axes);
+// The same with the axes as a bit mask (bit i = MeshAxis(i)); mask 0 is world_rank alone.
+std::vector<int> mesh_axes_members(int world_rank, const MeshDegrees& degrees, unsigned axis_mask);
 
 // ---- the mesh over a live world ----
 
@@ -82,7 +85,9 @@ class Mesh {
 
   // The communicator of this rank's group `g`, or of the ranks differing from this one only along
   // `axes`. Created on first use: every member of that group must ask for it, and members must
-  // ask for groups they share in the same order (as with any collective).
+  // ask for groups they share in the same order (as with any collective). Requests naming the
+  // same members share one communicator: group({dp, cp}) is group(MeshGroup::dp_cp), edp is
+  // dp_cp when ep = 1, group({tp, dp}) is group({dp}) when tp = 1, all four axes are world().
   const Comm& group(MeshGroup g) const;
   const Comm& group(std::initializer_list<MeshAxis> axes) const;
 
@@ -92,12 +97,15 @@ class Mesh {
                        ReduceOp op = ReduceOp::sum) const;
 
  private:
-  const Comm& cached(int key, const std::vector<int>& members) const;
+  const Comm& group_of_mask(unsigned mask) const;
+  // The communicator for a request (an axis mask, or 16 + a named group), made on first use.
+  const Comm& cached(int request, const std::function<std::vector<int>()>& members_of) const;
 
   const Comm* world_;
   MeshDegrees degrees_;
   MeshCoords coords_;
-  mutable std::map<int, Comm> groups_;  // by a key naming the group's members
+  mutable std::map<int, Comm> groups_;  // by canonical key (mesh.cpp), which names the members
+  mutable std::map<int, const Comm*> by_request_;  // request -> its communicator (may be world)
 };
 
 }  // namespace ff

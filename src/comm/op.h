@@ -1,15 +1,86 @@
 #pragma once
-// Internal: one communication operation as a state machine. The engine calls start() once and
-// then progress() repeatedly, always on the thread that holds the MPI token (the comm thread
-// or a thread blocked in wait()); nothing in an Op is touched by two threads at once except the
-// `complete` flag, which publishes the result.
+// Internal: what every operation is made of. The state behind a Comm handle (its communicator,
+// tags and counters), MPI error checks, the Op state machine the engine drives, the request set an
+// Op tests with one MPI call, and the makers of the operations, each defined beside its algorithm:
+// collectives.cpp (reduce-scatter, all-gather, all-reduce; their arithmetic in reduce.cpp),
+// exchange.cpp (send, recv, all-to-all(v), MPI's nonblocking broadcast and barrier), groups.cpp
+// (split, subgroup).
+//
+// Threads: the engine calls an Op's start() once and then progress() repeatedly, always on the
+// thread holding the MPI token (the comm thread or a thread blocked in wait()); nothing in an Op
+// is touched by two threads at once except `complete`, which publishes the result. Ops keep a
+// shared_ptr to their CommState, so the MPI communicator outlives every operation started on it
+// even if the Comm object is destroyed first.
+#include <mpi.h>
+
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "comm/comm_state.h"
+#include "comm/comm_types.h"
 
 namespace ff::detail {
+
+// Tag layout on every communicator. Collective traffic and split bookkeeping live above the
+// user's point-to-point tags, so a user recv can never match a collective's message.
+constexpr int kUserTagLimit = 1 << 29;                       // user tags: [0, 2^29)
+constexpr int kCollTagBase = kUserTagLimit;                   // collectives: 2 phases x seq window
+constexpr uint64_t kSeqWindow = uint64_t(1) << 20;
+constexpr int kSplitTagBase = kCollTagBase + int(2 * kSeqWindow);
+constexpr int kSubgroupTagBase = kSplitTagBase + int(kSeqWindow);  // + the caller's group key
+constexpr int kSubgroupKeys = 1 << 10;
+constexpr int kTagsNeeded = kSubgroupTagBase + kSubgroupKeys;  // checked against MPI_TAG_UB
+
+struct CommState {
+  CommState(MPI_Comm comm, std::vector<int> world_ranks);
+  ~CommState();  // frees the MPI communicator (through the engine's MPI token)
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  std::vector<int> world_ranks;  // world rank of each rank of this group
+
+  // Every rank issues the collectives of one communicator in the same order (MPI's rule), so
+  // this counter agrees across ranks and gives each collective its own tag: messages of two
+  // collectives in flight at once can then never be confused. Touched by the caller thread.
+  uint64_t next_seq = 0;
+  uint64_t next_split = 0;
+
+  CommOptions options;
+  CommStats stats;
+};
+
+// Tag of phase `phase` (0 or 1) of the collective with sequence number `seq`.
+inline int coll_tag(uint64_t seq, int phase) {
+  return kCollTagBase + int((seq % kSeqWindow) * 2) + phase;
+}
+
+// ---- MPI error checks ----
+// Every communicator of this layer uses MPI_ERRORS_RETURN, so MPI hands the code back to us and
+// the message can name the fivefold operation, not only the MPI call (comm_world.cpp).
+std::string mpi_error_string(int code);
+
+[[noreturn]] void fail_mpi(int rc, const char* call, const std::string& during);
+
+// Ends the job (abort_job) when rc is not MPI_SUCCESS. `during()` names what was being done;
+// it is a callable so the hot path (one call per message segment) builds no string.
+template <typename Describe>
+inline void check_mpi(int rc, const char* call, Describe&& during) {
+  if (rc != MPI_SUCCESS) [[unlikely]] fail_mpi(rc, call, during());
+}
+
+// MPI counts are int; this layer splits larger buffers itself, so a count that does not fit
+// is a bug here, not a caller error.
+int mpi_count(size_t n);
+
+MPI_Datatype mpi_type(CommType t);
+
+// ---- operations ----
 
 class Op {
  public:
@@ -44,5 +115,99 @@ class Op {
   CommOpKind kind_;
   bool finished_ = false;
 };
+
+// The MPI requests of one operation, tested together with one MPI_Testsome per pass (one pass into
+// Open MPI's progress engine instead of one per message), each tagged with a caller-chosen token
+// that says what completed.
+class RequestSet {
+ public:
+  void add(MPI_Request request, uint64_t token) {
+    int slot;
+    if (free_.empty()) {
+      slot = int(reqs_.size());
+      reqs_.push_back(request);
+      tokens_.push_back(token);
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+      reqs_[size_t(slot)] = request;
+      tokens_[size_t(slot)] = token;
+    }
+    ++live_;
+  }
+
+  size_t live() const { return live_; }
+
+  // Calls on_done(token, status, error) for every request that completed; error is
+  // MPI_SUCCESS unless MPI reported a per-request failure (e.g. truncation). Returns how many
+  // completed. `during` describes the op for a failure of MPI_Testsome itself.
+  template <typename OnDone, typename Describe>
+  int test_some(OnDone&& on_done, Describe&& during) {
+    if (live_ == 0) return 0;
+    idx_.resize(reqs_.size());
+    statuses_.resize(reqs_.size());
+    int count = 0;
+    int rc = MPI_Testsome(int(reqs_.size()), reqs_.data(), &count, idx_.data(), statuses_.data());
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) fail_mpi(rc, "MPI_Testsome", during());
+    if (count == MPI_UNDEFINED) return 0;
+    for (int i = 0; i < count; ++i) {
+      int slot = idx_[size_t(i)];
+      const MPI_Status& st = statuses_[size_t(i)];
+      int error = rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : MPI_SUCCESS;
+      free_.push_back(slot);
+      --live_;
+      on_done(tokens_[size_t(slot)], st, error);
+    }
+    return count;
+  }
+
+ private:
+  std::vector<MPI_Request> reqs_;  // completed slots hold MPI_REQUEST_NULL until reused
+  std::vector<uint64_t> tokens_;
+  std::vector<int> free_;
+  std::vector<int> idx_;
+  std::vector<MPI_Status> statuses_;
+  size_t live_ = 0;
+};
+
+// ---- the makers ----
+
+// collectives.cpp. reduce_scatter: in = n_total elements, out = this rank's chunk; all_gather:
+// in = this rank's chunk, out = n_total elements; all_reduce: in == out = n_total elements.
+enum class PairwiseMode { reduce_scatter, all_gather, all_reduce };
+std::shared_ptr<Op> make_pairwise(PairwiseMode mode, std::shared_ptr<CommState> comm, const void* in,
+                                  void* out, size_t n_total, CommType type, ReduceOp op, uint64_t seq);
+
+// reduce.cpp. Elementwise reductions used by the collectives, dst[i] = a[i] (op) b[i]. dst may
+// alias a (the in-place accumulate of all_reduce). The order of operands is fixed by the
+// caller, which is what keeps every collective's result bitwise reproducible.
+// For every type except bf16/f16.
+void reduce_into(void* dst, const void* a, const void* b, size_t n, CommType type, ReduceOp op);
+
+// bf16/f16 reduce in fp32: acc[i] = (a ? widen(a[i]) : acc[i]) (op) widen(b[i]), so the first
+// step of a chunk widens both operands and every later one folds into the fp32 accumulator;
+// narrow_into then rounds each element once (round-to-nearest-even) into the 16-bit result.
+void reduce_widened(float* acc, const void* a, const void* b, size_t n, CommType type, ReduceOp op);
+void narrow_into(void* dst, const float* acc, size_t n, CommType type);
+
+// exchange.cpp. A fixed set of sends and receives posted at once and finished together.
+struct Transfer {
+  int peer;
+  std::byte* data;  // read for sends, written for receives
+  size_t count;     // elements
+};
+// MPI counts are int: buffers above this are sent as several messages, cut alike on both sides.
+constexpr size_t kMaxMessageBytes = size_t(1) << 30;
+std::shared_ptr<Op> make_exchange(std::shared_ptr<CommState> comm, CommOpKind kind, CommType type, int tag,
+                                  std::vector<Transfer> sends, std::vector<Transfer> recvs, std::string what);
+// An MPI nonblocking collective (broadcast, barrier): `post` starts it and appends its requests.
+using NbcPoster = std::function<void(MPI_Comm, std::vector<MPI_Request>&)>;
+std::shared_ptr<Op> make_nbc(std::shared_ptr<CommState> comm, CommOpKind kind, NbcPoster post,
+                             std::string what);
+
+// groups.cpp. Blocking: run through the engine and waited for.
+std::shared_ptr<CommState> split_group(const std::shared_ptr<CommState>& parent, int color, int key);
+std::shared_ptr<CommState> member_group(const std::shared_ptr<CommState>& parent, std::vector<int> members,
+                                        int key);
 
 }  // namespace ff::detail

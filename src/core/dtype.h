@@ -39,6 +39,59 @@ inline float bf16_to_f32(uint16_t h) {
   return f;
 }
 
+// IEEE binary16, round-to-nearest-even, in integer arithmetic so the result does not depend on
+// the instruction set (F16C) or the floating-point environment. Overflow goes to inf, values
+// below half the smallest subnormal (2^-25) to signed zero, NaNs stay quiet NaNs.
+inline uint16_t f32_to_f16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN, quiet
+  // 65520 = halfway between the largest half (65504) and 2^16: it and above round to inf.
+  if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);
+  if (a >= 0x38800000u) {  // normal half (>= 2^-14): rebias 127 -> 15, drop 13 bits with RNE
+    const uint32_t r = a - (uint32_t(127 - 15) << 23);
+    return uint16_t(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+  }
+  // Subnormal half: the value in units of 2^-24 is mantissa * 2^(exponent - 126), exponent <= 112,
+  // so the shift is at least 14. A carry out of the 10 mantissa bits yields 0x400, which is
+  // exactly the encoding of the smallest normal.
+  const uint32_t exponent = a >> 23;
+  const uint32_t shift = 126 - exponent;
+  if (exponent == 0 || shift > 24) return sign;  // below 2^-25: rounds to zero
+  const uint32_t mantissa = (a & 0x7fffffu) | 0x800000u;
+  uint32_t q = mantissa >> shift;
+  const uint32_t rest = mantissa & ((1u << shift) - 1);
+  const uint32_t half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (q & 1u))) ++q;
+  return uint16_t(sign | q);
+}
+
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t u;
+  if (exponent == 0x1f) {
+    u = sign | 0x7f800000u | (mantissa << 13);  // inf, or NaN with its payload (quiet bit kept)
+  } else if (exponent != 0) {
+    u = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    u = sign;
+  } else {  // subnormal half: normalise, every one is a normal float
+    exponent = 127 - 15 + 1;
+    while (!(mantissa & 0x400u)) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    u = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 inline void check_dtype(DType have, DType want, const char* where) {
   if (have != want)
     throw std::logic_error(std::string(where) + ": a " + dtype_name(have) + " buffer where " +

@@ -2,7 +2,9 @@
 // sizes that divide the group size and sizes that do not. Run under mpirun -np 2, 3, 4.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <numeric>
 
 #include "mpi_test_util.h"
@@ -154,7 +156,8 @@ TEST(Collectives, AllToAllDeliversBlockDOfRankSToBlockSOfRankD) {
       BOTH_FORMS(async, w.all_to_all(in.data(), out.data(), n), w.all_to_all_async(in.data(), out.data(), n));
       size_t bad = 0;
       for (int s = 0; s < p; ++s)
-        for (size_t i = 0; i < n; ++i) bad += out[size_t(s) * n + i] != s * 1000000000LL + r * 1000000LL + int64_t(i);
+        for (size_t i = 0; i < n; ++i)
+          bad += out[size_t(s) * n + i] != s * 1000000000LL + r * 1000000LL + int64_t(i);
       EXPECT_EQ(bad, 0u) << "n=" << n << " async=" << async;
     }
   }
@@ -209,9 +212,27 @@ TEST(Collectives, AllReduceIsBitwiseEqualOnEveryRankAndToReduceScatterPlusAllGat
 }
 
 TEST(Collectives, BarrierReturnsOnEveryRank) {
-  world().barrier();
-  world().barrier();
-  SUCCEED();
+  // No rank may leave a barrier before the last one entered it. One rank enters 50 ms late; every
+  // rank's exit time must be at or after that entry. steady_clock is CLOCK_MONOTONIC, one clock
+  // for every process on the machine (CTest runs the ranks on one host). A barrier that returned
+  // at once would let the punctual ranks leave ~50 ms before the late entry.
+  Comm& w = world();
+  using us = std::chrono::microseconds;
+  auto now_us = [] {
+    return int64_t(
+        std::chrono::duration_cast<us>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  };
+  for (int late : {w.size() - 1, 0}) {
+    w.barrier();  // start together
+    if (w.rank() == late) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    int64_t entered = now_us();
+    w.barrier();
+    int64_t left = now_us();
+    int64_t last_entry = entered, first_exit = left;
+    w.all_reduce(&last_entry, 1, ReduceOp::max);
+    w.all_reduce(&first_exit, 1, ReduceOp::min);
+    EXPECT_GE(first_exit, last_entry) << "a rank left the barrier before rank " << late << " entered it";
+  }
 }
 
 TEST(Collectives, StatsCountThePayloadEachRankContributes) {

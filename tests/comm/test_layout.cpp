@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <type_traits>
 
 #include "comm/comm_types.h"
 #include "comm/mesh.h"
@@ -87,4 +88,34 @@ TEST(MeshValidation, AcceptsAMatchingMesh) {
 TEST(MeshValidation, ProductOverflowIsNotMistakenForAMatch) {
   // 65536^2 wraps to 0 in 32 bits; the check must still see the real product.
   EXPECT_THROW(check_mesh(MeshDegrees{.dp = 65536, .tp = 65536}, 0), std::invalid_argument);
+}
+
+// The buffer view behind every Comm operation: each supported pointer carries its element type,
+// core's typed pointers map their DType, and nothing else converts (a compile error instead of a
+// reinterpretation of bytes).
+static_assert(!std::is_convertible_v<uint64_t*, CommPtr>, "size_t and uint64_t are not Comm types");
+static_assert(!std::is_convertible_v<char*, CommPtr>);
+static_assert(!std::is_convertible_v<const float*, CommPtr>, "an output buffer must be writable");
+static_assert(!std::is_convertible_v<const uint16_t*, ConstCommPtr>, "16-bit words need their DType");
+static_assert(std::is_convertible_v<float*, ConstCommPtr> && std::is_convertible_v<TypedPtr, ConstCommPtr>);
+
+TEST(CommPtr, CarriesTheElementTypeOfThePointer) {
+  float f[2];
+  double d[2];
+  int32_t i[2];
+  int64_t l[2];
+  uint8_t b[2];
+  uint16_t h[2];
+  EXPECT_EQ(CommPtr(f).type(), CommType::f32);
+  EXPECT_EQ(CommPtr(d).type(), CommType::f64);
+  EXPECT_EQ(CommPtr(i).type(), CommType::i32);
+  EXPECT_EQ(CommPtr(l).type(), CommType::i64);
+  EXPECT_EQ(ConstCommPtr(static_cast<const uint8_t*>(b)).type(), CommType::u8);
+  EXPECT_EQ(CommPtr(TypedPtr(h, DType::bf16)).type(), CommType::bf16);
+  EXPECT_EQ(ConstCommPtr(ConstTypedPtr(h, DType::f16)).type(), CommType::f16);
+  EXPECT_EQ(ConstCommPtr(TypedPtr(f)).type(), CommType::f32);
+  EXPECT_EQ(ConstCommPtr(CommPtr(h, CommType::f16)).data(), static_cast<const void*>(h));
+  EXPECT_EQ(comm_type_size(CommType::bf16), 2u);
+  EXPECT_EQ(comm_type_size(CommType::f16), 2u);
+  EXPECT_STREQ(comm_type_name(CommType::bf16), "bf16");
 }

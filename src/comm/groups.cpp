@@ -1,14 +1,51 @@
-#include "comm/split_op.h"
-
+// Comm::split and Comm::subgroup as operations of the engine.
+//
+// MPI_Comm_split blocks until every rank of the parent has called it, and while one rank sits
+// inside it nothing else of ours moves there: an async all-reduce that another rank must
+// finish before reaching its split would deadlock. So the exchange of (color, key) is a
+// nonblocking MPI_Iallgather, progressed like any other op, and only after it completes (so
+// every rank of the parent has called split) does MPI_Comm_create_group build the new
+// communicator; that call involves only the members of the new group, all of which are
+// already past the exchange.
 #include <algorithm>
+#include <memory>
 #include <numeric>
+#include <vector>
 
-#include "comm/mpi_check.h"
+#include "comm/engine.h"
+#include "comm/op.h"
 
 namespace ff::detail {
+namespace {
 
+class SplitOp final : public Op {
+ public:
+  SplitOp(std::shared_ptr<CommState> parent, int color, int key, uint64_t split_seq);
+  // Comm::subgroup: the members (parent ranks, in group order) are known to every member, so
+  // there is nothing to exchange; only they take part.
+  SplitOp(std::shared_ptr<CommState> parent, std::vector<int> members, int group_key);
+
+  void start() override;
+  bool progress() override;
+  std::string describe() const override;
+
+  // Valid after completion: the new group's state.
+  std::shared_ptr<CommState> result;
+
+ private:
+  void create_group();
+
+  int color_ = 0, key_ = 0;
+  int tag_;
+  bool members_known_ = false;
+  std::vector<int> members_;
+  std::vector<int> table_;  // (color, key) of every parent rank
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+// Group creation synchronises like a barrier and has no statistics kind of its own.
 SplitOp::SplitOp(std::shared_ptr<CommState> parent, int color, int key, uint64_t split_seq)
-    : Op(std::move(parent), CommOpKind::barrier),  // split is synchronising like a barrier; it has no stats kind of its own
+    : Op(std::move(parent), CommOpKind::barrier),
       color_(color),
       key_(key),
       tag_(kSplitTagBase + int(split_seq % kSeqWindow)) {}
@@ -80,6 +117,23 @@ void SplitOp::create_group() {
   MPI_Group_free(&group);
   MPI_Group_free(&parent_group);
   result = std::make_shared<CommState>(comm, std::move(world));
+}
+
+std::shared_ptr<CommState> run(const std::shared_ptr<SplitOp>& op) {
+  Engine::instance().submit(op, true);
+  Engine::instance().wait(*op);
+  return op->result;
+}
+
+}  // namespace
+
+std::shared_ptr<CommState> split_group(const std::shared_ptr<CommState>& parent, int color, int key) {
+  return run(std::make_shared<SplitOp>(parent, color, key, parent->next_split++));
+}
+
+std::shared_ptr<CommState> member_group(const std::shared_ptr<CommState>& parent, std::vector<int> members,
+                                        int key) {
+  return run(std::make_shared<SplitOp>(parent, std::move(members), key));
 }
 
 }  // namespace ff::detail

@@ -1,13 +1,44 @@
-#include "comm/exchange_op.h"
-
+// Operations whose messages are all posted at once and finish together.
+//   ExchangeOp: send, recv, all_to_all and all_to_allv. Buffers larger than MPI's int count are
+//     cut into kMaxMessageBytes messages; both sides cut the same way, so the pieces match in
+//     order (MPI never reorders messages between one pair of ranks with the same tag).
+//   NbcOp: plain MPI nonblocking collectives (broadcast, barrier). They are not on the hot path
+//     of training, so Open MPI's own algorithms serve; the engine's polling progresses them like
+//     everything else.
 #include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "comm/comm_world.h"
+#include "comm/op.h"
 
 namespace ff::detail {
 namespace {
+
 constexpr uint64_t kRecvBit = uint64_t(1) << 63;
-}
+
+class ExchangeOp final : public Op {
+ public:
+  ExchangeOp(std::shared_ptr<CommState> comm, CommOpKind kind, CommType type, int tag,
+             std::vector<Transfer> sends, std::vector<Transfer> recvs, std::string what);
+
+  void start() override;
+  bool progress() override;
+  std::string describe() const override { return what_; }
+
+ private:
+  void on_done(uint64_t token, const MPI_Status& status, int error);
+
+  CommType type_;
+  MPI_Datatype dtype_;
+  size_t es_;
+  int tag_;
+  std::vector<Transfer> sends_, recvs_;
+  std::vector<size_t> expected_;  // element count of each posted receive piece
+  std::string what_;
+  RequestSet requests_;
+};
 
 ExchangeOp::ExchangeOp(std::shared_ptr<CommState> comm, CommOpKind kind, CommType type, int tag,
                        std::vector<Transfer> sends, std::vector<Transfer> recvs, std::string what)
@@ -79,6 +110,48 @@ void ExchangeOp::on_done(uint64_t token, const MPI_Status& status, int error) {
               std::to_string(got) + " elements where " + std::to_string(expected) +
               " were expected; the send and receive counts on the two ranks must agree");
   }
+}
+
+class NbcOp final : public Op {
+ public:
+  NbcOp(std::shared_ptr<CommState> comm, CommOpKind kind, NbcPoster post, std::string what)
+      : Op(std::move(comm), kind), post_(std::move(post)), what_(std::move(what)) {}
+
+  void start() override;
+  bool progress() override;
+  std::string describe() const override { return what_; }
+
+ private:
+  NbcPoster post_;
+  std::string what_;
+  std::vector<MPI_Request> requests_;
+};
+
+void NbcOp::start() {
+  post_(comm_->comm, requests_);
+  finished_ = requests_.empty();
+}
+
+bool NbcOp::progress() {
+  int flag = 0;
+  check_mpi(MPI_Testall(int(requests_.size()), requests_.data(), &flag, MPI_STATUSES_IGNORE),
+            "MPI_Testall", [&] { return what_; });
+  finished_ = flag != 0;
+  return finished_;
+}
+
+}  // namespace
+
+std::shared_ptr<Op> make_exchange(std::shared_ptr<CommState> comm, CommOpKind kind, CommType type, int tag,
+                                  std::vector<Transfer> sends, std::vector<Transfer> recvs,
+                                  std::string what) {
+  return std::make_shared<ExchangeOp>(std::move(comm), kind, type, tag, std::move(sends), std::move(recvs),
+                                      std::move(what));
+}
+
+std::shared_ptr<Op> make_nbc(std::shared_ptr<CommState> comm, CommOpKind kind, NbcPoster post,
+                             std::string what) {
+  return std::make_shared<NbcOp>(std::move(comm), kind, std::move(post), std::move(what));
 }
 
 }  // namespace ff::detail
