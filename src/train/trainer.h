@@ -15,6 +15,7 @@
 #include "model/llama.h"
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_stages.h"
+#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "train/lr_schedule.h"
