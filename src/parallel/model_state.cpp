@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "comm/mesh.h"
 #include "parallel/data/replicated_state.h"
 #include "parallel/zero/sharded_state.h"
 
@@ -25,7 +26,8 @@ const char* grad_sync_name(GradSync g) {
 
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             const Comm* dp, Tracer* tracer) {
+                                             const Mesh* mesh, Tracer* tracer) {
+  const Comm* dp = mesh && mesh->size(MeshGroup::dp_cp) > 1 ? &mesh->group(MeshGroup::dp_cp) : nullptr;
   if (cfg.zero < 0 || cfg.zero > 3)
     throw std::runtime_error("zero must be 0, 1, 2 or 3 (got " + std::to_string(cfg.zero) + ")");
   if (cfg.sync != GradSync::overlap && cfg.zero != 0)

@@ -19,6 +19,7 @@
 namespace ff {
 
 class Comm;
+class Mesh;
 class Tracer;
 
 // When DDP's all-reduces run: overlapped with backward (the point of buckets), all after
@@ -52,7 +53,6 @@ class ModelState {
   // Sum over the data-parallel group of the squares of the summed gradient, each element times
   // its weight (1 outside `weights`).
   virtual double grad_square_sum(const std::vector<WeightedRange>& weights) = 0;
-  double grad_norm() { return std::sqrt(grad_square_sum({})); }  // global L2 norm
   // Whether the buffers grads() hands out keep the earlier micro-batches' sum (zero 0, 1)
   // rather than this micro-batch's alone (the staging buffers of zero 2, 3).
   virtual bool grads_accumulate() const = 0;
@@ -67,13 +67,12 @@ class ModelState {
   // The part of segment `seg`'s summed gradient this rank holds after finish_grads (all of it,
   // or its ZeRO chunk), and its length: for sums across other groups (tied embeddings).
   virtual float* segment_grads(const ParamSegment& seg, size_t* count) = 0;
-  // The full gradient on this rank, for tests (replicated state only; null otherwise).
-  virtual const float* full_grads() const { return nullptr; }
 };
 
-// dp: the data-parallel group, or null for a single process.
+// mesh: the ranks the state is reduced and sharded over (dense parameters over dp x cp), or null
+// for a single process.
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             const Comm* dp, Tracer* tracer);
+                                             const Mesh* mesh, Tracer* tracer);
 
 }  // namespace ff

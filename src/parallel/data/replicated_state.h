@@ -24,7 +24,6 @@ class ReplicatedState final : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
   void load_full(const float* params, const float* m, const float* v) override;
-  const float* full_grads() const override { return grads_.data(); }
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
     *count = seg.count;
     return grads_.data() + seg.offset;
