@@ -127,7 +127,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
-                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_, tracer_.get());
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
+                            tracer_.get());
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
@@ -227,7 +228,8 @@ StepRecord Trainer::train_step() {
   // The state sums over its reduction groups; tp, then pp, one axis at a time so the additions
   // happen in the same order as always (a different order changes the last bits of the norm,
   // and through clipping the weights).
-  const double norm_sq = sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
+  const double norm_sq =
+      sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
   const double norm = std::sqrt(norm_sq);
   if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;

@@ -17,6 +17,7 @@
 #include "core/memory.h"
 #include "train_fixtures.h"
 #include "shared_data.h"
+#include "parallel/grouped_state.h"
 #include "parallel/zero/sharded_state.h"
 #include "train/trainer.h"
 
@@ -78,7 +79,8 @@ int check_comm_volume(const Mesh& mesh, const std::string& data, int zero, int a
     ok = ar == 16 && rs == rs_expected && ag >= shard_lo && ag <= 2 * shard_hi * accum;
     // Prefetch: in every forward, each block (and the head) finds its gather already started by
     // the segment before it.
-    const auto* pool = dynamic_cast<ShardedState&>(t.state()).gather_pool();
+    auto& dense = dynamic_cast<GroupedState&>(t.state()).group_state(0);
+    const auto* pool = dynamic_cast<ShardedState&>(dense).gather_pool();
     const int min_hits = steps * accum * t.config().model.n_layers;
     if (pool->prefetch_hits() < min_hits) {
       std::printf("rank %d: %d prefetch hits, expected at least %d\n", world.rank(), pool->prefetch_hits(), min_hits);

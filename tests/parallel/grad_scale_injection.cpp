@@ -5,7 +5,8 @@
 // each update by the root of its second moment, so a uniform scale cancels up to epsilon, and
 // clipping (grad_clip = 1) cuts any norm above 1 back to the same vector: losses, weights and
 // validation loss stay within their tolerances while the bug is there. Only the gradient norm
-// shows it (N times the serial norm). Exit code 0 only if the comparison fails, and fails on the gradient norm.
+// shows it (N times the serial norm). Exit code 0 only if the comparison fails, and fails on the gradient
+// norm.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -15,8 +16,8 @@
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
 #include "shared_data.h"
-#include "train_fixtures.h"
 #include "train/trainer.h"
+#include "train_fixtures.h"
 
 using namespace ff;
 
@@ -50,13 +51,15 @@ int main(int argc, char** argv) {
     // of the weights; everything else stays within its parity tolerance, so a comparison
     // without the norm would pass this run.
     const double expected_norm_diff = n - 1;
-    const bool caught = !s.ok() && std::fabs(s.worst_grad_norm - expected_norm_diff) < 0.05 * expected_norm_diff;
+    const bool caught =
+        !s.ok() && std::fabs(s.worst_grad_norm - expected_norm_diff) < 0.05 * expected_norm_diff;
     const bool others_blind = s.worst_loss <= 1e-5 && s.worst_weight <= 1e-4 && s.val_diff <= 1e-5;
-    std::printf("dp=%d, gradients summed instead of averaged: worst step-loss rel diff %.2e (tol 1e-5), "
-                "worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e; grad-norm rel diff %.3f "
-                "(expected %d); comparison %s: %s\n",
-                n, s.worst_loss, s.worst_weight, s.val_diff, s.worst_grad_norm, n - 1,
-                s.ok() ? "passed" : "failed", caught && others_blind ? "ok" : "FAIL");
+    std::printf(
+        "dp=%d, gradients summed instead of averaged: worst step-loss rel diff %.2e (tol 1e-5), "
+        "worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e; grad-norm rel diff %.3f "
+        "(expected %d); comparison %s: %s\n",
+        n, s.worst_loss, s.worst_weight, s.val_diff, s.worst_grad_norm, n - 1, s.ok() ? "passed" : "failed",
+        caught && others_blind ? "ok" : "FAIL");
     failures += !(caught && others_blind);
   }
   world.all_reduce(&failures, 1);

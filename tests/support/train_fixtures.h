@@ -66,7 +66,8 @@ inline SerialComparison compare_with_serial(const Trainer& run, const std::vecto
   for (size_t i = 0; i < serial.history().size(); ++i) {
     const StepRecord &a = run.history()[i], &b = serial.history()[i];
     r.worst_loss = std::max(r.worst_loss, std::fabs(a.loss - b.loss) / std::fabs(b.loss));
-    r.worst_grad_norm = std::max(r.worst_grad_norm, std::fabs(a.grad_norm - b.grad_norm) / std::fabs(b.grad_norm));
+    r.worst_grad_norm =
+        std::max(r.worst_grad_norm, std::fabs(a.grad_norm - b.grad_norm) / std::fabs(b.grad_norm));
   }
   for (size_t i = 0; i < serial_weights.size(); ++i)
     r.worst_weight = std::max(r.worst_weight, double(std::fabs(run_weights[i] - serial_weights[i])));

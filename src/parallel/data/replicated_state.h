@@ -1,5 +1,5 @@
 #pragma once
-// ZeRO stage 0: every rank holds the whole model state; gradients are summed by bucketed
+// ZeRO stage 0: every rank holds the whole state of its parameter group; gradients are summed by bucketed
 // all-reduce overlapped with backward (DDP). With no group (one process) it is the serial state.
 #include <memory>
 
@@ -11,7 +11,7 @@ namespace ff {
 
 class ReplicatedState final : public ModelState {
  public:
-  ReplicatedState(const ParamLayout& layout, const AdamWConfig& adam, const DataParallelConfig& cfg,
+  ReplicatedState(const GroupLayout& layout, const AdamWConfig& adam, const DataParallelConfig& cfg,
                   const Comm* dp, Tracer* tracer);
   ParamSource& params() override { return source_; }
   GradSink& grads(bool sync) override;
@@ -30,7 +30,7 @@ class ReplicatedState final : public ModelState {
   }
 
  private:
-  const ParamLayout& layout_;
+  const GroupLayout& layout_;
   TrackedBuffer<float> params_, grads_;
   AdamW adam_;
   FlatParams source_;
