@@ -9,7 +9,6 @@
 //          as soon as backward finishes writing them (DDP).
 //   zero 1/2/3 (ShardedState): AdamW moments / + gradients / + parameters sharded across the
 //          group's ranks (ZeRO, Rajbhandari et al. 2020; stage 3 is FSDP).
-#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>

@@ -2,8 +2,8 @@
 // The training loop of one rank: data, model, model state (replicated or ZeRO-sharded),
 // schedule, checkpoints, metrics. Construction does every check that can fail (config, data files,
 // vocabulary, checkpoint compatibility) before the first heavy allocation, so bad input never
-// costs a long wait and never touches a good checkpoint. Only data-parallel rank 0 writes files
-// and prints.
+// costs a long wait and never touches a good checkpoint. Only world rank 0 (the leader) writes
+// files and prints.
 #include <functional>
 #include <memory>
 #include <string>
