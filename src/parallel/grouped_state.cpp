@@ -76,11 +76,9 @@ GroupedState::GroupedState(const std::vector<ParamGroupSpec>& groups, const Para
     }
     if (g > 0 && group.state->grads_accumulate() != accumulate_)
       throw std::invalid_argument("parameter groups '" + groups[0].name + "' and '" + groups[g].name +
-                                  "' would mix accumulated and "
-                                  "per-micro-batch gradients (ZeRO " +
-                                  std::to_string(cfg.zero) +
-                                  " with a one-rank group); give every "
-                                  "group more than one rank or use zero <= 1");
+                                  "' would mix accumulated and per-micro-batch gradients (ZeRO " +
+                                  std::to_string(cfg.zero) + " with a one-rank group); give every group "
+                                  "more than one rank or use zero <= 1");
     accumulate_ = group.state->grads_accumulate();
     groups_.push_back(std::move(group));
   }
