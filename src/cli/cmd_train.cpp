@@ -25,7 +25,7 @@ int cmd_train(const Args& a) {
   validate_train_config(cfg);  // shapes against tp before the rank count: the more useful error
   resolve_layout(cfg, world.size());
   Mesh mesh(world, MeshDegrees{.dp = cfg.dp, .cp = cfg.cp, .tp = cfg.tp, .pp = cfg.pp});  // checks the product first
-  Trainer trainer(cfg, out, &mesh.group(MeshGroup::dp), &mesh.group(MeshGroup::tp), &mesh.group(MeshGroup::pp));
+  Trainer trainer(cfg, out, &mesh);
   if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
   return 0;

@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "parallel/data/replicated_state.h"
-#include "parallel/zero/sharded_state.h"
+#include "parallel/grouped_state.h"
+#include "parallel/param_group.h"
 
 namespace ff {
 
@@ -25,14 +25,12 @@ const char* grad_sync_name(GradSync g) {
 
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             const Comm* dp, Tracer* tracer) {
+                                             const Mesh* mesh, Tracer* tracer) {
   if (cfg.zero < 0 || cfg.zero > 3)
     throw std::runtime_error("zero must be 0, 1, 2 or 3 (got " + std::to_string(cfg.zero) + ")");
   if (cfg.sync != GradSync::overlap && cfg.zero != 0)
     throw std::runtime_error("grad_sync other than overlap is a DDP (zero 0) benchmarking setting");
-  if (cfg.zero == 0 || !dp || dp->size() == 1)
-    return std::make_unique<ReplicatedState>(layout, adam, cfg, dp, tracer);
-  return std::make_unique<ShardedState>(layout, adam, cfg.zero, *dp, tracer);
+  return std::make_unique<GroupedState>(model_param_groups(layout, mesh), &layout, adam, cfg, tracer);
 }
 
 }  // namespace ff

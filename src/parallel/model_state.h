@@ -1,13 +1,14 @@
 #pragma once
 // One rank's share of the model state (parameters, gradients, AdamW moments) and the
 // communication that keeps the ranks consistent. The trainer drives every layout through this
-// one interface; the model sees only the ParamSource/GradSink it hands out.
+// one interface; the model sees only the ParamSource/GradSink it hands out. The state the trainer
+// holds is a set of per-parameter-group states (grouped_state.h), each one of these layouts over
+// its group's communicator:
 //
 //   zero 0 (ReplicatedState): everything replicated; gradients all-reduced in buckets that start
 //          as soon as backward finishes writing them (DDP).
 //   zero 1/2/3 (ShardedState): AdamW moments / + gradients / + parameters sharded across the
-//          data-parallel group (ZeRO, Rajbhandari et al. 2020; stage 3 is FSDP).
-#include <cmath>
+//          group's ranks (ZeRO, Rajbhandari et al. 2020; stage 3 is FSDP).
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 namespace ff {
 
 class Comm;
+class Mesh;
 class Tracer;
 
 // When DDP's all-reduces run: overlapped with backward (the point of buckets), all after
@@ -49,10 +51,9 @@ class ModelState {
   virtual void zero_grads() = 0;
   // Waits for this step's gradient communication; afterwards grads hold the global sum.
   virtual void finish_grads() = 0;
-  // Sum over the data-parallel group of the squares of the summed gradient, each element times
+  // Sum over each group's ranks of the squares of the summed gradient, each element times
   // its weight (1 outside `weights`).
   virtual double grad_square_sum(const std::vector<WeightedRange>& weights) = 0;
-  double grad_norm() { return std::sqrt(grad_square_sum({})); }  // global L2 norm
   // Whether the buffers grads() hands out keep the earlier micro-batches' sum (zero 0, 1)
   // rather than this micro-batch's alone (the staging buffers of zero 2, 3).
   virtual bool grads_accumulate() const = 0;
@@ -67,13 +68,12 @@ class ModelState {
   // The part of segment `seg`'s summed gradient this rank holds after finish_grads (all of it,
   // or its ZeRO chunk), and its length: for sums across other groups (tied embeddings).
   virtual float* segment_grads(const ParamSegment& seg, size_t* count) = 0;
-  // The full gradient on this rank, for tests (replicated state only; null otherwise).
-  virtual const float* full_grads() const { return nullptr; }
 };
 
-// dp: the data-parallel group, or null for a single process.
+// The model's parameter groups (param_group.h: dense over dp x cp, expert over edp) over `mesh`
+// (null: one process).
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             const Comm* dp, Tracer* tracer);
+                                             const Mesh* mesh, Tracer* tracer);
 
 }  // namespace ff

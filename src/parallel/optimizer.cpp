@@ -2,9 +2,9 @@
 
 namespace ff {
 
-std::vector<OptimSpan> full_model_spans(const ParamLayout& layout) {
+std::vector<OptimSpan> full_group_spans(const GroupLayout& layout) {
   std::vector<OptimSpan> spans;
-  for (const ParamView& v : layout.views()) spans.push_back({v.offset, v.offset, v.numel, v.is_matrix});
+  for (const ParamTensorSpan& t : layout.tensors()) spans.push_back({t.offset, t.offset, t.count, t.decay});
   return spans;
 }
 

@@ -1,13 +1,13 @@
 #pragma once
-// AdamW over spans of the flat layout. A span pairs a range of the parameters with the same-length
-// range of the optimizer state (and of the gradients, which live in state coordinates): for a
+// AdamW over spans of a parameter group's flat layout. A span pairs a range of the parameters
+// with the same-length range of the optimizer state (and of the gradients, which live in state coordinates): for a
 // replicated model the two coincide; for a ZeRO shard the state is the rank's shard and the
 // parameters are wherever the shard's elements sit.
 #include <vector>
 
 #include "core/memory.h"
 #include "kernels/adamw.h"
-#include "model/parameters.h"
+#include "parallel/param_group.h"
 
 namespace ff {
 
@@ -22,8 +22,8 @@ struct OptimSpan {
   bool decay;       // matrices decay, norms do not
 };
 
-// The spans of a whole, unsharded model: one per tensor, state coordinates = flat coordinates.
-std::vector<OptimSpan> full_model_spans(const ParamLayout& layout);
+// The spans of a whole, unsharded group: one per tensor, state coordinates = the group's.
+std::vector<OptimSpan> full_group_spans(const GroupLayout& layout);
 
 class AdamW {
  public:

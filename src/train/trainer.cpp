@@ -47,17 +47,23 @@ void check_token_range(const std::vector<int32_t>& tokens, int vocab, const std:
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Comm* tp, const Comm* pp)
-    : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), dp_(dp), tp_(tp), pp_(pp) {
-  if (dp_) dp_rank_ = dp_->rank(), dp_size_ = dp_->size();
-  if (tp_) tp_rank_ = tp_->rank(), tp_size_ = tp_->size();
-  if (pp_) pp_rank_ = pp_->rank(), pp_size_ = pp_->size();
+Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
+    : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), mesh_(mesh) {
+  const MeshDegrees d = mesh_ ? mesh_->degrees() : MeshDegrees{};
   resolve_layout(cfg_, world_size());
-  if (cfg_.dp != dp_size_ || cfg_.tp != tp_size_ || cfg_.pp != pp_size_)
+  if (cfg_.dp != d.dp || cfg_.cp != d.cp || cfg_.tp != d.tp || cfg_.pp != d.pp)
     throw std::runtime_error(fmt::format(
-        "config dp = {}, tp = {}, pp = {} but the data-, tensor- and pipeline-parallel groups have {}, {} "
-        "and {} ranks",
-        cfg_.dp, cfg_.tp, cfg_.pp, dp_size_, tp_size_, pp_size_));
+        "config dp = {}, cp = {}, tp = {}, pp = {} but the mesh has dp = {}, cp = {}, tp = {}, pp = {}; "
+        "build the mesh from the config's degrees",
+        cfg_.dp, cfg_.cp, cfg_.tp, cfg_.pp, d.dp, d.cp, d.tp, d.pp));
+  if (mesh_) {
+    dp_rank_ = mesh_->rank(MeshGroup::dp), dp_size_ = d.dp;
+    tp_rank_ = mesh_->rank(MeshGroup::tp), tp_size_ = d.tp;
+    pp_rank_ = mesh_->rank(MeshGroup::pp), pp_size_ = d.pp;
+    // Every rank asks for the same groups in the same order (their creation is collective).
+    if (tp_size_ > 1) tp_ = &mesh_->group(MeshGroup::tp);
+    if (pp_size_ > 1) pp_ = &mesh_->group(MeshGroup::pp);
+  }
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
 
@@ -121,7 +127,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Com
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
-                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, dp_, tracer_.get());
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
+                            tracer_.get());
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
@@ -170,6 +177,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Com
 
 Trainer::~Trainer() = default;
 
+double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {
+  return mesh_ ? mesh_->reduce_scalar(x, axes) : x;
+}
+
 StepRecord Trainer::train_step() {
   const auto t0 = std::chrono::steady_clock::now();
   const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = cfg_.global_batch();
@@ -186,8 +197,7 @@ StepRecord Trainer::train_step() {
     TraceScope scope(tracer_.get(), "pipeline", "step");
     stages_->begin_step(batch_inputs_.data(), batch_targets_.data(), mb, T, grad_scale);
     executor_->run(*stages_);
-    loss_sum = stages_->loss_sum();
-    pp_->all_reduce(&loss_sum, 1);
+    loss_sum = sum_over(stages_->loss_sum(), {MeshAxis::pp});  // exact: the other stages add 0
   } else {
     for (int micro = 0; micro < cfg_.grad_accum; ++micro) {
       TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
@@ -207,16 +217,19 @@ StepRecord Trainer::train_step() {
       tied_.all_reduce(g, n);
     }
   }
-  if (dp_ && dp_size_ > 1) dp_->all_reduce(&loss_sum, 1);
+  if (after_grads_reduced) after_grads_reduced(*state_);
+  loss_sum = sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp});
   const double loss = loss_sum / (double(G) * T);
   if (!std::isfinite(loss))
     throw std::runtime_error(fmt::format(
         "loss became {} at step {}; lower lr (now {}) or grad_clip. The last checkpoint in '{}' "
         "was left as it was",
         loss, step_ + 1, cfg_.lr, out_dir_));
-  double norm_sq = state_->grad_square_sum(norm_weights_);
-  if (tp_size_ > 1) tp_->all_reduce(&norm_sq, 1);
-  if (pp_size_ > 1) pp_->all_reduce(&norm_sq, 1);
+  // The state sums over its reduction groups; tp, then pp, one axis at a time so the additions
+  // happen in the same order as always (a different order changes the last bits of the norm,
+  // and through clipping the weights).
+  const double norm_sq =
+      sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
   const double norm = std::sqrt(norm_sq);
   if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;
@@ -245,7 +258,7 @@ double Trainer::evaluate() {
     sum += pp_size_ > 1 ? pipeline_forward_loss(*model_, state_->params(), *pp_, in.data(), tgt.data(), mb, T)
                         : model_->forward_loss(state_->params(), in.data(), tgt.data(), mb, T);
   }
-  if (dp_ && dp_size_ > 1) dp_->all_reduce(&sum, 1);
+  sum = sum_over(sum, {MeshAxis::dp, MeshAxis::cp});
   return sum / (double(cfg_.eval_batches) * G * T);
 }
 

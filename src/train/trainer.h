@@ -2,12 +2,14 @@
 // The training loop of one rank: data, model, model state (replicated or ZeRO-sharded),
 // schedule, checkpoints, metrics. Construction does every check that can fail (config, data files,
 // vocabulary, checkpoint compatibility) before the first heavy allocation, so bad input never
-// costs a long wait and never touches a good checkpoint. Only data-parallel rank 0 writes files
-// and prints.
+// costs a long wait and never touches a good checkpoint. Only world rank 0 (the leader) writes
+// files and prints.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "comm/mesh.h"
 #include "core/memory.h"
 #include "io/data_loader.h"
 #include "io/metrics.h"
@@ -15,14 +17,13 @@
 #include "model/llama.h"
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_stages.h"
+#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "train/lr_schedule.h"
 #include "train/train_config.h"
 
 namespace ff {
-
-class Comm;
 
 struct StepRecord {
   int step;
@@ -34,11 +35,9 @@ struct StepRecord {
 
 class Trainer {
  public:
-  // dp: the data-parallel group (null or size 1 for one process). cfg.dp must equal its size.
-  // tp, pp: the tensor- and pipeline-parallel groups (null for 1); cfg.tp, cfg.pp must equal
-  // their sizes.
-  Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp = nullptr,
-          const Comm* tp = nullptr, const Comm* pp = nullptr);
+  // mesh: the ranks and their axes (null: one process); cfg.dp, cp, tp, pp must equal its
+  // degrees. The mesh must outlive the trainer.
+  Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh = nullptr);
   ~Trainer();
   // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
   void run();
@@ -55,11 +54,16 @@ class Trainer {
   int step() const { return step_; }
   const std::vector<StepRecord>& history() const { return history_; }
   bool quiet = false;  // tests silence the progress lines
+  // Test-only: called on the fully reduced gradients, before the norm and the optimizer step, so
+  // a test can inject a gradient-scale error and prove the parity checks catch it.
+  std::function<void(ModelState&)> after_grads_reduced;
 
  private:
-  bool leader() const { return dp_rank_ == 0 && tp_rank_ == 0 && pp_rank_ == 0; }
-  int world_rank() const { return tp_rank_ + tp_size_ * (dp_rank_ + dp_size_ * pp_rank_); }
-  int world_size() const { return tp_size_ * dp_size_ * pp_size_; }
+  int world_rank() const { return mesh_ ? mesh_->world().rank() : 0; }
+  int world_size() const { return mesh_ ? mesh_->world().size() : 1; }
+  bool leader() const { return world_rank() == 0; }  // rank 0 on every axis, cp included
+  // x summed over the ranks differing from this one only along `axes` (x itself without a mesh).
+  double sum_over(double x, std::initializer_list<MeshAxis> axes) const;
   // The layout-free full state (checkpoint) into this rank's part, and back.
   void load_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v);
   // The full (unsharded) parameters and AdamW moments: collective over dp and tp.
@@ -69,9 +73,9 @@ class Trainer {
 
   TrainConfig cfg_;
   std::string out_dir_;
-  const Comm* dp_ = nullptr;
-  int dp_rank_ = 0, dp_size_ = 1;
-  const Comm* tp_ = nullptr;
+  const Mesh* mesh_ = nullptr;
+  int dp_rank_ = 0, dp_size_ = 1;    // the data coordinate: which rows of the batch this rank reads
+  const Comm* tp_ = nullptr;         // the mesh's groups with more than one rank, else null
   int tp_rank_ = 0, tp_size_ = 1;
   const Comm* pp_ = nullptr;
   int pp_rank_ = 0, pp_size_ = 1;

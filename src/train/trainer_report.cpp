@@ -54,10 +54,8 @@ void Trainer::write_trace() {
   // Each rank writes its part next to the target; rank 0 merges them into one file.
   const std::string part = cfg_.trace + ".rank" + std::to_string(world_rank());
   write_file_atomic(part, tracer_->events_json());
-  // Barriers over tp, then dp, then pp: once the leader passes the last, every part is written.
-  if (tp_ && tp_size_ > 1) tp_->barrier();
-  if (dp_ && dp_size_ > 1) dp_->barrier();
-  if (pp_ && pp_size_ > 1) pp_->barrier();
+  // Once the leader passes the barrier, every rank's part is written.
+  if (mesh_) mesh_->world().barrier();
   if (!leader()) return;
   std::vector<std::string> parts;
   for (int r = 0; r < world_size(); ++r) {

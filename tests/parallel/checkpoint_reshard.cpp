@@ -11,6 +11,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "comm/mesh.h"
 #include "shared_data.h"
 #include "train_fixtures.h"
 #include "train/trainer.h"
@@ -55,11 +56,12 @@ int main(int argc, char** argv) {
   const std::string data = testkit::shared_tiny_data_dir(world);
   const std::string par_dir = broadcast_string(world, world.rank() == 0 ? testkit::temp_dir("par") : "");
   const std::string ser_dir = broadcast_string(world, world.rank() == 0 ? testkit::temp_dir("ser") : "");
+  const Mesh mesh(world, MeshDegrees{.dp = n});
   int failures = 0;
 
   // Parallel first half; serial first half (rank 0 alone).
   {
-    Trainer first(tiny(data, n, zero, 10), par_dir, &world);
+    Trainer first(tiny(data, n, zero, 10), par_dir, &mesh);
     first.quiet = true;
     first.run();
   }
@@ -70,7 +72,7 @@ int main(int argc, char** argv) {
   }
   world.barrier();
   // Serial checkpoint resumed by the parallel layout.
-  Trainer par_resumed(tiny(data, n, zero, 0), ser_dir, &world);
+  Trainer par_resumed(tiny(data, n, zero, 0), ser_dir, &mesh);
   par_resumed.quiet = true;
   par_resumed.run();
   const std::vector<float> par_weights = par_resumed.full_params();

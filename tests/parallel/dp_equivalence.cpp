@@ -3,7 +3,7 @@
 // Every rank trains `tiny` for 20 steps with the given ZeRO stage and gradient accumulation
 // (micro-batch 4); rank 0 then trains the serial model on the same global batch (micro-batch
 // 4 x N, same accumulation) in-process and
-// compares per-step losses (1e-5 relative) and final weights (1e-4). Each rank also checks its
+// compares per-step losses and gradient norms (1e-5 relative) and final weights (1e-4). Each rank also checks its
 // model-state bytes against the ZeRO formulas for fp32 AdamW. Exit code 0 only if all agree.
 #include <cmath>
 #include <cstdio>
@@ -13,9 +13,11 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "comm/mesh.h"
 #include "core/memory.h"
 #include "train_fixtures.h"
 #include "shared_data.h"
+#include "parallel/grouped_state.h"
 #include "parallel/zero/sharded_state.h"
 #include "train/trainer.h"
 
@@ -50,18 +52,25 @@ double zero_formula_bytes(int zero, double psi, int n) {
 // every forward and again for every backward, less the segments still resident in its three
 // gather buffers (at tiny's 4 segments most stay resident, so the test bounds rather than pins
 // it). The loss (and, sharded, the gradient norm) adds one double each.
-int check_comm_volume(const Comm& world, const std::string& data, int zero, int accum) {
+int check_comm_volume(const Mesh& mesh, const std::string& data, int zero, int accum) {
+  const Comm& world = mesh.world();
   const int n = world.size(), steps = 3;
-  Trainer t(tiny(data, 4, accum, n, zero), testkit::temp_dir("volume"), &world);
+  Trainer t(tiny(data, 4, accum, n, zero), testkit::temp_dir("volume"), &mesh);
   t.quiet = true;
   const double psi = double(t.model().layout().total()), shard_lo = std::floor(psi / n) * 4,
                shard_hi = std::ceil(psi / n) * 4;
-  world.reset_stats();
+  // The state communicates over the dense group (dp x cp); the loss is summed over the axes dp, cp
+  // (the same ranks, a communicator of its own).
+  const Comm& dense = mesh.group(MeshGroup::dp_cp);
+  const Comm& scalars = mesh.group({MeshAxis::dp, MeshAxis::cp});
+  dense.reset_stats();
+  scalars.reset_stats();
   for (int i = 0; i < steps; ++i) t.train_step();
-  const CommStats st = world.stats();
-  const double ar = double(st.bytes_of(CommOpKind::all_reduce)) / steps,
-               rs = double(st.bytes_of(CommOpKind::reduce_scatter)) / steps,
-               ag = double(st.bytes_of(CommOpKind::all_gather)) / steps;
+  auto per_step = [&](CommOpKind k) {
+    return double(dense.stats().bytes_of(k) + scalars.stats().bytes_of(k)) / steps;
+  };
+  const double ar = per_step(CommOpKind::all_reduce), rs = per_step(CommOpKind::reduce_scatter),
+               ag = per_step(CommOpKind::all_gather);
   bool ok = false;
   if (zero == 0) ok = ar == 4 * psi + 8 && rs == 0 && ag == 0;
   const double rs_expected = 4 * psi * (zero >= 2 ? accum : 1);
@@ -70,7 +79,8 @@ int check_comm_volume(const Comm& world, const std::string& data, int zero, int 
     ok = ar == 16 && rs == rs_expected && ag >= shard_lo && ag <= 2 * shard_hi * accum;
     // Prefetch: in every forward, each block (and the head) finds its gather already started by
     // the segment before it.
-    const auto* pool = dynamic_cast<ShardedState&>(t.state()).gather_pool();
+    auto& dense = dynamic_cast<GroupedState&>(t.state()).group_state(0);
+    const auto* pool = dynamic_cast<ShardedState&>(dense).gather_pool();
     const int min_hits = steps * accum * t.config().model.n_layers;
     if (pool->prefetch_hits() < min_hits) {
       std::printf("rank %d: %d prefetch hits, expected at least %d\n", world.rank(), pool->prefetch_hits(), min_hits);
@@ -91,10 +101,11 @@ int main(int argc, char** argv) {
   if (argc != 3) return std::fprintf(stderr, "usage: dp_equivalence ZERO ACCUM\n"), 2;
   const int zero = std::atoi(argv[1]), accum = std::atoi(argv[2]), n = world.size();
   const std::string data = testkit::shared_tiny_data_dir(world);
+  const Mesh mesh(world, MeshDegrees{.dp = n});
   int failures = 0;
 
   auto before = MemoryLedger::instance().snapshot();
-  Trainer parallel(tiny(data, 4, accum, n, zero), testkit::temp_dir("dp"), &world);
+  Trainer parallel(tiny(data, 4, accum, n, zero), testkit::temp_dir("dp"), &mesh);
   parallel.quiet = true;
   auto after = MemoryLedger::instance().snapshot();
   // Model-state bytes this rank holds, against the formula (10% slack for the uneven chunks).
@@ -117,12 +128,12 @@ int main(int argc, char** argv) {
     const testkit::SerialComparison s =
         testkit::compare_with_serial(parallel, parallel_weights, parallel_val, tiny(data, 4 * n, accum, 1, 0));
     const bool ok = s.ok();
-    std::printf("dp=%d zero=%d accum=%d: worst step-loss rel diff %.2e (tol 1e-5), worst weight diff "
-                "%.2e (tol 1e-4), val loss rel diff %.2e, model-state bytes %.0f vs formula %.0f: %s\n",
-                n, zero, accum, s.worst_loss, s.worst_weight, s.val_diff, state_bytes, predicted, ok ? "ok" : "FAIL");
+    std::printf("dp=%d zero=%d accum=%d: worst step-loss rel diff %.2e (tol 1e-5), worst grad-norm rel "
+                "diff %.2e (tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e, model-state bytes %.0f vs formula %.0f: %s\n",
+                n, zero, accum, s.worst_loss, s.worst_grad_norm, s.worst_weight, s.val_diff, state_bytes, predicted, ok ? "ok" : "FAIL");
     failures += !ok;
   }
-  failures += check_comm_volume(world, data, zero, accum);
+  failures += check_comm_volume(mesh, data, zero, accum);
   world.all_reduce(&failures, 1);
   if (world.rank() == 0) std::printf("%d passed, %d failed\n", failures == 0 ? 1 : 0, failures == 0 ? 0 : 1);
   return failures == 0 ? 0 : 1;

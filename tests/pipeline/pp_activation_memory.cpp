@@ -10,6 +10,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "comm/mesh.h"
 #include "shared_data.h"
 #include "train_fixtures.h"
 #include "train/trainer.h"
@@ -27,7 +28,8 @@ double one_step_activations(const std::string& data, const Comm& pipe, const std
   c.grad_accum = m;
   c.pp = 2, c.dp = 1, c.schedule = schedule;
   const double before = activation_bytes();
-  Trainer t(c, testkit::temp_dir("mem"), nullptr, nullptr, &pipe);
+  const Mesh mesh(pipe, MeshDegrees{.pp = 2});
+  Trainer t(c, testkit::temp_dir("mem"), &mesh);
   t.quiet = true;
   t.train_step();
   return activation_bytes() - before;  // the stashes stay allocated for the next step

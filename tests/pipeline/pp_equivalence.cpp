@@ -52,8 +52,7 @@ int main(int argc, char** argv) {
 
   TrainConfig c = tiny(data, layers, mb, accum, tied, recompute);
   c.pp = pp, c.schedule = schedule, c.chunks = chunks, c.dp = dp, c.zero = zero, c.tp = tp;
-  Trainer parallel(c, testkit::temp_dir("pp"), &mesh.group(MeshGroup::dp), &mesh.group(MeshGroup::tp),
-                   &mesh.group(MeshGroup::pp));
+  Trainer parallel(c, testkit::temp_dir("pp"), &mesh);
   parallel.quiet = true;
   parallel.run();
   const std::vector<float> parallel_weights = parallel.full_params();
@@ -65,8 +64,8 @@ int main(int argc, char** argv) {
         parallel, parallel_weights, parallel_val, tiny(data, layers, mb * dp, accum, tied, Recompute::none));
     const bool ok = s.ok();
     std::printf("pp=%d %s chunks=%d dp=%d zero=%d tp=%d tied=%d recompute=%s (%d layers, %d micro-batches): worst step-loss rel diff %.2e "
-                "(tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e: %s\n",
-                pp, schedule.c_str(), chunks, dp, zero, tp, int(tied), recompute_name(recompute), layers, accum, s.worst_loss, s.worst_weight, s.val_diff,
+                "(tol 1e-5), worst grad-norm rel diff %.2e (tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e: %s\n",
+                pp, schedule.c_str(), chunks, dp, zero, tp, int(tied), recompute_name(recompute), layers, accum, s.worst_loss, s.worst_grad_norm, s.worst_weight, s.val_diff,
                 ok ? "ok" : "FAIL");
     failures += !ok;
   }

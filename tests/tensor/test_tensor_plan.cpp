@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/parameters.h"
+#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
 

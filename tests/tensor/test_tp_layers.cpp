@@ -16,6 +16,7 @@
 
 #include "../comm/mpi_test_util.h"
 #include "model/llama.h"
+#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
 

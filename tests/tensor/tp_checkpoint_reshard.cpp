@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "comm/comm.h"
+#include "comm/mesh.h"
 #include "comm/comm_world.h"
 #include "shared_data.h"
 #include "train_fixtures.h"
@@ -31,7 +33,9 @@ TrainConfig tiny(const std::string& data, int tp) {
 // (null: this rank alone) and returns the validation loss; NaN if a checkpoint was expected
 // but not resumed (retraining from the same seed would otherwise pass for a good load).
 double train_or_load(const std::string& data, const std::string& dir, const Comm* tp, bool expect_load = false) {
-  Trainer t(tiny(data, tp ? tp->size() : 1), dir, nullptr, tp);
+  std::optional<Mesh> mesh;
+  if (tp) mesh.emplace(*tp, MeshDegrees{.tp = tp->size()});
+  Trainer t(tiny(data, tp ? tp->size() : 1), dir, tp ? &*mesh : nullptr);
   t.quiet = true;
   const bool loaded = t.step() == 10;
   t.run();  // a loaded checkpoint at step 10 of 10 trains no further and saves as it was

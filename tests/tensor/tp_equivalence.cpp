@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
 
   using testkit::activation_bytes;
   const double before = activation_bytes();
-  Trainer parallel(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh.group(MeshGroup::dp), &tp_group);
+  Trainer parallel(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh);
   parallel.quiet = true;
   const double acts = activation_bytes() - before;
   const ModelConfig& model = parallel.config().model;
@@ -106,14 +106,19 @@ int main(int argc, char** argv) {
     ++failures;
   }
 
-  // Communication through the tp group for three steps.
+  // Communication through the tp group for three steps (the gradient norm's double goes through
+  // the trainer's scalar reduction over the tp axis: the same ranks, a communicator of its own).
+  const Comm& tp_scalars = mesh.group({MeshAxis::tp});
   tp_group.reset_stats();
+  tp_scalars.reset_stats();
   const int steps = 3;
   for (int i = 0; i < steps; ++i) parallel.train_step();
-  const CommStats st = tp_group.stats();
+  auto per_step = [&](CommOpKind k) {
+    return double(tp_group.stats().bytes_of(k) + tp_scalars.stats().bytes_of(k)) / steps;
+  };
   const TpBytes want = tp_formula_bytes(model, tp, sp, N);
-  const TpBytes got{double(st.bytes_of(CommOpKind::all_reduce)) / steps, double(st.bytes_of(CommOpKind::all_gather)) / steps,
-                    double(st.bytes_of(CommOpKind::reduce_scatter)) / steps};
+  const TpBytes got{per_step(CommOpKind::all_reduce), per_step(CommOpKind::all_gather),
+                    per_step(CommOpKind::reduce_scatter)};
   if (got.all_reduce != want.all_reduce || got.all_gather != want.all_gather || got.reduce_scatter != want.reduce_scatter) {
     std::printf("rank %d: tp bytes per step all-reduce %.0f / %.0f, all-gather %.0f / %.0f, reduce-scatter %.0f / %.0f "
                 "(counted / formula)\n", world.rank(), got.all_reduce, want.all_reduce, got.all_gather, want.all_gather,
@@ -122,7 +127,7 @@ int main(int argc, char** argv) {
   }
 
   // A fresh run of 20 steps against the serial run.
-  Trainer fresh(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh.group(MeshGroup::dp), &tp_group);
+  Trainer fresh(tiny(data, mb, tp, sp, dp, zero), testkit::temp_dir("tp"), &mesh);
   fresh.quiet = true;
   fresh.run();
   const std::vector<float> parallel_weights = fresh.full_params();
@@ -136,10 +141,10 @@ int main(int argc, char** argv) {
     // Per rank, per token of its micro-batch: the parallel rank against the serial one.
     const double ratio = (acts / N) / (serial_acts / (N * dp));
     const bool ok = s.ok() && serial_acts == serial_formula && (!sp || ratio <= 0.55);
-    std::printf("tp=%d sp=%d dp=%d zero=%d: worst step-loss rel diff %.2e (tol 1e-5), worst weight diff %.2e (tol 1e-4), "
-                "val loss rel diff %.2e; activation bytes per token %.0f vs serial %.0f (%.3fx; formulas %.0f, %.0f); "
+    std::printf("tp=%d sp=%d dp=%d zero=%d: worst step-loss rel diff %.2e (tol 1e-5), worst grad-norm rel diff %.2e "
+                "(tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e; activation bytes per token %.0f vs serial %.0f (%.3fx; formulas %.0f, %.0f); "
                 "tp bytes per step: all-reduce %.0f, all-gather %.0f, reduce-scatter %.0f: %s\n",
-                tp, sp, dp, zero, s.worst_loss, s.worst_weight, s.val_diff, acts / N, serial_acts / (N * dp), ratio,
+                tp, sp, dp, zero, s.worst_loss, s.worst_grad_norm, s.worst_weight, s.val_diff, acts / N, serial_acts / (N * dp), ratio,
                 acts_formula / N, serial_formula / (N * dp), got.all_reduce, got.all_gather, got.reduce_scatter,
                 ok ? "ok" : "FAIL");
     failures += !ok;

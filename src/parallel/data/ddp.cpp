@@ -4,7 +4,7 @@
 
 namespace ff {
 
-BucketedAllReduce::BucketedAllReduce(const ParamLayout& layout, float* grads, const Comm& comm,
+BucketedAllReduce::BucketedAllReduce(const GroupLayout& layout, float* grads, const Comm& comm,
                                      size_t bucket_elems, bool overlap, Tracer* tracer)
     : grads_(grads), comm_(comm), tracer_(tracer), overlap_(overlap) {
   // Segments in completion order; a bucket closes once it reaches bucket_elems, so a large

@@ -10,13 +10,13 @@
 #include "comm/comm.h"
 #include "io/trace.h"
 #include "model/param_access.h"
-#include "model/parameters.h"
+#include "parallel/param_group.h"
 
 namespace ff {
 
 class BucketedAllReduce final : public GradSink {
  public:
-  BucketedAllReduce(const ParamLayout& layout, float* grads, const Comm& comm, size_t bucket_elems,
+  BucketedAllReduce(const GroupLayout& layout, float* grads, const Comm& comm, size_t bucket_elems,
                     bool overlap, Tracer* tracer);
   void set_sync(bool sync) { sync_ = sync; }
   TypedPtr acquire(const ParamSegment& seg) override;

@@ -6,12 +6,12 @@
 
 namespace ff {
 
-ReplicatedState::ReplicatedState(const ParamLayout& layout, const AdamWConfig& adam,
+ReplicatedState::ReplicatedState(const GroupLayout& layout, const AdamWConfig& adam,
                                  const DataParallelConfig& cfg, const Comm* dp, Tracer* tracer)
     : layout_(layout),
       params_(layout.total(), MemCategory::params),
       grads_(layout.total(), MemCategory::grads),
-      adam_(full_model_spans(layout), layout.total(), adam),
+      adam_(full_group_spans(layout), layout.total(), adam),
       source_(params_.data()),
       local_sink_(grads_.data()) {
   if (dp && dp->size() > 1 && cfg.sync != GradSync::none) {
@@ -51,7 +51,7 @@ void ReplicatedState::optimizer_step(float lr, int step) {
 }
 
 void ReplicatedState::init_parameters(const ModelConfig& c, uint64_t seed) {
-  ff::init_parameters(params_.data(), layout_, c, seed);
+  layout_.init_parameters(params_.data(), c, seed);
 }
 
 void ReplicatedState::gather_full(float* params, float* m, float* v) {

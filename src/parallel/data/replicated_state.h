@@ -1,5 +1,5 @@
 #pragma once
-// ZeRO stage 0: every rank holds the whole model state; gradients are summed by bucketed
+// ZeRO stage 0: every rank holds the whole state of its parameter group; gradients are summed by bucketed
 // all-reduce overlapped with backward (DDP). With no group (one process) it is the serial state.
 #include <memory>
 
@@ -11,7 +11,7 @@ namespace ff {
 
 class ReplicatedState final : public ModelState {
  public:
-  ReplicatedState(const ParamLayout& layout, const AdamWConfig& adam, const DataParallelConfig& cfg,
+  ReplicatedState(const GroupLayout& layout, const AdamWConfig& adam, const DataParallelConfig& cfg,
                   const Comm* dp, Tracer* tracer);
   ParamSource& params() override { return source_; }
   GradSink& grads(bool sync) override;
@@ -24,14 +24,13 @@ class ReplicatedState final : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
   void load_full(const float* params, const float* m, const float* v) override;
-  const float* full_grads() const override { return grads_.data(); }
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
     *count = seg.count;
     return grads_.data() + seg.offset;
   }
 
  private:
-  const ParamLayout& layout_;
+  const GroupLayout& layout_;
   TrackedBuffer<float> params_, grads_;
   AdamW adam_;
   FlatParams source_;

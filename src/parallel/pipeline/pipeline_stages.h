@@ -12,6 +12,7 @@
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_executor.h"
 #include "parallel/pipeline/stage_split.h"
+#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_parallel.h"
 
 namespace ff {

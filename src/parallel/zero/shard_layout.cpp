@@ -5,7 +5,7 @@
 
 namespace ff {
 
-ShardLayout::ShardLayout(const ParamLayout& layout, int ranks, int rank) : ranks_(ranks), rank_(rank) {
+ShardLayout::ShardLayout(const GroupLayout& layout, int ranks, int rank) : ranks_(ranks), rank_(rank) {
   for (const ParamSegment& seg : layout.segments()) {
     ShardedSegment s{seg, chunk_range(seg.count, ranks, rank), shard_size_};
     shard_size_ += s.mine.count;
@@ -20,17 +20,17 @@ const ShardedSegment& ShardLayout::of(const ParamSegment& seg) const {
   throw std::logic_error("no sharded segment at offset " + std::to_string(seg.offset));
 }
 
-std::vector<OptimSpan> ShardLayout::optimizer_spans(const ParamLayout& layout,
+std::vector<OptimSpan> ShardLayout::optimizer_spans(const GroupLayout& layout,
                                                     bool params_sharded) const {
   std::vector<OptimSpan> spans;
   for (const ShardedSegment& s : segments_) {
     const size_t lo = s.seg.offset + s.mine.offset, hi = lo + s.mine.count;
     // Each tensor overlapping this rank's chunk contributes its overlap.
-    for (const ParamView& v : layout.views()) {
-      const size_t a = std::max(lo, v.offset), b = std::min(hi, v.offset + v.numel);
+    for (const ParamTensorSpan& t : layout.tensors()) {
+      const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.count);
       if (a >= b) continue;
       const size_t state_at = s.shard_at + (a - lo);
-      spans.push_back({params_sharded ? state_at : a, state_at, b - a, v.is_matrix});
+      spans.push_back({params_sharded ? state_at : a, state_at, b - a, t.decay});
     }
   }
   return spans;

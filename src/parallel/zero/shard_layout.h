@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/comm_types.h"
-#include "model/parameters.h"
+#include "parallel/param_group.h"
 #include "parallel/optimizer.h"
 
 namespace ff {
@@ -21,7 +21,8 @@ struct ShardedSegment {
 
 class ShardLayout {
  public:
-  ShardLayout(const ParamLayout& layout, int ranks, int rank);
+  // Over a group's own coordinates: segments, chunks and shards are the group's.
+  ShardLayout(const GroupLayout& layout, int ranks, int rank);
   int ranks() const { return ranks_; }
   int rank() const { return rank_; }
   size_t shard_size() const { return shard_size_; }
@@ -30,7 +31,7 @@ class ShardLayout {
   const ShardedSegment& of(const ParamSegment& seg) const;  // by offset; throws if unknown
   // Optimizer spans of this rank's shard. params_sharded: the parameter buffer is the shard
   // itself (ZeRO-3) rather than the full flat buffer (ZeRO-1/2).
-  std::vector<OptimSpan> optimizer_spans(const ParamLayout& layout, bool params_sharded) const;
+  std::vector<OptimSpan> optimizer_spans(const GroupLayout& layout, bool params_sharded) const;
 
  private:
   int ranks_, rank_;

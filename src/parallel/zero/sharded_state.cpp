@@ -36,7 +36,7 @@ class ShardedState::Stage1Sink final : public GradSink {
   std::vector<CommRequest> inflight_;
 };
 
-ShardedState::ShardedState(const ParamLayout& layout, const AdamWConfig& adam, int stage,
+ShardedState::ShardedState(const GroupLayout& layout, const AdamWConfig& adam, int stage,
                            const Comm& dp, Tracer* tracer)
     : layout_(layout),
       stage_(stage),
@@ -123,14 +123,12 @@ void ShardedState::optimizer_step(float lr, int step) {
 
 void ShardedState::init_parameters(const ModelConfig& c, uint64_t seed) {
   if (stage_ != 3) {
-    ff::init_parameters(params_.data(), layout_, c, seed);
+    layout_.init_parameters(params_.data(), c, seed);
     return;
   }
   // Each rank draws exactly its own elements (DESIGN principle 8).
-  for (const ShardedSegment& s : shards_.segments()) {
-    const size_t lo = s.seg.offset + s.mine.offset;
-    init_parameter_range(params_.data() + s.shard_at, lo, lo + s.mine.count, layout_, c, seed);
-  }
+  for (const ShardedSegment& s : shards_.segments())
+    layout_.init_range(params_.data() + s.shard_at, s.seg.offset + s.mine.offset, s.mine.count, c, seed);
 }
 
 void ShardedState::gather_full(float* params, float* m, float* v) {

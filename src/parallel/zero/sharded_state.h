@@ -1,5 +1,5 @@
 #pragma once
-// ZeRO stages 1-3 over the data-parallel group (see shard_layout.h for who owns what).
+// ZeRO stages 1-3 of one parameter group over its communicator (see shard_layout.h for who owns what).
 //   stage 1: full parameters and gradients; AdamW moments sharded. Each segment's gradient is
 //            reduce-scattered as soon as the last micro-batch's backward releases it; each rank
 //            updates its chunk and the chunks are all-gathered back into every replica.
@@ -19,7 +19,7 @@ namespace ff {
 
 class ShardedState final : public ModelState {
  public:
-  ShardedState(const ParamLayout& layout, const AdamWConfig& adam, int stage, const Comm& dp,
+  ShardedState(const GroupLayout& layout, const AdamWConfig& adam, int stage, const Comm& dp,
                Tracer* tracer);
   ~ShardedState() override;
   ParamSource& params() override;
@@ -44,7 +44,7 @@ class ShardedState final : public ModelState {
   class Stage1Sink;
   void gather_segments(const float* shard, float* full);  // every segment's chunks into `full`
 
-  const ParamLayout& layout_;
+  const GroupLayout& layout_;
   int stage_;
   const Comm& comm_;
   ShardLayout shards_;

@@ -1,0 +1,69 @@
+#pragma once
+// The model state as a set of per-group states (param_group.h): each group is replicated (DDP) or
+// ZeRO-sharded over its own communicator, in its own coordinates. The ParamSource and GradSink
+// handed to the model take segments in the model's flat layout and route each to its group. One
+// group holding the whole layout in order (every run today) needs no routing: its own source and
+// sink are handed out, so nothing changes on the hot path.
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "parallel/model_state.h"
+#include "parallel/param_group.h"
+
+namespace ff {
+
+class GroupedState final : public ModelState {
+ public:
+  // model: the layout the groups' parameters are initialised from (null: load_full them).
+  GroupedState(const std::vector<ParamGroupSpec>& groups, const ParamLayout* model, const AdamWConfig& adam,
+               const DataParallelConfig& cfg, Tracer* tracer);
+  ~GroupedState() override;
+  ParamSource& params() override;
+  GradSink& grads(bool sync) override;
+  void zero_grads() override;
+  void finish_grads() override;
+  double grad_square_sum(const std::vector<WeightedRange>& weights) override;
+  bool grads_accumulate() const override { return accumulate_; }
+  void scale_grads(float s) override;
+  void optimizer_step(float lr, int step) override;
+  void init_parameters(const ModelConfig& c, uint64_t seed) override;
+  void gather_full(float* params, float* m, float* v) override;
+  void load_full(const float* params, const float* m, const float* v) override;
+  float* segment_grads(const ParamSegment& seg, size_t* count) override;
+
+  size_t group_count() const { return groups_.size(); }
+  ModelState& group_state(size_t i) { return *groups_[i].state; }
+  const GroupLayout& group_layout(size_t i) const { return *groups_[i].layout; }
+
+ private:
+  struct Group {
+    std::unique_ptr<GroupLayout> layout;  // the state holds a reference: keep its address
+    std::unique_ptr<ModelState> state;
+  };
+  struct Where {
+    size_t group;
+    ParamSegment local;
+  };
+  class RoutedParams;
+  class RoutedGrads;
+  // The group and group coordinates of a segment of the model's layout; throws if none holds it.
+  const Where& locate(const ParamSegment& seg) const;
+  bool single() const { return groups_.size() == 1 && groups_[0].layout->identity(); }
+  // Each group's full state into (or out of) the model's flat buffers.
+  void scatter_to_flat(size_t g, const float* local, float* flat) const;
+  void gather_from_flat(size_t g, const float* flat, float* local) const;
+
+  std::vector<Group> groups_;
+  std::map<size_t, Where> where_;  // by flat offset
+  bool accumulate_ = true;
+  std::unique_ptr<RoutedParams> routed_params_;
+  std::unique_ptr<RoutedGrads> routed_grads_;
+};
+
+// One group's state: replicated (zero 0, or a one-rank group) or ZeRO-sharded over layout's comm.
+std::unique_ptr<ModelState> make_group_state(const GroupLayout& layout, const Comm* comm,
+                                             const AdamWConfig& adam, const DataParallelConfig& cfg,
+                                             Tracer* tracer);
+
+}  // namespace ff
