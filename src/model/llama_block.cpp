@@ -13,7 +13,7 @@ namespace ff {
 
 void Llama::block_forward(const float* P, int l, float* out, int B, int T) {
   const BlockActs& a = acts(l);
-  const BlockOffsets& o = layout_.block_offsets();
+  const BlockOffsets& o = layout_.block_offsets(l);
   const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, H = heads_, Hkv = kv_heads_,
             D = cfg_.head_dim(), Q = int(w_.Q), A = int(w_.A), F = int(w_.F);
   rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);
@@ -24,9 +24,9 @@ void Llama::block_forward(const float* P, int l, float* out, int B, int T) {
   attention_forward(a.att, a.lse, a.qkv, a.qkv + A, a.qkv + A + Hkv * D, s);  // (N, A)
   row_parallel_residual(a.mid, a.x_in, a.att, P + o.o, N, A);        // (R, C)
   rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);
-  matmul_xwt(a.gate_up, column_input(a.ln2, N), P + o.gate_up, N, C, 2 * F);  // (N, 2F)
+  matmul_xwt(a.gate_up, column_input(a.ln2, N), P + o.mlp.gate_up, N, C, 2 * F);  // (N, 2F)
   swiglu_forward(a.h, a.gate_up, N, F);                              // (N, F)
-  if (out) row_parallel_residual(out, a.mid, a.h, P + o.down, N, F);  // (R, C)
+  if (out) row_parallel_residual(out, a.mid, a.h, P + o.mlp.down, N, F);  // (R, C)
 }
 
 void Llama::recompute_block(const float* P, int l, int B, int T) {
@@ -36,7 +36,7 @@ void Llama::recompute_block(const float* P, int l, int B, int T) {
     case Recompute::selective: {
       // Everything but the GEMMs, whose inputs were kept.
       const BlockActs& a = acts(l);
-      const BlockOffsets& o = layout_.block_offsets();
+      const BlockOffsets& o = layout_.block_offsets(l);
       const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, H = heads_, Hkv = kv_heads_,
                 D = cfg_.head_dim(), Q = int(w_.Q), A = int(w_.A);
       rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);
@@ -78,7 +78,7 @@ void Llama::block_backward(const float* P, float* G, int l, int B, int T, float*
   float* d_resid = d_resid_.data();  // (R, C)
   float* d_ln = d_ln_.data();        // (N, C) this rank's partial gradient of a norm's output
   const BlockActs& a = acts(l);
-  const BlockOffsets& o = layout_.block_offsets();
+  const BlockOffsets& o = layout_.block_offsets(l);
   Deferred def{};
   if (deferred) {
     def = deferred_at(deferred, N, w_);
@@ -86,15 +86,15 @@ void Llama::block_backward(const float* P, float* G, int l, int B, int T, float*
   }
   // MLP: out = mid + down(swiglu(gate_up(norm(mid)))); d_resid flows to mid unchanged.
   const float* d_out = row_output_grad(d_resid, N);                  // (N, C)
-  matmul_dyw(d_h_.data(), d_out, P + o.down, N, F, C);               // (N, F)
+  matmul_dyw(d_h_.data(), d_out, P + o.mlp.down, N, F, C);               // (N, F)
   if (deferred) copy_rows(def.d_out, d_out, size_t(N) * C);
-  else accumulate_dw(G + o.down, d_out, a.h, N, F, C);
+  else accumulate_dw(G + o.mlp.down, d_out, a.h, N, F, C);
   swiglu_backward(d_gate_up_.data(), d_h_.data(), a.gate_up, N, F);  // (N, 2F)
-  matmul_dyw(d_ln, d_gate_up_.data(), P + o.gate_up, N, C, 2 * F);
+  matmul_dyw(d_ln, d_gate_up_.data(), P + o.mlp.gate_up, N, C, 2 * F);
   // Sequence parallelism kept only this rank's rows of ln2; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
   if (deferred) copy_rows(def.d_gate_up, d_gate_up_.data(), size_t(N) * 2 * F);
-  else accumulate_dw(G + o.gate_up, d_gate_up_.data(), column_input(a.ln2, N), N, C, 2 * F);
+  else accumulate_dw(G + o.mlp.gate_up, d_gate_up_.data(), column_input(a.ln2, N), N, C, 2 * F);
   rmsnorm_backward(d_resid, deferred ? def.norms + C : G + o.mlp_norm, column_input_grad(d_ln, N),
                    a.mid, P + o.mlp_norm, a.rstd2, R, C);
   // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
@@ -122,10 +122,10 @@ void Llama::block_weight_grads(const float* P, float* G, int l, int B, int T, co
   // pass; bring them back.
   recompute_block(P, l, B, T);
   const BlockActs& a = acts(l);
-  const BlockOffsets& o = layout_.block_offsets();
+  const BlockOffsets& o = layout_.block_offsets(l);
   const Deferred def = deferred_at(const_cast<float*>(deferred), N, w_);
-  accumulate_dw(G + o.down, def.d_out, a.h, N, F, C);
-  accumulate_dw(G + o.gate_up, def.d_gate_up, column_input(a.ln2, N), N, C, 2 * F);
+  accumulate_dw(G + o.mlp.down, def.d_out, a.h, N, F, C);
+  accumulate_dw(G + o.mlp.gate_up, def.d_gate_up, column_input(a.ln2, N), N, C, 2 * F);
   accumulate_dw(G + o.o, def.d_mid, a.att, N, A, C);
   accumulate_dw(G + o.qkv, def.d_qkv, column_input(a.ln1, N), N, C, Q);
   for (int i = 0; i < C; ++i) G[o.attn_norm + i] += def.norms[i], G[o.mlp_norm + i] += def.norms[C + i];
