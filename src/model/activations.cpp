@@ -95,7 +95,7 @@ Activations::Activations(const BlockWidths& w, int n_layers, int max_rows, int r
     float* sp = scratch_.data();  // every block shares the one scratch set
     float** slots[] = {&blocks_[l].x_in, &blocks_[l].rstd1, &blocks_[l].ln1,   &blocks_[l].qkv,
                        &blocks_[l].att,  &blocks_[l].lse,   &blocks_[l].mid,   &blocks_[l].rstd2,
-                       &blocks_[l].ln2,  &blocks_[l].gate_up, &blocks_[l].h};
+                       &blocks_[l].ln2,  &blocks_[l].mlp.gate_up, &blocks_[l].mlp.h};
     for (size_t i = 0; i < std::size(tensors); ++i) {
       float*& cursor = tensors[i].keep ? kp : sp;
       *slots[i] = cursor;

@@ -27,6 +27,13 @@ enum class Recompute { none, selective, full };
 const char* recompute_name(Recompute r);
 Recompute parse_recompute(const std::string& s);  // throws listing the valid names
 
+// A dense MLP's kept tensors; a mixture-of-experts block will keep its own (router scores,
+// dispatched tokens, expert activations) in their place.
+struct DenseMlpActs {
+  float* gate_up;  // (N, 2F)
+  float* h;        // (N, F)  silu(gate) * up
+};
+
 // Pointers to one block's tensors for the current batch: (B*T, width) row-major; R = the
 // residual-stream rows this rank holds (B*T, or B*T/t under sequence parallelism).
 struct BlockActs {
@@ -39,8 +46,7 @@ struct BlockActs {
   float* mid;      // (R, C)  residual after attention
   float* rstd2;    // (R)
   float* ln2;      // (R, C)
-  float* gate_up;  // (N, 2F)
-  float* h;        // (N, F)  silu(gate) * up
+  DenseMlpActs mlp;
 };
 
 // One rank's block widths: C the residual width; Q, A, H, F its share of the qkv width, the

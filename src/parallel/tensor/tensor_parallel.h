@@ -1,7 +1,7 @@
 #pragma once
 // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019) with optional sequence parallelism
 // (Korthikanti et al. 2022), applied from outside the model: tensor_plan.h cuts the parameters,
-// TensorParallelGroup answers the model's four communication sites with regions.h, and
+// tensor_hooks.h implements the model's parallel operations with regions.h, and
 // ReplicaGradSync sums the gradients of the tensors whose replicas each saw only part of the
 // work. Checkpoints stay layout-free: full tensors are assembled from, and cut back into, the
 // ranks' blocks.
@@ -11,32 +11,9 @@
 #include "comm/comm.h"
 #include "model/param_access.h"
 #include "model/parameters.h"
-#include "model/tensor_group.h"
 #include "parallel/model_state.h"
 
 namespace ff {
-
-class TensorParallelGroup final : public TensorGroup {
- public:
-  TensorParallelGroup(const Comm& tp, bool sequence_parallel) : tp_(tp), sp_(sequence_parallel) {}
-  int size() const override { return tp_.size(); }
-  int rank() const override { return tp_.rank(); }
-  bool sequence_parallel() const override { return sp_; }
-  // Without sp: copy_to_tp before a column GEMM, reduce_from_tp after a row GEMM. With sp:
-  // gather_from_sp and reduce_scatter_to_sp in their places (the same bytes as an all-reduce,
-  // split in two, and the norms in between work on 1/t of the rows).
-  const float* column_input(const float* x, float* full, size_t N, int width) override;
-  float* column_input_backward(float* d_full, size_t N, int width) override;
-  float* row_output(float* partial, size_t N, int width) override;
-  const float* row_output_backward(const float* dy, float* full, size_t N, int width) override;
-  void all_reduce_max(float* x, size_t n) override;
-  void all_reduce_sum(float* x, size_t n) override;
-  const Comm& comm() const { return tp_; }
-
- private:
-  const Comm& tp_;
-  bool sp_;
-};
 
 // A GradSink in front of the data-parallel one: when a segment's gradient is final it sums the
 // partial gradients of replicated tensors (tensor_plan.h: replica_grads_are_partial) over the
