@@ -68,3 +68,18 @@ TEST(Chunks, TwoChunksTwoMicroBatchesEqualTheWholeModel) { check_chunks(Recomput
 TEST(Chunks, SplitBackwardEqualsTheWholeBackward) { check_chunks(Recompute::none, BackwardPart::input); }
 TEST(Chunks, SplitBackwardUnderSelectiveRecompute) { check_chunks(Recompute::selective, BackwardPart::input); }
 TEST(Chunks, SplitBackwardUnderFullRecompute) { check_chunks(Recompute::full, BackwardPart::input); }
+
+// A stage wrapper over a model that lacks one of its chunks' parts is refused, naming the part.
+TEST(Chunks, ChunkOutsideTheModelsPartsIsRefused) {
+  const ModelConfig c = small_gqa_config();
+  ModelParts first_half;
+  first_half.layers = {0};
+  first_half.head = false;
+  Llama model(c, 1, Recompute::none, nullptr, nullptr, &first_half);
+  try {
+    StageChunks stage(model, {{0, 2, true, false}});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("runs layer 1, which the model does not hold"), std::string::npos) << e.what();
+  }
+}

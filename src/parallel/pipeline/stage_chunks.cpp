@@ -1,5 +1,8 @@
 #include "parallel/pipeline/stage_chunks.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "model/linear.h"
 
 namespace ff {
@@ -17,6 +20,18 @@ ModelParts parts_of_chunks(const std::vector<ModelChunk>& chunks) {
 
 StageChunks::StageChunks(Llama& model, std::vector<ModelChunk> chunks)
     : model_(model), chunks_(std::move(chunks)), stashes_(chunks_.size()) {
+  const ParamLayout& layout = model_.layout();
+  for (size_t k = 0; k < chunks_.size(); ++k) {
+    const ModelChunk& ch = chunks_[k];
+    std::string missing;
+    for (int l = ch.first_layer; l < ch.last_layer && missing.empty(); ++l)
+      if (layout.block_segment(l).count == 0) missing = "layer " + std::to_string(l);
+    if (ch.embedding && layout.embedding_segment().count == 0) missing = "the embedding";
+    if (ch.head && layout.head_segment().count == 0) missing = "the head";
+    if (!missing.empty())
+      throw std::invalid_argument("pipeline chunk " + std::to_string(k) + " runs " + missing +
+                                  ", which the model does not hold: build the Llama with parts_of_chunks(chunks)");
+  }
   // One chunk: its first stash exists from the start, so its bytes are in the ledger at once.
   if (chunks_.size() == 1) stash(0, 0);
 }
