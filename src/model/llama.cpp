@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -61,7 +62,7 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
   d_gate_up_.allocate(N * 2 * F, MemCategory::workspace);
   d_h_.allocate(N * F, MemCategory::workspace);
   // The whole model's activations exist from the start, so their bytes are in the ledger at once.
-  if (!parts) whole_ = make_activations(cfg_.n_layers, true);
+  if (!parts) whole_ = make_activations(0, cfg_.n_layers, true);
 }
 
 Llama::~Llama() = default;
@@ -81,9 +82,11 @@ Activations& Llama::whole() {
   return *whole_;
 }
 
-std::unique_ptr<Activations> Llama::make_activations(int n_blocks, bool head) const {
+std::unique_ptr<Activations> Llama::make_activations(int first, int last, bool head) const {
   const int N = max_batch_ * cfg_.seq_len;
-  return std::make_unique<Activations>(w_, n_blocks, N, int(resid_rows(N)), policy_, head);
+  std::vector<BlockKind> kinds;
+  for (int l = first; l < last; ++l) kinds.push_back(layout_.block_kind(l));
+  return std::make_unique<Activations>(w_, kinds, N, int(resid_rows(N)), policy_, head);
 }
 
 size_t Llama::boundary_floats(int B, int T) const { return resid_rows(B * T) * size_t(cfg_.dim); }

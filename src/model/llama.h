@@ -65,8 +65,9 @@ class Llama {
 
   // ---- runs of the model over caller-owned activations (what a pipeline stage needs) ----
   void check_shape(int B, int T) const;  // throws naming the limits
-  // Storage for `n_blocks` consecutive blocks, plus the final norm's tensors if `head`.
-  std::unique_ptr<Activations> make_activations(int n_blocks, bool head) const;
+  // Storage for blocks [first, last) (each shaped by its kind), plus the final norm's tensors if
+  // `head`.
+  std::unique_ptr<Activations> make_activations(int first, int last, bool head) const;
   // Rows exchanged at a boundary between blocks: (R, C), R = resid rows of a (B, T) micro-batch.
   size_t boundary_floats(int B, int T) const;
   // The gradient of the residual stream (R, C): left by head_forward_backward, read and

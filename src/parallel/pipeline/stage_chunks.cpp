@@ -45,7 +45,7 @@ StageChunks::Stash& StageChunks::stash(int chunk, int slot) {
   if (!s) {
     const ModelChunk& ch = chunks_[size_t(chunk)];
     s = std::make_unique<Stash>();
-    s->acts = model_.make_activations(ch.last_layer - ch.first_layer, ch.head);
+    s->acts = model_.make_activations(ch.first_layer, ch.last_layer, ch.head);
   }
   return *s;
 }
