@@ -1,7 +1,6 @@
 #include "model/activations.h"
 
-#include <array>
-#include <iterator>
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -43,24 +42,39 @@ Kept kept_by(Recompute r) {
   throw std::logic_error("unknown recompute policy");
 }
 
-// Each tensor: whether the policy keeps it, its width, and whether it is a residual-stream
-// tensor (sharded by rows under sequence parallelism). The order is BlockActs'.
+// Each tensor: whether the policy keeps it, its width, whether it is a residual-stream tensor
+// (sharded by rows under sequence parallelism), and where BlockActs points at it.
 struct TensorSpec {
   bool keep;
   int64_t width;
   bool resid;
+  float* BlockActs::*attn;     // an attention-half tensor, or
+  float* DenseMlpActs::*mlp;   // a dense MLP's
 };
-std::array<TensorSpec, 11> tensor_specs(const BlockWidths& w, Recompute r) {
+// A block's tensors in layout order: the attention half's, then its MLP's (by kind).
+std::vector<TensorSpec> tensor_specs(BlockKind kind, const BlockWidths& w, Recompute r) {
   const Kept k = kept_by(r);
-  return {{{k.x_in, w.C, true}, {k.rstd1, 1, true}, {k.ln1, w.C, true}, {k.qkv, w.Q, false},
-           {k.att, w.A, false}, {k.lse, w.H, false}, {k.mid, w.C, true}, {k.rstd2, 1, true},
-           {k.ln2, w.C, true}, {k.gate_up, 2 * w.F, false}, {k.h, w.F, false}}};
+  std::vector<TensorSpec> t = {
+      {k.x_in, w.C, true, &BlockActs::x_in, nullptr},   {k.rstd1, 1, true, &BlockActs::rstd1, nullptr},
+      {k.ln1, w.C, true, &BlockActs::ln1, nullptr},     {k.qkv, w.Q, false, &BlockActs::qkv, nullptr},
+      {k.att, w.A, false, &BlockActs::att, nullptr},    {k.lse, w.H, false, &BlockActs::lse, nullptr},
+      {k.mid, w.C, true, &BlockActs::mid, nullptr},     {k.rstd2, 1, true, &BlockActs::rstd2, nullptr},
+      {k.ln2, w.C, true, &BlockActs::ln2, nullptr}};
+  switch (kind) {
+    case BlockKind::dense:
+      t.push_back({k.gate_up, 2 * w.F, false, nullptr, &DenseMlpActs::gate_up});
+      t.push_back({k.h, w.F, false, nullptr, &DenseMlpActs::h});
+      break;
+  }
+  return t;
 }
+float*& slot_of(BlockActs& b, const TensorSpec& t) { return t.attn ? b.*t.attn : b.mlp.*t.mlp; }
 }  // namespace
 
-int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows) {
+int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows,
+                              BlockKind kind) {
   int64_t n = 0;
-  for (const TensorSpec& t : tensor_specs(w, r))
+  for (const TensorSpec& t : tensor_specs(kind, w, r))
     if (t.keep) n += t.width * (t.resid ? resid_rows : rows);
   return n;
 }
@@ -73,15 +87,20 @@ int64_t kept_floats_per_token(const ModelConfig& c, Recompute r) {
 // tensor lives in the kept arena or in scratch, which keeps recomputation bitwise identical.
 static int64_t padded(int64_t floats) { return (floats + 15) / 16 * 16; }
 
-Activations::Activations(const BlockWidths& w, int n_layers, int max_rows, int resid_rows,
-                         Recompute policy, bool head)
+Activations::Activations(const BlockWidths& w, const std::vector<BlockKind>& kinds, int max_rows,
+                         int resid_rows, Recompute policy, bool head)
     : policy_(policy) {
   const int64_t N = max_rows, R = resid_rows;
-  const auto tensors = tensor_specs(w, policy);
   auto size_of = [&](const TensorSpec& t) { return padded(t.width * (t.resid ? R : N)); };
-  int64_t kept_per_block = 0, scratch_size = 0;
-  for (const TensorSpec& t : tensors) (t.keep ? kept_per_block : scratch_size) += size_of(t);
-  kept_.allocate(size_t(kept_per_block * n_layers), MemCategory::activations);
+  // Kept tensors back to back, block after block; one scratch set, as large as the largest
+  // block's dropped tensors, shared by every block.
+  int64_t kept_size = 0, scratch_size = 0;
+  for (BlockKind kind : kinds) {
+    int64_t dropped = 0;
+    for (const TensorSpec& t : tensor_specs(kind, w, policy)) (t.keep ? kept_size : dropped) += size_of(t);
+    scratch_size = std::max(scratch_size, dropped);
+  }
+  kept_.allocate(size_t(kept_size), MemCategory::activations);
   if (scratch_size > 0) scratch_.allocate(size_t(scratch_size), MemCategory::workspace);
   if (head) {
     resid_final_.allocate(size_t(R * w.C), MemCategory::activations);
@@ -89,17 +108,14 @@ Activations::Activations(const BlockWidths& w, int n_layers, int max_rows, int r
     ln_final_.allocate(size_t(R * w.C), MemCategory::activations);
   }
 
-  blocks_.resize(size_t(n_layers));
-  for (int l = 0; l < n_layers; ++l) {
-    float* kp = kept_.data() + kept_per_block * l;
-    float* sp = scratch_.data();  // every block shares the one scratch set
-    float** slots[] = {&blocks_[l].x_in, &blocks_[l].rstd1, &blocks_[l].ln1,   &blocks_[l].qkv,
-                       &blocks_[l].att,  &blocks_[l].lse,   &blocks_[l].mid,   &blocks_[l].rstd2,
-                       &blocks_[l].ln2,  &blocks_[l].gate_up, &blocks_[l].h};
-    for (size_t i = 0; i < std::size(tensors); ++i) {
-      float*& cursor = tensors[i].keep ? kp : sp;
-      *slots[i] = cursor;
-      cursor += size_of(tensors[i]);
+  blocks_.resize(kinds.size());
+  float* kp = kept_.data();
+  for (size_t l = 0; l < kinds.size(); ++l) {
+    float* sp = scratch_.data();
+    for (const TensorSpec& t : tensor_specs(kinds[l], w, policy)) {
+      float*& cursor = t.keep ? kp : sp;
+      slot_of(blocks_[l], t) = cursor;
+      cursor += size_of(t);
     }
   }
 }

@@ -3,7 +3,8 @@
 // backward pass needs. Every buffer is accounted (activations = kept across the step,
 // workspace = reused scratch).
 //
-// Per block and token, in floats (C = dim, Q = qkv width, A = H*D, F = ffn_dim, H = heads):
+// Per dense block and token, in floats (C = dim, Q = qkv width, A = H*D, F = ffn_dim, H = heads;
+// the MLP's tensors, gate_up and h, are the dense kind's: another block kind lists its own):
 //   none:      x_in C, rstd 2, ln1 C, qkv Q, att A, lse H, mid C, ln2 C, gate_up 2F, h F
 //   selective: x_in C, qkv Q, mid C, gate_up 2F       (norms, attention core and SwiGLU, the
 //              non-GEMM work, are recomputed; no GEMM is ever recomputed)
@@ -20,12 +21,20 @@
 
 #include "core/memory.h"
 #include "model/model_config.h"
+#include "model/parameters.h"
 
 namespace ff {
 
 enum class Recompute { none, selective, full };
 const char* recompute_name(Recompute r);
 Recompute parse_recompute(const std::string& s);  // throws listing the valid names
+
+// A dense MLP's kept tensors; a mixture-of-experts block will keep its own (router scores,
+// dispatched tokens, expert activations) in their place.
+struct DenseMlpActs {
+  float* gate_up;  // (N, 2F)
+  float* h;        // (N, F)  silu(gate) * up
+};
 
 // Pointers to one block's tensors for the current batch: (B*T, width) row-major; R = the
 // residual-stream rows this rank holds (B*T, or B*T/t under sequence parallelism).
@@ -39,8 +48,7 @@ struct BlockActs {
   float* mid;      // (R, C)  residual after attention
   float* rstd2;    // (R)
   float* ln2;      // (R, C)
-  float* gate_up;  // (N, 2F)
-  float* h;        // (N, F)  silu(gate) * up
+  DenseMlpActs mlp;
 };
 
 // One rank's block widths: C the residual width; Q, A, H, F its share of the qkv width, the
@@ -54,14 +62,16 @@ BlockWidths block_widths(const ModelConfig& c);  // the serial model's
 int64_t kept_floats_per_token(const ModelConfig& c, Recompute r);
 // Floats a policy keeps for one block of `rows` tokens whose residual-stream tensors hold
 // `resid_rows` rows (rows / t under sequence parallelism, rows otherwise).
-int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows);
+int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows,
+                              BlockKind kind = BlockKind::dense);
 
 class Activations {
  public:
-  // max_rows tokens per micro-batch, of which this rank keeps resid_rows of the residual stream.
-  // head: also the final norm's tensors (the chunk ending the model).
-  Activations(const BlockWidths& w, int n_layers, int max_rows, int resid_rows, Recompute policy,
-              bool head = true);
+  // One block per entry of `kinds` (each block's tensors are those of its kind). max_rows tokens
+  // per micro-batch, of which this rank keeps resid_rows of the residual stream. head: also the
+  // final norm's tensors (the chunk ending the model).
+  Activations(const BlockWidths& w, const std::vector<BlockKind>& kinds, int max_rows, int resid_rows,
+              Recompute policy, bool head = true);
   // Where block l's tensors live: the kept arena for what the policy keeps, the shared
   // recompute scratch for the rest.
   const BlockActs& block(int l) const { return blocks_[l]; }

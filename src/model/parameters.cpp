@@ -45,6 +45,7 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
   auto segment = [&](ParamSegment seg, std::string name) {
     segments_.push_back(seg);
     segment_names_.push_back(std::move(name));
+    segment_groups_.push_back(ParamGroupKind::dense);
     return seg;
   };
   auto add_embedding = [&] {
@@ -53,20 +54,22 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
   };
   if (parts->embedding) add_embedding();
   blocks_.assign(size_t(c.n_layers), ParamSegment{});
+  block_offsets_.assign(size_t(c.n_layers), BlockOffsets{});
   for (int l : parts->layers) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     const size_t start = total_;
     BlockOffsets b;
+    b.kind = BlockKind::dense;
     b.attn_norm = add(p + "input_layernorm.weight", {C}) - start;
     b.qkv = add(p + "self_attn.q_proj.weight", {c.n_heads * D, C}) - start;
     add(p + "self_attn.k_proj.weight", {c.n_kv_heads * D, C});
     add(p + "self_attn.v_proj.weight", {c.n_kv_heads * D, C});
     b.o = add(p + "self_attn.o_proj.weight", {C, c.n_heads * D}) - start;
     b.mlp_norm = add(p + "post_attention_layernorm.weight", {C}) - start;
-    b.gate_up = add(p + "mlp.gate_proj.weight", {F, C}) - start;
+    b.mlp.gate_up = add(p + "mlp.gate_proj.weight", {F, C}) - start;
     add(p + "mlp.up_proj.weight", {F, C});
-    b.down = add(p + "mlp.down_proj.weight", {C, F}) - start;
-    block_offsets_ = b;
+    b.mlp.down = add(p + "mlp.down_proj.weight", {C, F}) - start;
+    block_offsets_[size_t(l)] = b;
     blocks_[size_t(l)] = segment({start, total_ - start}, "block " + std::to_string(l));
   }
   if (parts->head) {

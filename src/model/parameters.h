@@ -44,9 +44,22 @@ struct ParamView {
   size_t full_index(size_t i) const;
 };
 
-// Offsets of a block's tensors relative to the start of its segment (the same for every block).
+// What a decoder block's MLP is. Every block is dense today; a mixture-of-experts kind (router
+// and experts in place of gate/up/down, its parameters in the expert group) joins later, and each
+// layer may be either.
+enum class BlockKind { dense };
+
+// Offsets of a dense MLP's tensors relative to the start of its block's segment.
+struct DenseMlpOffsets {
+  size_t gate_up = 0, down = 0;  // fused (2F, C) gate and up, then (C, F) down
+};
+
+// Offsets of one block's tensors relative to the start of its segment. Kept per block: blocks of
+// different kinds (and, later, MoE blocks of different expert counts) have different layouts.
 struct BlockOffsets {
-  size_t attn_norm, qkv, o, mlp_norm, gate_up, down;
+  BlockKind kind = BlockKind::dense;
+  size_t attn_norm = 0, qkv = 0, o = 0, mlp_norm = 0;
+  DenseMlpOffsets mlp;  // kind == dense
 };
 
 // The parts of the model one pipeline stage holds: some decoder blocks, and the embedding (first
@@ -78,7 +91,12 @@ class ParamLayout {
   ParamSegment block_segment(int layer) const { return blocks_[size_t(layer)]; }
   // The final norm, then (untied) the LM head at offset dim within the segment.
   ParamSegment head_segment() const { return head_; }
-  const BlockOffsets& block_offsets() const { return block_offsets_; }
+  // Block `layer`'s kind and tensor offsets (a layer this layout holds).
+  const BlockOffsets& block_offsets(int layer) const { return block_offsets_[size_t(layer)]; }
+  BlockKind block_kind(int layer) const { return block_offsets(layer).kind; }
+  // The parameter group segment i belongs to (ModelState reduces and shards each group over its
+  // own communicator). Every segment is dense until MoE blocks bring expert segments.
+  ParamGroupKind segment_group(size_t i) const { return segment_groups_[i]; }
   int n_blocks() const { return int(blocks_.size()); }
 
  private:
@@ -86,7 +104,8 @@ class ParamLayout {
   std::vector<ParamSegment> blocks_;  // by global layer; count 0 where absent
   std::vector<ParamSegment> segments_;
   std::vector<std::string> segment_names_;
-  BlockOffsets block_offsets_{};
+  std::vector<ParamGroupKind> segment_groups_;
+  std::vector<BlockOffsets> block_offsets_;  // by global layer; meaningful where present
   ParamSegment embedding_, head_;
   size_t total_ = 0;
 };

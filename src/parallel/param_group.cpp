@@ -89,8 +89,6 @@ void GroupLayout::init_parameters(float* local, const ModelConfig& c, uint64_t s
     init_range(local + local_[i].offset, local_[i].offset, local_[i].count, c, seed);
 }
 
-ParamGroupKind segment_kind(const ParamLayout&, size_t) { return ParamGroupKind::dense; }
-
 std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const Mesh* mesh) {
   std::vector<ParamGroupSpec> groups(2);
   groups[0].name = "dense", groups[0].kind = ParamGroupKind::dense;
@@ -98,7 +96,7 @@ std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const 
   for (size_t i = 0; i < layout.segments().size(); ++i) {
     const ParamSegment& seg = layout.segments()[i];
     if (seg.count == 0) continue;
-    ParamGroupSpec& g = groups[segment_kind(layout, i) == ParamGroupKind::dense ? 0 : 1];
+    ParamGroupSpec& g = groups[layout.segment_group(i) == ParamGroupKind::dense ? 0 : 1];
     g.segments.push_back(seg);
     g.segment_names.push_back(layout.segment_name(i));
     for (const ParamView& v : layout.views())

@@ -73,10 +73,6 @@ class GroupLayout {
   const ParamLayout* model_;
 };
 
-// The kind of the layout's segment i: the one place that decides it (every segment is dense until
-// the layout marks expert blocks).
-ParamGroupKind segment_kind(const ParamLayout& layout, size_t i);
-
 // The model's groups over the mesh (null: one process): dense over dp x cp, expert over edp; a
 // group with no segments is left out. A communicator is asked for only when its group has more
 // than one rank.

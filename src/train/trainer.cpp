@@ -109,7 +109,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (tp_size_ > 1) {
     // The plan cuts the serial model's tensors; the model is built from this rank's blocks.
     slicer_ = std::make_unique<PlanSlicer>(cfg_.model, tp_size_, tp_rank_);
-    tp_group_ = std::make_unique<TensorParallelGroup>(*tp_, cfg_.sp);
+    tp_group_ = std::make_unique<TensorParallelHooks>(*tp_, cfg_.sp);
   }
   std::vector<ModelChunk> chunks;  // empty: the whole model
   parts_ = ModelParts::all(cfg_.model);
@@ -119,7 +119,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     parts_ = parts_of_rank(split_, pp_rank_);
   }
   model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute, slicer_.get(),
-                                   tp_group_.get(), chunks);
+                                   tp_group_.get(), pp_size_ > 1 ? &parts_ : nullptr);
   if (tp_size_ > 1) {
     replica_sync_ = std::make_unique<ReplicaGradSync>(model_->layout(), *tp_, cfg_.sp);
     norm_weights_ = replica_norm_weights(model_->layout());
@@ -134,7 +134,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     executor_ = std::make_unique<PipelineExecutor>(
         PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
         tracer_.get());
-    stages_ = std::make_unique<LlamaStages>(*model_, *state_, replica_sync_.get(), cfg_.grad_accum);
+    stages_ = std::make_unique<LlamaStages>(*model_, chunks, *state_, replica_sync_.get(), cfg_.grad_accum);
     if (cfg_.model.tied_embeddings) {
       // The first stage looks tokens up in the embedding, the last uses it as the LM head: each
       // holds a copy, initialised alike, and their gradients are summed every step so the copies
@@ -255,7 +255,7 @@ double Trainer::evaluate() {
   double sum = 0;
   for (int b = 0; b < cfg_.eval_batches; ++b) {
     val.next_batch(G, dp_rank_ * mb, mb, in.data(), tgt.data());
-    sum += pp_size_ > 1 ? pipeline_forward_loss(*model_, state_->params(), *pp_, in.data(), tgt.data(), mb, T)
+    sum += pp_size_ > 1 ? pipeline_forward_loss(stages_->chunks(), state_->params(), *pp_, in.data(), tgt.data(), mb, T)
                         : model_->forward_loss(state_->params(), in.data(), tgt.data(), mb, T);
   }
   sum = sum_over(sum, {MeshAxis::dp, MeshAxis::cp});

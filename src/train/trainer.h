@@ -18,6 +18,7 @@
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_stages.h"
 #include "parallel/tensor/replica_grads.h"
+#include "parallel/tensor/tensor_hooks.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "train/lr_schedule.h"
@@ -84,7 +85,7 @@ class Trainer {
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
-  std::unique_ptr<TensorParallelGroup> tp_group_;    // tp > 1
+  std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1
   std::unique_ptr<ReplicaGradSync> replica_sync_;    // tp > 1
   std::vector<WeightedRange> norm_weights_;
   std::unique_ptr<Llama> model_;

@@ -49,3 +49,33 @@ TEST(ModelConfig, ShapeThatDoesNotDivideIsRefusedWithTheNumbers) {
     EXPECT_NE(std::string(e.what()).find("dim (64) must be divisible by n_heads (5)"), std::string::npos) << e.what();
   }
 }
+
+// Each block has its own kind and offsets (a pipeline stage's blocks sit at different offsets of
+// its flat buffer, and MoE blocks will differ in shape); every segment is in the dense group.
+TEST(Parameters, BlockOffsetsAreThoseOfEachBlocksOwnTensors) {
+  const ModelConfig c = testkit::small_gqa_config();
+  ModelParts stage;
+  stage.layers = {1};
+  stage.embedding = false;
+  auto check = [&](const ParamLayout& layout, std::vector<int> layers) {
+    for (int l : layers) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      const size_t start = layout.block_segment(l).offset;
+      const BlockOffsets& o = layout.block_offsets(l);
+      EXPECT_EQ(layout.block_kind(l), BlockKind::dense);
+      EXPECT_EQ(start + o.attn_norm, layout.find(p + "input_layernorm.weight").offset);
+      EXPECT_EQ(start + o.qkv, layout.find(p + "self_attn.q_proj.weight").offset);
+      EXPECT_EQ(start + o.o, layout.find(p + "self_attn.o_proj.weight").offset);
+      EXPECT_EQ(start + o.mlp_norm, layout.find(p + "post_attention_layernorm.weight").offset);
+      EXPECT_EQ(start + o.mlp.gate_up, layout.find(p + "mlp.gate_proj.weight").offset);
+      EXPECT_EQ(start + o.mlp.down, layout.find(p + "mlp.down_proj.weight").offset);
+    }
+    for (size_t i = 0; i < layout.segments().size(); ++i) EXPECT_EQ(layout.segment_group(i), ParamGroupKind::dense);
+  };
+  const ParamLayout whole(c), part(c, nullptr, &stage);
+  check(whole, {0, 1});
+  check(part, {1});
+  // Layer 1 alone starts the stage's buffer; in the whole model it follows the embedding and layer 0.
+  EXPECT_EQ(part.block_segment(1).offset, 0u);
+  EXPECT_EQ(whole.block_segment(1).offset, whole.block_segment(0).end());
+}

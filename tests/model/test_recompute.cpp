@@ -64,3 +64,28 @@ TEST(Recompute, ActivationBytesFollowThePolicyTable) {
   EXPECT_EQ(kept_floats_per_token(c, Recompute::selective), 2 * C + Q + 2 * F);
   EXPECT_EQ(kept_floats_per_token(c, Recompute::full), C);
 }
+
+// Every tensor of every block starts on a 64-byte boundary, in the kept arena and in the shared
+// scratch alike (what keeps recomputation bitwise identical), and blocks' kept tensors do not
+// overlap: block l + 1's x_in follows all of block l's kept floats. Rows chosen so that widths
+// need padding (7 rows x odd widths).
+TEST(Recompute, EveryActivationTensorIsAlignedAndBlocksFollowEachOther) {
+  const BlockWidths w{24, 40, 16, 2, 20};
+  const std::vector<BlockKind> kinds(3, BlockKind::dense);
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    Activations acts(w, kinds, 7, 7, r);
+    for (int l = 0; l < 3; ++l) {
+      const BlockActs& a = acts.block(l);
+      for (const float* p : {a.x_in, a.rstd1, a.ln1, a.qkv, a.att, a.lse, a.mid, a.rstd2, a.ln2, a.mlp.gate_up, a.mlp.h})
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << recompute_name(r) << " block " << l;
+    }
+    // Padded kept floats of one block: each kept tensor rounded up to 16 floats.
+    auto pad = [](int64_t n) { return (n + 15) / 16 * 16; };
+    int64_t kept = pad(7 * w.C);  // x_in, kept by every policy
+    if (r != Recompute::full) kept += pad(7 * w.Q) + pad(7 * w.C) + pad(7 * 2 * w.F);  // qkv, mid, gate_up
+    if (r == Recompute::none)
+      kept += 2 * pad(7) + 2 * pad(7 * w.C) + pad(7 * w.A) + pad(7 * w.H) + pad(7 * w.F);  // rstd, ln, att, lse, h
+    EXPECT_EQ(acts.block(1).x_in - acts.block(0).x_in, kept) << recompute_name(r);
+    EXPECT_EQ(acts.block(2).x_in - acts.block(1).x_in, kept) << recompute_name(r);
+  }
+}

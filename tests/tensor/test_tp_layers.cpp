@@ -16,7 +16,9 @@
 
 #include "../comm/mpi_test_util.h"
 #include "model/llama.h"
+#include "parallel/pipeline/stage_chunks.h"
 #include "parallel/tensor/replica_grads.h"
+#include "parallel/tensor/tensor_hooks.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
 
@@ -55,7 +57,7 @@ void check_layers(bool sp, bool tied, Recompute policy) {
   const double loss = serial.forward_backward(params.data(), grads.data(), tokens.data(), targets.data(), B, T, 0.01f);
 
   const PlanSlicer slicer(c, t, tp.rank());
-  TensorParallelGroup group(tp, sp);
+  TensorParallelHooks group(tp, sp);
   Llama mine(c, B, policy, &slicer, &group);
   const ParamLayout& l = mine.layout();
   std::vector<float> p(l.total()), g(l.total(), 0.0f), expect_g(l.total());
@@ -105,31 +107,36 @@ void check_block_boundaries(bool sp) {
   const std::vector<ModelChunk> cut = {{0, 1, true, false}, {1, 2, false, true}};
   const MicroBatch mb{tokens.data(), targets.data(), B, T, 0.01f};
 
-  Llama serial(c, B, Recompute::none, nullptr, nullptr, cut);
-  std::vector<float> params(serial.layout().total()), grads(params.size(), 0.0f);
-  init_parameters(params.data(), serial.layout(), c, 9);
+  const ModelParts parts = parts_of_chunks(cut);
+  Llama serial_model(c, B, Recompute::none, nullptr, nullptr, &parts);
+  StageChunks serial(serial_model, cut);
+  const ParamLayout& serial_layout = serial_model.layout();
+  std::vector<float> params(serial_layout.total()), grads(params.size(), 0.0f);
+  init_parameters(params.data(), serial_layout, c, 9);
   FlatParams src(params.data());
   FlatGrads sink(grads.data());
   std::vector<float> out(size_t(N) * C), grad_in(size_t(N) * C);
-  serial.chunk_forward(src, sink, 0, 0, nullptr, out.data(), mb, true);
-  serial.chunk_forward(src, sink, 1, 0, out.data(), nullptr, mb, true);
-  serial.chunk_backward(src, sink, 1, 0, nullptr, grad_in.data(), mb);
+  serial.forward(src, sink, 0, 0, nullptr, out.data(), mb, true);
+  serial.forward(src, sink, 1, 0, out.data(), nullptr, mb, true);
+  serial.backward(src, sink, 1, 0, nullptr, grad_in.data(), mb);
 
   const PlanSlicer slicer(c, t, tp.rank());
-  TensorParallelGroup group(tp, sp);
-  Llama mine(c, B, Recompute::none, &slicer, &group, cut);
-  std::vector<float> p(mine.layout().total()), g(p.size(), 0.0f);
-  extract_local_tensors(mine.layout(), serial.layout(), params.data(), p.data());
+  TensorParallelHooks group(tp, sp);
+  Llama my_model(c, B, Recompute::none, &slicer, &group, &parts);
+  StageChunks mine(my_model, cut);
+  const ParamLayout& my_layout = my_model.layout();
+  std::vector<float> p(my_layout.total()), g(p.size(), 0.0f);
+  extract_local_tensors(my_layout, serial_layout, params.data(), p.data());
   FlatParams my_src(p.data());
   FlatGrads flat(g.data());
-  ReplicaGradSync sync(mine.layout(), tp, sp);
+  ReplicaGradSync sync(my_layout, tp, sp);
   sync.begin(flat, true, true);
   const size_t R = sp ? size_t(N / t) : size_t(N), first = sp ? size_t(tp.rank()) * R : 0;
   ASSERT_EQ(mine.boundary_floats(B, T), R * C);
   std::vector<float> my_out(R * C), my_grad_in(R * C);
-  mine.chunk_forward(my_src, sync, 0, 0, nullptr, my_out.data(), mb, true);
-  mine.chunk_forward(my_src, sync, 1, 0, my_out.data(), nullptr, mb, true);
-  mine.chunk_backward(my_src, sync, 1, 0, nullptr, my_grad_in.data(), mb);
+  mine.forward(my_src, sync, 0, 0, nullptr, my_out.data(), mb, true);
+  mine.forward(my_src, sync, 1, 0, my_out.data(), nullptr, mb, true);
+  mine.backward(my_src, sync, 1, 0, nullptr, my_grad_in.data(), mb);
   const double d_out = rel_diff(my_out.data(), out.data() + first * C, R * C);
   const double d_in = rel_diff(my_grad_in.data(), grad_in.data() + first * C, R * C);
   EXPECT_LT(d_out, 1e-5) << "block output";

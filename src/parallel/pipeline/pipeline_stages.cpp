@@ -18,20 +18,12 @@ std::vector<ModelChunk> chunks_of_rank(const StageSplit& split, int rank) {
   return chunks;
 }
 
-ModelParts parts_of_rank(const StageSplit& split, int rank) {
-  ModelParts p;
-  p.embedding = p.head = false;
-  for (const ModelChunk& ch : chunks_of_rank(split, rank)) {
-    for (int l = ch.first_layer; l < ch.last_layer; ++l) p.layers.push_back(l);
-    p.embedding |= ch.embedding;
-    p.head |= ch.head;
-  }
-  return p;
-}
+ModelParts parts_of_rank(const StageSplit& split, int rank) { return parts_of_chunks(chunks_of_rank(split, rank)); }
 
-LlamaStages::LlamaStages(Llama& model, ModelState& state, ReplicaGradSync* replicas, int microbatches)
-    : model_(model), state_(state), replicas_(replicas), m_(microbatches) {
-  const size_t v = model.chunks().size();
+LlamaStages::LlamaStages(Llama& model, std::vector<ModelChunk> chunks, ModelState& state,
+                         ReplicaGradSync* replicas, int microbatches)
+    : chunks_(model, std::move(chunks)), state_(state), replicas_(replicas), m_(microbatches) {
+  const size_t v = chunks_.chunks().size();
   free_.resize(v);
   next_slot_.assign(v, 0);
   slot_of_.assign(size_t(microbatches) * v, -1);
@@ -68,35 +60,35 @@ int LlamaStages::give_back_slot(int microbatch, int chunk) {
   return s;
 }
 
-size_t LlamaStages::input_size(int) const { return model_.boundary_floats(B_, T_); }
-size_t LlamaStages::output_size(int) const { return model_.boundary_floats(B_, T_); }
+size_t LlamaStages::input_size(int) const { return chunks_.boundary_floats(B_, T_); }
+size_t LlamaStages::output_size(int) const { return chunks_.boundary_floats(B_, T_); }
 
 void LlamaStages::forward(int microbatch, int chunk, const float* input, float* output) {
   const int s = take_slot(microbatch, chunk);
-  loss_ += model_.chunk_forward(state_.params(), sink(microbatch), chunk, s, input, output, batch(microbatch), true);
+  loss_ += chunks_.forward(state_.params(), sink(microbatch), chunk, s, input, output, batch(microbatch), true);
 }
 
 void LlamaStages::backward(int microbatch, int chunk, const float* grad_output, float* grad_input) {
   const int s = give_back_slot(microbatch, chunk);
-  model_.chunk_backward(state_.params(), sink(microbatch), chunk, s, grad_output, grad_input, batch(microbatch));
+  chunks_.backward(state_.params(), sink(microbatch), chunk, s, grad_output, grad_input, batch(microbatch));
 }
 
 void LlamaStages::backward_input(int microbatch, int chunk, const float* grad_output, float* grad_input) {
   const int s = slot_of_[size_t(microbatch) * free_.size() + size_t(chunk)];
-  model_.chunk_backward(state_.params(), sink(microbatch), chunk, s, grad_output, grad_input, batch(microbatch),
+  chunks_.backward(state_.params(), sink(microbatch), chunk, s, grad_output, grad_input, batch(microbatch),
                         BackwardPart::input);
 }
 
 void LlamaStages::backward_weight(int microbatch, int chunk) {
   const int s = give_back_slot(microbatch, chunk);
-  model_.chunk_backward(state_.params(), sink(microbatch), chunk, s, nullptr, nullptr, batch(microbatch),
+  chunks_.backward(state_.params(), sink(microbatch), chunk, s, nullptr, nullptr, batch(microbatch),
                         BackwardPart::weight);
 }
 
-double pipeline_forward_loss(Llama& model, ParamSource& params, const Comm& pipe, const int32_t* tokens,
+double pipeline_forward_loss(StageChunks& stage, ParamSource& params, const Comm& pipe, const int32_t* tokens,
                              const int32_t* targets, int B, int T) {
-  const int p = pipe.size(), r = pipe.rank(), v = int(model.chunks().size());
-  const size_t n = model.boundary_floats(B, T);
+  const int p = pipe.size(), r = pipe.rank(), v = int(stage.chunks().size());
+  const size_t n = stage.boundary_floats(B, T);
   std::vector<float> in(n), out(n);
   FlatGrads no_grads(nullptr);
   const MicroBatch mb{tokens, targets, B, T, 0.0f};
@@ -106,7 +98,7 @@ double pipeline_forward_loss(Llama& model, ParamSource& params, const Comm& pipe
     const int chunk = s / p;
     if (s > 0) pipe.recv(in.data(), n, (s - 1) % p, s);
     const bool last = s + 1 == p * v;
-    loss += model.chunk_forward(params, no_grads, chunk, 0, s > 0 ? in.data() : nullptr, last ? nullptr : out.data(),
+    loss += stage.forward(params, no_grads, chunk, 0, s > 0 ? in.data() : nullptr, last ? nullptr : out.data(),
                                 mb, false);
     if (!last) pipe.send(out.data(), n, (s + 1) % p, s + 1);
   }

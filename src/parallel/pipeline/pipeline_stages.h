@@ -1,8 +1,9 @@
 #pragma once
 // Pipeline parallelism applied to the model (Huang et al. 2019, Narayanan et al. 2021, Qi et al.
 // 2023): which chunks of the model a pipeline rank runs, the PipelineStageCompute that lets the
-// executor drive them, a forward-only pass for evaluation, and moving checkpoints between the
-// stages' layouts and the whole model's.
+// executor drive them (over StageChunks, stage_chunks.h, which keeps the per-micro-batch state),
+// a forward-only pass for evaluation, and moving checkpoints between the stages' layouts and the
+// whole model's.
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "model/llama.h"
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_executor.h"
+#include "parallel/pipeline/stage_chunks.h"
 #include "parallel/pipeline/stage_split.h"
 #include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_parallel.h"
@@ -29,9 +31,12 @@ ModelParts parts_of_rank(const StageSplit& split, int rank);
 // stashes a rank ever allocates are the schedule's peak in flight.
 class LlamaStages final : public PipelineStageCompute {
  public:
-  // batch: this rank's micro-batches for the step, back to back; replicas: the tensor-parallel
-  // gradient sync in front of the state's sink (null without tp).
-  LlamaStages(Llama& model, ModelState& state, ReplicaGradSync* replicas, int microbatches);
+  // model: built with parts_of_chunks(chunks); replicas: the tensor-parallel gradient sync in
+  // front of the state's sink (null without tp).
+  LlamaStages(Llama& model, std::vector<ModelChunk> chunks, ModelState& state, ReplicaGradSync* replicas,
+              int microbatches);
+  StageChunks& chunks() { return chunks_; }
+  // batch: this rank's micro-batches for the step, back to back.
   void begin_step(const int32_t* tokens, const int32_t* targets, int B, int T, float grad_scale);
   double loss_sum() const { return loss_; }  // this rank's share: nonzero on the last stage
 
@@ -48,7 +53,7 @@ class LlamaStages final : public PipelineStageCompute {
   int take_slot(int microbatch, int chunk);
   int give_back_slot(int microbatch, int chunk);
 
-  Llama& model_;
+  StageChunks chunks_;
   ModelState& state_;
   ReplicaGradSync* replicas_;
   int m_;
@@ -64,7 +69,7 @@ class LlamaStages final : public PipelineStageCompute {
 // Sum of token losses of one micro-batch through every stage, without gradients (evaluation):
 // virtual stage by virtual stage, blocking sends and receives over `pipe`. Every rank of the
 // group calls it; the loss is summed onto every rank.
-double pipeline_forward_loss(Llama& model, ParamSource& params, const Comm& pipe,
+double pipeline_forward_loss(StageChunks& stage, ParamSource& params, const Comm& pipe,
                              const int32_t* tokens, const int32_t* targets, int B, int T);
 
 // Whole tensors of `from`'s views into `to`'s views of the same name (those present in both).

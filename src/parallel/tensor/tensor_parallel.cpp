@@ -3,38 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "parallel/tensor/regions.h"
 #include "parallel/tensor/tensor_plan.h"
 
 namespace ff {
-
-const float* TensorParallelGroup::column_input(const float* x, float* full, size_t N, int width) {
-  if (!sp_) return regions::copy_to_tp_forward(x);
-  regions::gather_from_sp_forward(tp_, x, full, N * size_t(width));
-  return full;
-}
-
-float* TensorParallelGroup::column_input_backward(float* d_full, size_t N, int width) {
-  if (sp_) return regions::gather_from_sp_backward(tp_, d_full, N * size_t(width));
-  regions::copy_to_tp_backward(tp_, d_full, N * size_t(width));
-  return d_full;
-}
-
-float* TensorParallelGroup::row_output(float* partial, size_t N, int width) {
-  if (sp_) return regions::reduce_scatter_to_sp_forward(tp_, partial, N * size_t(width));
-  regions::reduce_from_tp_forward(tp_, partial, N * size_t(width));
-  return partial;
-}
-
-const float* TensorParallelGroup::row_output_backward(const float* dy, float* full, size_t N,
-                                                      int width) {
-  if (!sp_) return regions::reduce_from_tp_backward(dy);
-  regions::reduce_scatter_to_sp_backward(tp_, dy, full, N * size_t(width));
-  return full;
-}
-
-void TensorParallelGroup::all_reduce_max(float* x, size_t n) { tp_.all_reduce(x, n, ReduceOp::max); }
-void TensorParallelGroup::all_reduce_sum(float* x, size_t n) { tp_.all_reduce(x, n); }
 
 void assemble_full_tensors(const Comm& tp, const ModelConfig& c, const ParamLayout& local_layout,
                            const float* local, float* full, const ModelParts* parts) {

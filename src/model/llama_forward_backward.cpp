@@ -1,0 +1,249 @@
+// The LLaMA decoder's forward and backward, top to bottom, as llm.c writes gpt2_forward and
+// gpt2_backward:
+//
+//   embedding -> for each block: norm, q/k/v, RoPE, attention, o + residual,
+//                                norm, gate/up, SwiGLU, down + residual
+//             -> final norm -> LM head -> loss
+//   and backward through the same steps in reverse.
+//
+// Each step a parallelism may change is a call on hooks_ (model_hooks.h), the serial computation
+// unless a parallel wrapper passed its own. Parameters arrive one segment at a time (acquire,
+// with the segment wanted next as a prefetch hint; release when done) and gradients leave the
+// same way, so data parallelism and ZeRO stay outside. Activations are the caller's storage.
+//
+// Shapes: N = B*T tokens; R = resid rows this rank holds (N, or N/t under sequence parallelism);
+// C = dim; Q = q/k/v width; A = H*D attention width; F = FFN width; V = vocabulary rows held.
+#include <cstring>
+
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "kernels/swiglu.h"
+#include "model/linear.h"
+#include "model/llama.h"
+
+namespace ff {
+
+// ---- the whole model ----
+
+double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* tokens,
+                               const int32_t* targets, int B, int T, float grad_scale) {
+  check_shape(B, T);
+  Activations& acts = whole();
+  const int N = B * T, L = cfg_.n_layers;
+  embed(src, acts, tokens, N, 0);                                                     // (R, C)
+  blocks_forward(src, acts, 0, L, acts.final_out(), B, T, layout_.head_segment());    // (R, C)
+  float* tied_emb_grad = nullptr;
+  const double loss = head_forward_backward(src, sink, acts, targets, N, grad_scale,
+                                            layout_.block_segment(L - 1), &tied_emb_grad);
+  blocks_backward(src, sink, acts, 0, L, B, T, layout_.embedding_segment(), BackwardPart::all, nullptr);
+  embedding_backward(sink, tied_emb_grad, tokens, N);
+  return loss;
+}
+
+double Llama::forward_loss(ParamSource& src, const int32_t* tokens, const int32_t* targets, int B, int T) {
+  check_shape(B, T);
+  Activations& acts = whole();
+  embed(src, acts, tokens, B * T, 0);
+  blocks_forward(src, acts, 0, cfg_.n_layers, acts.final_out(), B, T, layout_.head_segment());
+  return head_loss(src, acts, targets, B * T);
+}
+
+// ---- forward ----
+
+void Llama::embed(ParamSource& src, Activations& acts, const int32_t* tokens, int N, int first_layer) {
+  const ParamSegment emb = layout_.embedding_segment();
+  const float* E = src.acquire(emb, layout_.block_segment(first_layer)).f32();
+  hooks_->embedding(acts.block(0).x_in, tokens, E, N, cfg_.dim, vocab_);  // (R, C)
+  src.release(emb);
+}
+
+void Llama::blocks_forward(ParamSource& src, Activations& acts, int first, int last, float* out, int B,
+                           int T, const ParamSegment& after) {
+  for (int l = first; l < last; ++l) {
+    const ParamSegment seg = layout_.block_segment(l);
+    const ParamSegment next = l + 1 < last ? layout_.block_segment(l + 1) : after;
+    float* y = l + 1 < last ? acts.block(l + 1 - first).x_in : out;  // the next block's input
+    block_forward(src.acquire(seg, next).f32(), l, acts.block(l - first), y, B, T);
+    src.release(seg);
+  }
+}
+
+// out null: everything but the block's output (what full recomputation needs).
+void Llama::block_forward(const float* P, int l, const BlockActs& a, float* out, int B, int T) {
+  const BlockOffsets& o = layout_.block_offsets(l);
+  const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, D = cfg_.head_dim(), Q = int(w_.Q),
+            A = int(w_.A);
+  // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
+  rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);      // (R, C)
+  matmul_xwt(a.qkv, hooks_->column_input(a.ln1, N, C), P + o.qkv, N, C, Q);          // (N, Q)
+  rope_forward(a.qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);       // q
+  rope_forward(a.qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);  // k
+  hooks_->attention(a.att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T));
+  hooks_->row_output(a.mid, a.x_in, a.att, P + o.o, N, A, C);                        // (R, C)
+  // MLP: out = mid + down(swiglu(gate_up(norm(mid)))).
+  rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);        // (R, C)
+  hooks_->mlp(mlp_call(P, l, a, N), out);                                            // (R, C)
+}
+
+void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
+  const BlockActs& a = *m.a;
+  const int N = m.N, C = m.C, F = m.F;
+  matmul_xwt(a.mlp.gate_up, h.column_input(a.ln2, N, C), m.P + m.o->mlp.gate_up, N, C, 2 * F);  // (N, 2F)
+  swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                              // (N, F)
+  if (out) h.row_output(out, a.mid, a.mlp.h, m.P + m.o->mlp.down, N, F, C);                  // (R, C)
+}
+
+Llama::HeadParams Llama::acquire_head(ParamSource& src, const ParamSegment& next) {
+  const ParamSegment head = layout_.head_segment(), emb = layout_.embedding_segment();
+  HeadParams h;
+  h.norm = src.acquire(head, cfg_.tied_embeddings ? emb : next).f32();
+  h.weight = cfg_.tied_embeddings ? src.acquire(emb, next).f32() : h.norm + cfg_.dim;
+  return h;
+}
+
+void Llama::release_head(ParamSource& src) {
+  if (cfg_.tied_embeddings) src.release(layout_.embedding_segment());
+  src.release(layout_.head_segment());
+}
+
+const float* Llama::head_forward(const HeadParams& h, Activations& acts, int first_row, int rows) {
+  const int C = cfg_.dim;
+  rmsnorm_forward(acts.final_ln(), acts.final_rstd(), acts.final_out(), h.norm,
+                  int(resid_rows(first_row + rows)), C, cfg_.rms_eps);                    // (R, C)
+  const float* in = hooks_->column_input(acts.final_ln(), size_t(first_row + rows), C);  // (N, C)
+  matmul_xwt(logits_.data(), in + size_t(first_row) * C, h.weight, rows, C, vocab_.count);  // (rows, V)
+  return in;
+}
+
+double Llama::head_loss(ParamSource& src, Activations& acts, const int32_t* targets, int N) {
+  head_forward(acquire_head(src, ParamSegment{}), acts, 0, N);
+  release_head(src);
+  return hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, false, 0.0f);
+}
+
+double Llama::head_forward_backward(ParamSource& src, GradSink& sink, Activations& acts,
+                                    const int32_t* targets, int N, float grad_scale,
+                                    const ParamSegment& next, float** tied_emb_grad) {
+  // The head's parameters stay acquired from its forward through its backward, which runs now:
+  // the (N, V) logits are scratch, too large to keep per micro-batch.
+  const HeadParams h = acquire_head(src, next);
+  const float* head_in = head_forward(h, acts, 0, N);
+  const double total = hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, true, grad_scale);
+  *tied_emb_grad = head_backward(h, sink, acts, head_in, N);
+  release_head(src);
+  return total;
+}
+
+// ---- backward ----
+
+float* Llama::head_backward(const HeadParams& h, GradSink& sink, Activations& acts, const float* head_in,
+                            int N) {
+  const int C = cfg_.dim, R = int(resid_rows(N));
+  const ParamSegment head = layout_.head_segment();
+  float* d_resid = d_resid_.data();  // (R, C) gradient of the residual stream
+  float* d_ln = d_ln_.data();        // (N, C)
+  float* norm_grad = sink.acquire(head).f32();
+  // Tied: the embedding's gradient stays acquired until the lookup's backward adds to it.
+  float* emb_grad = cfg_.tied_embeddings ? sink.acquire(layout_.embedding_segment()).f32() : nullptr;
+  float* weight_grad = cfg_.tied_embeddings ? emb_grad : norm_grad + C;
+  // logits_ holds d(loss)/d(logits) here.
+  matmul_dyw(d_ln, logits_.data(), h.weight, N, C, vocab_.count);                        // (N, C)
+  accumulate_dw(weight_grad, logits_.data(), head_in, N, C, vocab_.count);               // (V, C)
+  std::memset(d_resid, 0, size_t(R) * C * sizeof(float));
+  rmsnorm_backward(d_resid, norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(),
+                   h.norm, acts.final_rstd(), R, C);
+  sink.release(head);
+  return emb_grad;
+}
+
+void Llama::blocks_backward(ParamSource& src, GradSink& sink, Activations& acts, int first, int last,
+                            int B, int T, const ParamSegment& before, BackwardPart part, float* deferred) {
+  const size_t per_block = deferred_floats_per_block(B * T);
+  for (int l = last - 1; l >= first; --l) {
+    const ParamSegment seg = layout_.block_segment(l);
+    const ParamSegment next = l > first ? layout_.block_segment(l - 1) : before;
+    const float* P = src.acquire(seg, next).f32();
+    const BlockActs& a = acts.block(l - first);
+    if (part == BackwardPart::weight) {
+      block_weight_grads(P, sink.acquire(seg).f32(), l, a, B, T,
+                         deferred_at(deferred + size_t(l - first) * per_block, B * T));
+      sink.release(seg);
+    } else {
+      // The input pass touches no gradient of the sink: everything it owes is deferred.
+      float* G = part == BackwardPart::all ? sink.acquire(seg).f32() : nullptr;
+      DeferredGrads def{};
+      if (part == BackwardPart::input) def = deferred_at(deferred + size_t(l - first) * per_block, B * T);
+      recompute_block(P, l, a, B, T);
+      block_backward(P, G, l, a, B, T, part == BackwardPart::input ? &def : nullptr);
+      if (G) sink.release(seg);
+    }
+    src.release(seg);
+  }
+}
+
+void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, int B, int T,
+                           const DeferredGrads* def) {
+  const BlockOffsets& o = layout_.block_offsets(l);
+  const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, D = cfg_.head_dim(), Q = int(w_.Q),
+            A = int(w_.A);
+  float* d_resid = d_resid_.data();  // (R, C)
+  float* d_ln = d_ln_.data();        // (N, C) this rank's partial gradient of a norm's output
+  if (def) std::memset(def->norms, 0, 2 * size_t(C) * sizeof(float));
+  // MLP: out = mid + mlp(norm(mid)); d_resid flows to mid unchanged.
+  hooks_->mlp_backward(mlp_call(P, l, a, N), d_resid, d_ln, G, def);                 // d_ln (N, C)
+  rmsnorm_backward(d_resid, def ? def->norms + C : G + o.mlp_norm, hooks_->column_input_backward(d_ln, N, C),
+                   a.mid, P + o.mlp_norm, a.rstd2, R, C);
+  // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
+  const float* d_mid = hooks_->row_output_backward(d_resid, N, C);                   // (N, C)
+  matmul_dyw(d_att_.data(), d_mid, P + o.o, N, A, C);                                // (N, A)
+  if (def) copy_rows(def->d_mid, d_mid, size_t(N) * C);
+  else accumulate_dw(G + o.o, d_mid, a.att, N, A, C);
+  float* d_qkv = d_qkv_.data();                                                      // (N, Q)
+  std::memset(d_qkv, 0, size_t(N) * Q * sizeof(float));
+  const int kv = A + kv_heads_ * D;  // v's column in a q/k/v row
+  hooks_->attention_backward(d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv, a.att,
+                             a.lse, attention_shape(B, T));
+  rope_backward(d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);
+  rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);
+  matmul_dyw(d_ln, d_qkv, P + o.qkv, N, C, Q);                                       // (N, C)
+  // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
+  // them, so they are gathered again (as Megatron does) rather than stored whole.
+  if (def) copy_rows(def->d_qkv, d_qkv, size_t(N) * Q);
+  else accumulate_dw(G + o.qkv, d_qkv, hooks_->column_input(a.ln1, N, C), N, C, Q);
+  rmsnorm_backward(d_resid, def ? def->norms : G + o.attn_norm, hooks_->column_input_backward(d_ln, N, C),
+                   a.x_in, P + o.attn_norm, a.rstd1, R, C);
+}
+
+void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float* d_resid, float* d_ln,
+                                    float* G, const DeferredGrads* def) {
+  const BlockActs& a = *m.a;
+  const int N = m.N, C = m.C, F = m.F;
+  const float* d_out = h.row_output_backward(d_resid, N, C);                         // (N, C)
+  matmul_dyw(m.d_h, d_out, m.P + m.o->mlp.down, N, F, C);                            // (N, F)
+  if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
+  else accumulate_dw(G + m.o->mlp.down, d_out, a.mlp.h, N, F, C);
+  swiglu_backward(m.d_gate_up, m.d_h, a.mlp.gate_up, N, F);                          // (N, 2F)
+  matmul_dyw(d_ln, m.d_gate_up, m.P + m.o->mlp.gate_up, N, C, 2 * F);                // (N, C)
+  if (def) copy_rows(def->d_gate_up, m.d_gate_up, size_t(N) * 2 * F);
+  else accumulate_dw(G + m.o->mlp.gate_up, m.d_gate_up, h.column_input(a.ln2, N, C), N, C, 2 * F);
+}
+
+void Llama::embedding_backward(GradSink& sink, float* emb_grad, const int32_t* tokens, int N) {
+  const ParamSegment emb = layout_.embedding_segment();
+  if (!emb_grad) emb_grad = sink.acquire(emb).f32();
+  hooks_->embedding_backward(emb_grad, d_resid_.data(), tokens, N, cfg_.dim, vocab_);  // (V, C)
+  sink.release(emb);
+}
+
+// ---- shared by the steps ----
+
+AttentionShape Llama::attention_shape(int B, int T) const {
+  const int Q = int(w_.Q);
+  return {B, T, heads_, kv_heads_, cfg_.head_dim(), Q, Q};
+}
+
+MlpCall Llama::mlp_call(const float* P, int l, const BlockActs& a, int N) {
+  return {P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data()};
+}
+
+}  // namespace ff

@@ -1,0 +1,42 @@
+#include "model/model_hooks.h"
+
+#include "kernels/cross_entropy.h"
+#include "kernels/embedding.h"
+#include "model/linear.h"
+
+namespace ff {
+
+void ModelHooks::row_output(float* out, const float* resid, const float* x, const float* W, int N, int in,
+                            int C) {
+  // The residual add rides on the GEMM's beta = 1.
+  copy_rows(out, resid, size_t(N) * size_t(C));
+  gemm(false, true, N, C, in, 1.0f, x, in, W, in, 1.0f, out, C);
+}
+
+void ModelHooks::attention(float* att, float* lse, const float* q, const float* k, const float* v,
+                           const AttentionShape& s) {
+  attention_forward(att, lse, q, k, v, s);
+}
+
+void ModelHooks::attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
+                                    const float* k, const float* v, const float* att, const float* lse,
+                                    const AttentionShape& s) {
+  ff::attention_backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
+}
+
+void ModelHooks::embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange) {
+  embedding_forward(x, tokens, E, N, C);
+}
+
+void ModelHooks::embedding_backward(float* dE, const float* dx, const int32_t* tokens, int N, int C,
+                                    VocabRange vocab) {
+  ff::embedding_backward(dE, dx, tokens, N, C, vocab.count);
+}
+
+double ModelHooks::loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange vocab,
+                        bool with_grad, float grad_scale) {
+  return with_grad ? cross_entropy_forward_backward(logits, losses, targets, N, vocab.count, grad_scale)
+                   : cross_entropy_forward(logits, losses, targets, N, vocab.count);
+}
+
+}  // namespace ff

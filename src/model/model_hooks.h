@@ -1,0 +1,106 @@
+#pragma once
+// The operations of the model that a parallelism may change, each beside its backward dual. The
+// serial model (llama_forward_backward.cpp) calls a hook at every such step, and ModelHooks
+// itself is the serial computation. A parallelism overrides the hooks it needs and nothing else:
+// tensor parallelism (parallel/tensor/tensor_hooks.h) the column input, row output, embedding and
+// loss, with Megatron's regions; context parallelism will override attention (ring attention) and
+// expert parallelism the MLP (all-to-all dispatch to the experts) the same way. The model never
+// calls a collective and has no branch on a parallelism (DESIGN principles 3 and 6).
+//
+// Rows: N = the micro-batch's tokens; R = resid_rows(N), the residual-stream rows this rank holds
+// (N, or its N/t chunk under sequence parallelism: rows [rank * R, rank * R + R)).
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/flash_attention.h"
+#include "model/activations.h"
+#include "model/parameters.h"
+
+namespace ff {
+
+// The vocabulary rows [first, first + count) this rank's embedding and LM head hold.
+struct VocabRange {
+  int first = 0, count = 0;
+};
+
+// One block's MLP sub-layer: out (R, C) = mid + mlp(ln2), reading ln2 and mid from `a` and
+// keeping what its backward needs in a->mlp.
+struct MlpCall {
+  const float* P;         // the block's parameters (its segment)
+  const BlockOffsets* o;  // where its tensors are in P
+  const BlockActs* a;
+  int N, C, F;            // F: this rank's FFN width
+  float *d_h, *d_gate_up; // backward scratch (N, F), (N, 2F)
+};
+
+// What the input pass of a zero-bubble split keeps for the weight pass, per block: the output
+// gradients of the four weight GEMMs (down (N, C), gate/up (N, 2F), o (N, C), q/k/v (N, Q)) and
+// the two norm weights' gradients (2C: attention norm, MLP norm), computed at once but added to
+// the sink with the rest. The GEMM inputs are the stashed (or recomputed) activations.
+struct DeferredGrads {
+  float *d_out, *d_gate_up, *d_mid, *d_qkv, *norms;
+};
+
+class ModelHooks {
+ public:
+  virtual ~ModelHooks() = default;
+  virtual size_t resid_rows(size_t N) const { return N; }
+  // Throws, naming the fix, when a (B, T) batch cannot be split as the parallelism needs.
+  virtual void check_batch(int /*B*/, int /*T*/) const {}
+  // Scratch for batches of up to max_rows tokens of residual width C; the model calls it once.
+  virtual void reserve(size_t /*max_rows*/, int /*C*/) {}
+
+  // Input of a column-parallel GEMM: x (R, width) -> (N, width), valid until the next call.
+  virtual const float* column_input(const float* x, size_t /*N*/, int /*width*/) { return x; }
+  // Dual: d_full (N, width), this rank's part of the input gradient -> where the (R, width)
+  // rows of the whole gradient are (summed in place).
+  virtual float* column_input_backward(float* d_full, size_t /*N*/, int /*width*/) { return d_full; }
+
+  // A row-parallel GEMM and the residual: out (R, C) = resid + x (N, in) W^T, W (C, in).
+  virtual void row_output(float* out, const float* resid, const float* x, const float* W, int N, int in,
+                          int C);
+  // Dual: dy (R, C) -> the (N, C) gradient of the GEMM's output.
+  virtual const float* row_output_backward(const float* dy, size_t /*N*/, int /*C*/) { return dy; }
+
+  // Causal attention: att (N, A), lse (B, H, T) from q, k, v (strided rows of the fused qkv).
+  virtual void attention(float* att, float* lse, const float* q, const float* k, const float* v,
+                         const AttentionShape& s);
+  // Dual: accumulates into dq, dk, dv.
+  virtual void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
+                                  const float* k, const float* v, const float* att, const float* lse,
+                                  const AttentionShape& s);
+
+  // The MLP sub-layer (out null: only the tensors its backward needs, for recomputation).
+  virtual void mlp(const MlpCall& m, float* out) { dense_mlp_forward(*this, m, out); }
+  // Dual: from d_resid (R, C), the gradient of out, leaves this rank's part of ln2's gradient in
+  // d_ln (N, C); weight gradients are added into G (the block's segment) or, deferred, their
+  // GEMMs' output gradients stashed in *def.
+  virtual void mlp_backward(const MlpCall& m, const float* d_resid, float* d_ln, float* G,
+                            const DeferredGrads* def) {
+    dense_mlp_backward(*this, m, d_resid, d_ln, G, def);
+  }
+  // The weight GEMMs mlp_backward deferred.
+  virtual void mlp_weight_grads(const MlpCall& m, float* G, const DeferredGrads& def) {
+    dense_mlp_weight_grads(*this, m, G, def);
+  }
+
+  // Embedding lookup: x (R, C) = rows `tokens` (N) of E (the `vocab` rows this rank holds).
+  virtual void embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange vocab);
+  // Dual: adds dx (R, C) into dE's rows.
+  virtual void embedding_backward(float* dE, const float* dx, const int32_t* tokens, int N, int C,
+                                  VocabRange vocab);
+
+  // Sum of the N token losses from logits (N, vocab.count), losses (N) per token. with_grad: its
+  // dual fused in, logits become grad_scale * d(loss)/d(logits) in place.
+  virtual double loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange vocab,
+                      bool with_grad, float grad_scale);
+
+ protected:
+  // The dense MLP (llama_forward_backward.cpp), through this object's column and row hooks.
+  static void dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out);
+  static void dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float* d_resid, float* d_ln, float* G,
+                                 const DeferredGrads* def);
+  static void dense_mlp_weight_grads(ModelHooks& h, const MlpCall& m, float* G, const DeferredGrads& def);
+};
+
+}  // namespace ff
