@@ -60,15 +60,12 @@ int check_comm_volume(const Mesh& mesh, const std::string& data, int zero, int a
   const double psi = double(t.model().layout().total()), shard_lo = std::floor(psi / n) * 4,
                shard_hi = std::ceil(psi / n) * 4;
   // The state communicates over the dense group (dp x cp); the loss is summed over the axes dp, cp
-  // (the same ranks, a communicator of its own).
+  // (the same ranks, so the same communicator).
   const Comm& dense = mesh.group(MeshGroup::dp_cp);
   const Comm& scalars = mesh.group({MeshAxis::dp, MeshAxis::cp});
-  dense.reset_stats();
-  scalars.reset_stats();
+  testkit::reset_comm_stats({&dense, &scalars});
   for (int i = 0; i < steps; ++i) t.train_step();
-  auto per_step = [&](CommOpKind k) {
-    return double(dense.stats().bytes_of(k) + scalars.stats().bytes_of(k)) / steps;
-  };
+  auto per_step = [&](CommOpKind k) { return testkit::comm_bytes_per_step({&dense, &scalars}, k, steps); };
   const double ar = per_step(CommOpKind::all_reduce), rs = per_step(CommOpKind::reduce_scatter),
                ag = per_step(CommOpKind::all_gather);
   bool ok = false;

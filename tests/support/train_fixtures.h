@@ -2,6 +2,7 @@
 // What the end-to-end parallel tests share: the `tiny` training config they start from, and the
 // comparison of a parallel run with the serial run it must reproduce.
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -26,6 +27,24 @@ inline TrainConfig tiny_config(const std::string& data) {
 // Bytes the memory ledger holds as activations right now (this process).
 inline double activation_bytes() {
   return double(MemoryLedger::instance().snapshot().current[int(MemCategory::activations)]);
+}
+
+// Bytes of `kind` per step over the distinct communicators among `comms`. The mesh hands out one
+// communicator for every request naming the same ranks (a group and its axes, say), so two names
+// may be one object, whose counters must be read once.
+inline std::vector<const Comm*> distinct(std::initializer_list<const Comm*> comms) {
+  std::vector<const Comm*> out;
+  for (const Comm* c : comms)
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  return out;
+}
+inline void reset_comm_stats(std::initializer_list<const Comm*> comms) {
+  for (const Comm* c : distinct(comms)) c->reset_stats();
+}
+inline double comm_bytes_per_step(std::initializer_list<const Comm*> comms, CommOpKind kind, int steps) {
+  double bytes = 0;
+  for (const Comm* c : distinct(comms)) bytes += double(c->stats().bytes_of(kind));
+  return bytes / steps;
 }
 
 struct SerialComparison {

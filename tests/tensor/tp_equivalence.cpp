@@ -107,15 +107,12 @@ int main(int argc, char** argv) {
   }
 
   // Communication through the tp group for three steps (the gradient norm's double goes through
-  // the trainer's scalar reduction over the tp axis: the same ranks, a communicator of its own).
+  // the trainer's scalar reduction over the tp axis: the same ranks, so the same communicator).
   const Comm& tp_scalars = mesh.group({MeshAxis::tp});
-  tp_group.reset_stats();
-  tp_scalars.reset_stats();
+  testkit::reset_comm_stats({&tp_group, &tp_scalars});
   const int steps = 3;
   for (int i = 0; i < steps; ++i) parallel.train_step();
-  auto per_step = [&](CommOpKind k) {
-    return double(tp_group.stats().bytes_of(k) + tp_scalars.stats().bytes_of(k)) / steps;
-  };
+  auto per_step = [&](CommOpKind k) { return testkit::comm_bytes_per_step({&tp_group, &tp_scalars}, k, steps); };
   const TpBytes want = tp_formula_bytes(model, tp, sp, N);
   const TpBytes got{per_step(CommOpKind::all_reduce), per_step(CommOpKind::all_gather),
                     per_step(CommOpKind::reduce_scatter)};
