@@ -23,6 +23,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "parallel/grouped_state.h"
+#include "serial_adamw.h"
 
 using namespace ff;
 
@@ -127,15 +128,7 @@ int main(int argc, char** argv) {
           "gradient square sum with an extra weighted range");
 
     state.optimizer_step(kLr, k);
-    const double b1 = kAdam.beta1, b2 = kAdam.beta2;
-    for (size_t i = 0; i < kTotal; ++i) {
-      const double g = summed_grad(k, i);
-      m[i] = b1 * m[i] + (1 - b1) * g;
-      v[i] = b2 * v[i] + (1 - b2) * g * g;
-      const double mhat = m[i] / (1 - std::pow(b1, k)), vhat = v[i] / (1 - std::pow(b2, k));
-      if (decays[i]) p[i] *= 1 - double(kLr) * kAdam.weight_decay;
-      p[i] -= kLr * mhat / (std::sqrt(vhat) + kAdam.eps);
-    }
+    testkit::serial_adamw_step(p, m, v, decays, kAdam, kLr, k, [&](size_t i) { return summed_grad(k, i); });
     std::vector<float> gp(kTotal), gm(kTotal), gv(kTotal);
     state.gather_full(gp.data(), gm.data(), gv.data());
     bool ok = true;

@@ -1,0 +1,27 @@
+#pragma once
+// The toy parameter-group tests' reference: one AdamW step over every element, in double
+// precision, written out from the formula (decoupled weight decay on the decaying elements, bias
+// correction by step k) independently of the optimizer under test.
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "parallel/optimizer.h"
+
+namespace ff::testkit {
+
+template <class Grad>  // Grad(i): the summed gradient of element i this step
+void serial_adamw_step(std::vector<double>& p, std::vector<double>& m, std::vector<double>& v,
+                       const std::vector<char>& decays, const AdamWConfig& adam, float lr, int k, Grad grad) {
+  const double b1 = adam.beta1, b2 = adam.beta2;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double g = grad(i);
+    m[i] = b1 * m[i] + (1 - b1) * g;
+    v[i] = b2 * v[i] + (1 - b2) * g * g;
+    const double mhat = m[i] / (1 - std::pow(b1, k)), vhat = v[i] / (1 - std::pow(b2, k));
+    if (decays[i]) p[i] *= 1 - double(lr) * adam.weight_decay;
+    p[i] -= lr * mhat / (std::sqrt(vhat) + adam.eps);
+  }
+}
+
+}  // namespace ff::testkit
