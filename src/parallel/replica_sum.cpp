@@ -17,9 +17,10 @@ ReplicaSum::ReplicaSum(const GroupLayout& layout) {
     if (!r.sum_over) continue;
     // Adjacent tensors of one segment summed over the same ranks (k then v, say) go out as one
     // all-reduce.
-    if (!runs_.empty() && runs_.back().over == r.sum_over && runs_.back().offset + runs_.back().count == r.offset &&
-        r.offset + r.count <= segment_end(runs_.back().offset))
-      runs_.back().count += r.count;
+    Run* last = runs_.empty() ? nullptr : &runs_.back();
+    if (last && last->over == r.sum_over && last->offset + last->count == r.offset &&
+        r.offset + r.count <= segment_end(last->offset))
+      last->count += r.count;
     else
       runs_.push_back({r.offset, r.count, r.sum_over});
   }
@@ -37,13 +38,15 @@ TypedPtr ReplicaSum::acquire(const ParamSegment& seg) {
 }
 
 void ReplicaSum::release(const ParamSegment& seg) {
-  auto it = std::find_if(held_.begin(), held_.end(), [&](const auto& h) { return h.first.offset == seg.offset; });
+  auto it =
+      std::find_if(held_.begin(), held_.end(), [&](const auto& h) { return h.first.offset == seg.offset; });
   if (it == held_.end()) throw std::logic_error("ReplicaSum: release without acquire");
   float* base = it->second;
   held_.erase(it);
   if (sum_)
     for (const Run& r : runs_)
-      if (r.offset >= seg.offset && r.offset < seg.end()) r.over->all_reduce(base + (r.offset - seg.offset), r.count);
+      if (r.offset >= seg.offset && r.offset < seg.end())
+        r.over->all_reduce(base + (r.offset - seg.offset), r.count);
   inner_->release(seg);
 }
 

@@ -122,10 +122,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                                    tp_group_.get(), pp_size_ > 1 ? &parts_ : nullptr);
   if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
+  const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
-                            tracer_.get(), tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{});
+                            tracer_.get(), replicas);
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(

@@ -53,7 +53,8 @@ bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 + 1e-5 * std::f
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   Comm& world = comm_world();
-  if (world.size() != 4 || argc != 2) return std::fprintf(stderr, "usage: mpirun -np 4 replica_groups ZERO\n"), 2;
+  if (world.size() != 4 || argc != 2)
+    return std::fprintf(stderr, "usage: mpirun -np 4 replica_groups ZERO\n"), 2;
   const int zero = std::atoi(argv[1]), rank = world.rank();
   const Comm tp = world.split(rank / 2, rank);
   const Comm dp = world.split(rank % 2, rank);
@@ -71,7 +72,8 @@ int main(int argc, char** argv) {
   std::vector<char> summed(kTotal, 0), replicated(kTotal, 0), decays(kTotal, 0);
   for (const ParamGroupSpec* g : {&a, &b}) {
     for (const ReplicaRange& r : g->replicas)
-      for (size_t i = r.offset; i < r.offset + r.count; ++i) summed[i] = r.sum_over != nullptr, replicated[i] = 1;
+      for (size_t i = r.offset; i < r.offset + r.count; ++i)
+        summed[i] = r.sum_over != nullptr, replicated[i] = 1;
     for (const ParamTensorSpan& t : g->tensors)
       for (size_t i = t.offset; i < t.offset + t.count; ++i) decays[i] = t.decay;
   }
@@ -104,7 +106,8 @@ int main(int argc, char** argv) {
       GradSink& sink = state.grads(j + 1 == kMicro);
       for (size_t s = order.size(); s-- > 0;) {
         float* g = sink.acquire(order[s]).f32();
-        for (size_t e = 0; e < order[s].count; ++e) g[e] += float(local_grad(rank, k, j, order[s].offset + e));
+        for (size_t e = 0; e < order[s].count; ++e)
+          g[e] += float(local_grad(rank, k, j, order[s].offset + e));
         sink.release(order[s]);
       }
     }
@@ -151,8 +154,8 @@ int main(int argc, char** argv) {
         "a sum over the wrong ranks was not refused (got '" + error + "')");
 
   if (rank == 0)
-    std::printf("zero=%d: %zu elements summed over tp in %d all-reduces per pass; worst |m| diff %.2e\n", zero,
-                summed_elements, all_reduces, worst_m);
+    std::printf("zero=%d: %zu elements summed over tp in %d all-reduces per pass; worst |m| diff %.2e\n",
+                zero, summed_elements, all_reduces, worst_m);
   world.all_reduce(&failures, 1);
   if (rank == 0) std::printf("%s\n", failures == 0 ? "ok" : "FAIL");
   return failures == 0 ? 0 : 1;

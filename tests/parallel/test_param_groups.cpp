@@ -142,6 +142,23 @@ TEST(ParamGroups, BadGroupsAreRefusedWithTheProblem) {
   EXPECT_NE(error_of({none}).find("0 replicas"), std::string::npos);
 }
 
+TEST(ParamGroups, ModelReplicaRangesGoToTheirGroupOrAreRefused) {
+  const ModelConfig c = small_config();
+  const ParamLayout layout(c);
+  const ParamView& norm = layout.find("model.norm.weight");
+  const std::vector<ParamGroupSpec> g =
+      model_param_groups(layout, nullptr, {{norm.offset, norm.numel, 2, nullptr}});
+  ASSERT_EQ(g.size(), 1u);
+  ASSERT_EQ(g[0].replicas.size(), 1u);
+  EXPECT_EQ(g[0].replicas[0].offset, norm.offset);
+  try {
+    model_param_groups(layout, nullptr, {{layout.total() + 5, 3, 2, nullptr}});
+    ADD_FAILURE() << "a range past the layout was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("1 of 1 replica ranges lie outside"), std::string::npos) << e.what();
+  }
+}
+
 // Replica ranges in group coordinates, and their norm weights 1/replicas (a range held by one rank
 // weighs 1 and is left out).
 TEST(ParamGroups, ReplicaRangesAndNormWeightsAreInGroupCoordinates) {

@@ -41,8 +41,8 @@ ModelConfig one_block() {
 // model's only gradient sink is its grads(), which sums the replicas' partial gradients.
 std::unique_ptr<ModelState> tp_state(const ParamLayout& l, const TensorReplicas& replicas,
                                      const std::vector<float>& params) {
-  auto state = make_model_state(l, AdamWConfig{0.9f, 0.95f, 1e-8f, 0.0f}, DataParallelConfig{}, nullptr, nullptr,
-                                replicas.ranges());
+  const AdamWConfig adam{0.9f, 0.95f, 1e-8f, 0.0f};  // unused: no step is taken
+  auto state = make_model_state(l, adam, DataParallelConfig{}, nullptr, nullptr, replicas.ranges());
   const std::vector<float> zeros(params.size(), 0.0f);
   state->load_full(params.data(), zeros.data(), zeros.data());
   state->zero_grads();
@@ -104,8 +104,8 @@ void check_layers(bool sp, bool tied, Recompute policy) {
 
   const TensorReplicas replicas(l, tp, sp);
   auto state = tp_state(l, replicas, p);
-  const double tp_loss = mine.forward_backward(state->params(), state->grads(true), tokens.data(), targets.data(),
-                                               B, T, 0.01f);
+  const double tp_loss =
+      mine.forward_backward(state->params(), state->grads(true), tokens.data(), targets.data(), B, T, 0.01f);
   EXPECT_NEAR(tp_loss, loss, 1e-5 * loss);
   const std::vector<float> g = summed_grads(*state, l);
 

@@ -3,7 +3,8 @@
 // (Korthikanti et al. 2022) is applied from outside the model: tensor_plan.h cuts the parameters,
 // tensor_hooks.h implements the model's parallel operations with regions.h, and tensor_replicas.h
 // hands the parameter groups the tensors whose replicas each saw only part of the work, to sum.
-// This file keeps checkpoints layout-free: full tensors are assembled from, and cut back into, the ranks' blocks.
+// This file keeps checkpoints layout-free: full tensors are assembled from, and cut back into, the
+// ranks' blocks.
 #include <memory>
 #include <vector>
 
