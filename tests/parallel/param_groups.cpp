@@ -20,9 +20,11 @@
 #include "comm/comm_world.h"
 #include "core/memory.h"
 #include "parallel/grouped_state.h"
-#include "serial_adamw.h"
+#include "group_toys.h"
 
 using namespace ff;
+using testkit::add_segment;
+using testkit::close;
 
 namespace {
 
@@ -34,13 +36,6 @@ const AdamWConfig kAdam{0.9f, 0.95f, 1e-8f, 0.1f};
 // rank in a sum shows).
 double local_grad(int r, int k, size_t i) {
   return 0.01 * (1 + r) * std::cos(0.37 * double(i) + 1.3 * r + 0.7 * k);
-}
-
-// A segment split into a decaying matrix and a 7-element norm that does not decay.
-void add_segment(ParamGroupSpec& g, size_t offset, size_t count) {
-  g.segments.push_back({offset, count});
-  g.tensors.push_back({offset, count - 7, true});
-  g.tensors.push_back({offset + count - 7, 7, false});
 }
 
 // Elements of a segment this rank holds under a split over n ranks (the first count % n ranks
@@ -59,8 +54,6 @@ void add_formula(double bytes[3], const ParamGroupSpec& g, int z, int n, int r) 
   bytes[1] += 4 * (z >= 2 ? shard : psi);
   bytes[2] += 8 * shard;
 }
-
-bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 + 1e-5 * std::fabs(b); }
 
 }  // namespace
 

@@ -23,9 +23,11 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "parallel/grouped_state.h"
-#include "serial_adamw.h"
+#include "group_toys.h"
 
 using namespace ff;
+using testkit::add_segment;
+using testkit::close;
 
 namespace {
 
@@ -39,14 +41,6 @@ const AdamWConfig kAdam{0.9f, 0.95f, 1e-8f, 0.1f};
 double local_grad(int r, int k, int j, size_t i) {
   return 0.01 * (1 + r) * std::cos(0.37 * double(i) + 1.3 * r + 0.7 * k + 0.3 * j);
 }
-
-void add_segment(ParamGroupSpec& g, size_t offset, size_t count) {
-  g.segments.push_back({offset, count});
-  g.tensors.push_back({offset, count - 7, true});
-  g.tensors.push_back({offset + count - 7, 7, false});
-}
-
-bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 + 1e-5 * std::fabs(b); }
 
 }  // namespace
 

@@ -1,14 +1,26 @@
 #pragma once
-// The toy parameter-group tests' reference: one AdamW step over every element, in double
-// precision, written out from the formula (decoupled weight decay on the decaying elements, bias
-// correction by step k) independently of the optimizer under test.
+// What the toy parameter-group tests share: their segments, their tolerance, and the reference
+// they check the state against: one AdamW step over every element in double precision, written
+// out from the formula (decoupled weight decay on the decaying elements, bias correction by step
+// k) independently of the optimizer under test.
 #include <cmath>
 #include <cstddef>
 #include <vector>
 
 #include "parallel/optimizer.h"
+#include "parallel/param_group.h"
 
 namespace ff::testkit {
+
+// A segment split into a decaying matrix and a 7-element norm that does not decay.
+inline void add_segment(ParamGroupSpec& g, size_t offset, size_t count) {
+  g.segments.push_back({offset, count});
+  g.tensors.push_back({offset, count - 7, true});
+  g.tensors.push_back({offset + count - 7, 7, false});
+}
+
+// float state against the double reference.
+inline bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 + 1e-5 * std::fabs(b); }
 
 template <class Grad>  // Grad(i): the summed gradient of element i this step
 void serial_adamw_step(std::vector<double>& p, std::vector<double>& m, std::vector<double>& v,
