@@ -45,7 +45,7 @@ class GroupedState::RoutedGrads final : public GradSink {
   explicit RoutedGrads(GroupedState& s) : s_(s) {}
   void begin(bool sync) {
     sinks_.clear();
-    for (Group& g : s_.groups_) sinks_.push_back(&g.state->grads(sync));
+    for (size_t g = 0; g < s_.groups_.size(); ++g) sinks_.push_back(&s_.group_grads(g, sync));
   }
   TypedPtr acquire(const ParamSegment& seg) override {
     const Where& w = s_.locate(seg);
@@ -65,8 +65,10 @@ GroupedState::GroupedState(const std::vector<ParamGroupSpec>& groups, const Para
                            const AdamWConfig& adam, const DataParallelConfig& cfg, Tracer* tracer) {
   if (groups.empty()) throw std::invalid_argument("a model state needs at least one parameter group");
   for (size_t g = 0; g < groups.size(); ++g) {
-    Group group{std::make_unique<GroupLayout>(groups[g], model), nullptr};
+    Group group{std::make_unique<GroupLayout>(groups[g], model), nullptr, nullptr};
     group.state = make_group_state(*group.layout, groups[g].comm, adam, cfg, tracer);
+    group.sum = std::make_unique<ReplicaSum>(*group.layout);
+    if (group.sum->empty()) group.sum.reset();
     for (size_t i = 0; i < group.layout->segments().size(); ++i) {
       const ParamSegment& flat = group.layout->flat_segments()[i];
       if (!where_.emplace(flat.offset, Where{g, group.layout->segments()[i]}).second)
@@ -101,8 +103,16 @@ ParamSource& GroupedState::params() {
   return *routed_params_;
 }
 
+GradSink& GroupedState::group_grads(size_t g, bool sync) {
+  Group& group = groups_[g];
+  GradSink& inner = group.state->grads(sync);
+  if (!group.sum) return inner;
+  group.sum->begin(inner, !group.state->grads_accumulate() || sync);
+  return *group.sum;
+}
+
 GradSink& GroupedState::grads(bool sync) {
-  if (single()) return groups_[0].state->grads(sync);
+  if (single()) return group_grads(0, sync);
   routed_grads_->begin(sync);
   return *routed_grads_;
 }
@@ -116,12 +126,16 @@ void GroupedState::finish_grads() {
 }
 
 double GroupedState::grad_square_sum(const std::vector<WeightedRange>& weights) {
-  if (single()) return groups_[0].state->grad_square_sum(weights);
+  if (single()) {  // group and flat coordinates coincide: the ranges go through uncut
+    std::vector<WeightedRange> all = groups_[0].layout->norm_weights();
+    all.insert(all.end(), weights.begin(), weights.end());
+    return groups_[0].state->grad_square_sum(all);
+  }
   double sq = 0;
   for (Group& g : groups_) {
-    // The weighted ranges, cut to this group's segments, in its coordinates.
-    std::vector<WeightedRange> local;
+    // The group's replica weights, then the weighted ranges cut to its segments, in its coordinates.
     const GroupLayout& l = *g.layout;
+    std::vector<WeightedRange> local = l.norm_weights();
     for (const WeightedRange& w : weights)
       for (size_t i = 0; i < l.segments().size(); ++i) {
         const ParamSegment& f = l.flat_segments()[i];

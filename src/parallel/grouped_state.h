@@ -10,6 +10,7 @@
 
 #include "parallel/model_state.h"
 #include "parallel/param_group.h"
+#include "parallel/replica_sum.h"
 
 namespace ff {
 
@@ -23,6 +24,7 @@ class GroupedState final : public ModelState {
   GradSink& grads(bool sync) override;
   void zero_grads() override;
   void finish_grads() override;
+  // Each group's replica weights (GroupLayout::norm_weights), then `weights`.
   double grad_square_sum(const std::vector<WeightedRange>& weights) override;
   bool grads_accumulate() const override { return accumulate_; }
   void scale_grads(float s) override;
@@ -40,6 +42,7 @@ class GroupedState final : public ModelState {
   struct Group {
     std::unique_ptr<GroupLayout> layout;  // the state holds a reference: keep its address
     std::unique_ptr<ModelState> state;
+    std::unique_ptr<ReplicaSum> sum;  // null: no replica gradient to sum
   };
   struct Where {
     size_t group;
@@ -50,6 +53,8 @@ class GroupedState final : public ModelState {
   // The group and group coordinates of a segment of the model's layout; throws if none holds it.
   const Where& locate(const ParamSegment& seg) const;
   bool single() const { return groups_.size() == 1 && groups_[0].layout->identity(); }
+  // Group g's sink for this micro-batch (behind its replica sum, if any).
+  GradSink& group_grads(size_t g, bool sync);
   // Each group's full state into (or out of) the model's flat buffers.
   void scatter_to_flat(size_t g, const float* local, float* flat) const;
   void gather_from_flat(size_t g, const float* flat, float* local) const;

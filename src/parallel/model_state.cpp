@@ -25,12 +25,14 @@ const char* grad_sync_name(GradSync g) {
 
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             const Mesh* mesh, Tracer* tracer) {
+                                             const Mesh* mesh, Tracer* tracer,
+                                             const std::vector<ReplicaRange>& replicas) {
   if (cfg.zero < 0 || cfg.zero > 3)
     throw std::runtime_error("zero must be 0, 1, 2 or 3 (got " + std::to_string(cfg.zero) + ")");
   if (cfg.sync != GradSync::overlap && cfg.zero != 0)
     throw std::runtime_error("grad_sync other than overlap is a DDP (zero 0) benchmarking setting");
-  return std::make_unique<GroupedState>(model_param_groups(layout, mesh), &layout, adam, cfg, tracer);
+  return std::make_unique<GroupedState>(model_param_groups(layout, mesh, replicas), &layout, adam, cfg,
+                                        tracer);
 }
 
 }  // namespace ff

@@ -16,6 +16,7 @@
 #include "model/param_access.h"
 #include "model/parameters.h"
 #include "parallel/optimizer.h"
+#include "parallel/param_group.h"
 
 namespace ff {
 
@@ -28,13 +29,6 @@ class Tracer;
 enum class GradSync { overlap, after_backward, none };
 GradSync parse_grad_sync(const std::string& s);
 const char* grad_sync_name(GradSync g);
-
-// A range of the flat layout whose elements count `weight` times in the gradient norm: 1/r for a
-// tensor replicated on r tensor-parallel ranks, so the sum over those ranks counts it once.
-struct WeightedRange {
-  size_t offset, count;
-  double weight;
-};
 
 struct DataParallelConfig {
   int zero = 0;              // ZeRO stage 0..3
@@ -52,7 +46,7 @@ class ModelState {
   // Waits for this step's gradient communication; afterwards grads hold the global sum.
   virtual void finish_grads() = 0;
   // Sum over each group's ranks of the squares of the summed gradient, each element times
-  // its weight (1 outside `weights`).
+  // its weight (1 outside `weights`; a grouped state also weights its groups' replicas).
   virtual double grad_square_sum(const std::vector<WeightedRange>& weights) = 0;
   // Whether the buffers grads() hands out keep the earlier micro-batches' sum (zero 0, 1)
   // rather than this micro-batch's alone (the staging buffers of zero 2, 3).
@@ -71,9 +65,11 @@ class ModelState {
 };
 
 // The model's parameter groups (param_group.h: dense over dp x cp, expert over edp) over `mesh`
-// (null: one process).
+// (null: one process), with the tensors several ranks hold whole (`replicas`: their gradients
+// summed, their copies weighted in the norm; tensor_replicas.h has tensor parallelism's).
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,
                                              const AdamWConfig& adam, const DataParallelConfig& cfg,
-                                             const Mesh* mesh, Tracer* tracer);
+                                             const Mesh* mesh, Tracer* tracer,
+                                             const std::vector<ReplicaRange>& replicas);
 
 }  // namespace ff

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "comm/comm.h"
 #include "comm/mesh.h"
 
 namespace ff {
@@ -52,6 +53,24 @@ GroupLayout::GroupLayout(const ParamGroupSpec& spec, const ParamLayout* model)
   if (covered != total_)
     bad_group(name_, "its tensors cover " + std::to_string(covered) + " elements but its segments hold " +
                          std::to_string(total_) + "; the tensors must tile the segments");
+  prev_end = 0;
+  for (const ReplicaRange& r : spec.replicas) {
+    const std::string at = "replica range at offset " + std::to_string(r.offset);
+    const int s = find_containing(r.offset);
+    if (r.count == 0 || s < 0 || r.offset + r.count > flat_[size_t(s)].end())
+      bad_group(name_, at + " (" + std::to_string(r.count) +
+                           " elements) does not lie inside one of the group's segments");
+    if (r.offset < prev_end)
+      bad_group(name_, at + " overlaps the one before; list them ascending and disjoint");
+    if (r.replicas < 1) bad_group(name_, at + " has " + std::to_string(r.replicas) + " replicas; at least 1");
+    if (r.sum_over && r.sum_over->size() != r.replicas)
+      bad_group(name_, at + " is held by " + std::to_string(r.replicas) + " ranks but summed over " +
+                           std::to_string(r.sum_over->size()) + "; sum over exactly the ranks holding it");
+    prev_end = r.offset + r.count;
+    const size_t local = local_[size_t(s)].offset + (r.offset - flat_[size_t(s)].offset);
+    replicas_.push_back({local, r.count, r.replicas, r.sum_over});
+    if (r.replicas > 1) norm_weights_.push_back({local, r.count, 1.0 / r.replicas});
+  }
 }
 
 int GroupLayout::find(size_t flat_offset) const {
@@ -89,8 +108,10 @@ void GroupLayout::init_parameters(float* local, const ModelConfig& c, uint64_t s
     init_range(local + local_[i].offset, local_[i].offset, local_[i].count, c, seed);
 }
 
-std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const Mesh* mesh) {
+std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const Mesh* mesh,
+                                               const std::vector<ReplicaRange>& replicas) {
   std::vector<ParamGroupSpec> groups(2);
+  size_t placed = 0;
   groups[0].name = "dense", groups[0].kind = ParamGroupKind::dense;
   groups[1].name = "expert", groups[1].kind = ParamGroupKind::expert;
   for (size_t i = 0; i < layout.segments().size(); ++i) {
@@ -102,7 +123,13 @@ std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const 
     for (const ParamView& v : layout.views())
       if (v.offset >= seg.offset && v.offset < seg.end())
         g.tensors.push_back({v.offset, v.numel, v.is_matrix});
+    for (const ReplicaRange& r : replicas)
+      if (r.offset >= seg.offset && r.offset < seg.end()) g.replicas.push_back(r), ++placed;
   }
+  if (placed != replicas.size())
+    throw std::invalid_argument(std::to_string(replicas.size() - placed) + " of " +
+                                std::to_string(replicas.size()) +
+                                " replica ranges lie outside the model's parameters; build them from this layout");
   std::vector<ParamGroupSpec> present;
   for (ParamGroupSpec& g : groups) {
     if (g.segments.empty()) continue;

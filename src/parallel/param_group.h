@@ -23,6 +23,23 @@ struct ParamTensorSpan {
   bool decay;  // matrices decay, norms do not
 };
 
+// A range of the flat layout whose elements count `weight` times in the gradient norm: 1/r for a
+// tensor held whole by r ranks, so the sum over those ranks counts it once.
+struct WeightedRange {
+  size_t offset, count;
+  double weight;
+};
+
+// A tensor several ranks hold whole (tensor parallelism's replicas: the RMSNorm weights, a kv
+// head shared by the query heads of several ranks). Its copies must stay equal, so their
+// gradients are summed when each copy saw only part of the work, and the gradient norm counts
+// each copy 1/replicas so that the sum over the holders counts every element once.
+struct ReplicaRange {
+  size_t offset, count;            // flat layout, inside one of the group's segments
+  int replicas = 1;                // ranks holding a copy
+  const Comm* sum_over = nullptr;  // the copies' gradients are partial sums over it; null: each whole
+};
+
 // What a group is made of. Tests build these by hand; the trainer derives them from the model's
 // ParamLayout (model_param_groups).
 struct ParamGroupSpec {
@@ -32,6 +49,7 @@ struct ParamGroupSpec {
   std::vector<std::string> segment_names;  // for traces; empty: "<name> segment i"
   std::vector<ParamTensorSpan> tensors;    // tile the segments exactly
   const Comm* comm = nullptr;              // reduced and sharded over it; null: one process
+  std::vector<ReplicaRange> replicas;      // ascending; summed before the reduction over comm
   DType param = DType::f32;                // the working copy the model reads
   DType master = DType::f32;               // what AdamW updates
 };
@@ -50,6 +68,9 @@ class GroupLayout {
   const std::vector<ParamSegment>& flat_segments() const { return flat_; }
   const std::string& segment_name(size_t i) const { return names_[i]; }
   const std::vector<ParamTensorSpan>& tensors() const { return tensors_; }  // local coordinates
+  const std::vector<ReplicaRange>& replicas() const { return replicas_; }   // local coordinates
+  // Weight of each replicated element in the gradient norm (1 / replicas), local coordinates.
+  const std::vector<WeightedRange>& norm_weights() const { return norm_weights_; }
   // The index of the segment at `flat_offset` in the model's layout, or -1 if not in this group.
   int find(size_t flat_offset) const;
   // Local and flat coordinates coincide: this group holds the whole layout.
@@ -68,6 +89,8 @@ class GroupLayout {
   std::vector<ParamSegment> local_, flat_;
   std::vector<std::string> names_;
   std::vector<ParamTensorSpan> tensors_;
+  std::vector<ReplicaRange> replicas_;
+  std::vector<WeightedRange> norm_weights_;
   size_t total_ = 0;
   bool identity_ = false;
   const ParamLayout* model_;
@@ -75,7 +98,8 @@ class GroupLayout {
 
 // The model's groups over the mesh (null: one process): dense over dp x cp, expert over edp; a
 // group with no segments is left out. A communicator is asked for only when its group has more
-// than one rank.
-std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const Mesh* mesh);
+// than one rank. Each of `replicas` (ascending) goes to the group holding it.
+std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const Mesh* mesh,
+                                               const std::vector<ReplicaRange>& replicas = {});
 
 }  // namespace ff

@@ -120,21 +120,19 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   }
   model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute, slicer_.get(),
                                    tp_group_.get(), pp_size_ > 1 ? &parts_ : nullptr);
-  if (tp_size_ > 1) {
-    replica_sync_ = std::make_unique<ReplicaGradSync>(model_->layout(), *tp_, cfg_.sp);
-    norm_weights_ = replica_norm_weights(model_->layout());
-  }
+  if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
+  const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
-                            tracer_.get());
+                            tracer_.get(), replicas);
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
         PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
         tracer_.get());
-    stages_ = std::make_unique<LlamaStages>(*model_, chunks, *state_, replica_sync_.get(), cfg_.grad_accum);
+    stages_ = std::make_unique<LlamaStages>(*model_, chunks, *state_, cfg_.grad_accum);
     if (cfg_.model.tied_embeddings) {
       // The first stage looks tokens up in the embedding, the last uses it as the LM head: each
       // holds a copy, initialised alike, and their gradients are summed every step so the copies
@@ -203,9 +201,8 @@ StepRecord Trainer::train_step() {
       TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
       const size_t row0 = size_t(micro) * mb * T;
       const bool last = micro + 1 == cfg_.grad_accum;  // only the last micro-batch communicates
-      loss_sum += model_->forward_backward(state_->params(), micro_batch_sink(*state_, replica_sync_.get(), last),
-                                           batch_inputs_.data() + row0, batch_targets_.data() + row0, mb, T,
-                                           grad_scale);
+      loss_sum += model_->forward_backward(state_->params(), state_->grads(last), batch_inputs_.data() + row0,
+                                           batch_targets_.data() + row0, mb, T, grad_scale);
     }
   }
   {

@@ -17,10 +17,10 @@
 #include "model/llama.h"
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_stages.h"
-#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_hooks.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
+#include "parallel/tensor/tensor_replicas.h"
 #include "train/lr_schedule.h"
 #include "train/train_config.h"
 
@@ -86,8 +86,8 @@ class Trainer {
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
   std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1
-  std::unique_ptr<ReplicaGradSync> replica_sync_;    // tp > 1
-  std::vector<WeightedRange> norm_weights_;
+  std::unique_ptr<TensorReplicas> tp_replicas_;      // tp > 1
+  std::vector<WeightedRange> norm_weights_;  // beyond the state's replicas: the tied embedding's copies
   std::unique_ptr<Llama> model_;
   std::unique_ptr<PipelineExecutor> executor_;       // pp > 1
   std::unique_ptr<LlamaStages> stages_;              // pp > 1

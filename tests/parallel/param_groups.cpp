@@ -20,8 +20,11 @@
 #include "comm/comm_world.h"
 #include "core/memory.h"
 #include "parallel/grouped_state.h"
+#include "group_toys.h"
 
 using namespace ff;
+using testkit::add_segment;
+using testkit::close;
 
 namespace {
 
@@ -33,13 +36,6 @@ const AdamWConfig kAdam{0.9f, 0.95f, 1e-8f, 0.1f};
 // rank in a sum shows).
 double local_grad(int r, int k, size_t i) {
   return 0.01 * (1 + r) * std::cos(0.37 * double(i) + 1.3 * r + 0.7 * k);
-}
-
-// A segment split into a decaying matrix and a 7-element norm that does not decay.
-void add_segment(ParamGroupSpec& g, size_t offset, size_t count) {
-  g.segments.push_back({offset, count});
-  g.tensors.push_back({offset, count - 7, true});
-  g.tensors.push_back({offset + count - 7, 7, false});
 }
 
 // Elements of a segment this rank holds under a split over n ranks (the first count % n ranks
@@ -58,8 +54,6 @@ void add_formula(double bytes[3], const ParamGroupSpec& g, int z, int n, int r) 
   bytes[1] += 4 * (z >= 2 ? shard : psi);
   bytes[2] += 8 * shard;
 }
-
-bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 + 1e-5 * std::fabs(b); }
 
 }  // namespace
 
@@ -156,15 +150,7 @@ int main(int argc, char** argv) {
           "weighted gradient square sum");
 
     state.optimizer_step(kLr, k);
-    const double b1 = kAdam.beta1, b2 = kAdam.beta2;
-    for (size_t i = 0; i < kTotal; ++i) {
-      const double g = summed_grad(k, i);
-      m[i] = b1 * m[i] + (1 - b1) * g;
-      v[i] = b2 * v[i] + (1 - b2) * g * g;
-      const double mhat = m[i] / (1 - std::pow(b1, k)), vhat = v[i] / (1 - std::pow(b2, k));
-      if (decays[i]) p[i] *= 1 - double(kLr) * kAdam.weight_decay;
-      p[i] -= kLr * mhat / (std::sqrt(vhat) + kAdam.eps);
-    }
+    testkit::serial_adamw_step(p, m, v, decays, kAdam, kLr, k, [&](size_t i) { return summed_grad(k, i); });
   }
 
   std::vector<float> gp(kTotal), gm(kTotal), gv(kTotal);

@@ -130,6 +130,72 @@ TEST(ParamGroups, BadGroupsAreRefusedWithTheProblem) {
   bf16.param = DType::bf16;
   EXPECT_NE(error_of({bf16}).find("only f32"), std::string::npos);
   EXPECT_NE(error_of({}).find("at least one"), std::string::npos);
+  ParamGroupSpec outside = group("A", {{0, 10}, {20, 10}});
+  outside.replicas = {{8, 4, 2, nullptr}};  // runs past the first segment
+  EXPECT_NE(error_of({outside}).find("replica range at offset 8 (4 elements) does not lie inside"),
+            std::string::npos);
+  ParamGroupSpec overlapping = group("A", {{0, 10}});
+  overlapping.replicas = {{0, 4, 2, nullptr}, {3, 2, 2, nullptr}};
+  EXPECT_NE(error_of({overlapping}).find("overlaps the one before"), std::string::npos);
+  ParamGroupSpec none = group("A", {{0, 10}});
+  none.replicas = {{0, 4, 0, nullptr}};
+  EXPECT_NE(error_of({none}).find("0 replicas"), std::string::npos);
+}
+
+TEST(ParamGroups, ModelReplicaRangesGoToTheirGroupOrAreRefused) {
+  const ModelConfig c = small_config();
+  const ParamLayout layout(c);
+  const ParamView& norm = layout.find("model.norm.weight");
+  const std::vector<ParamGroupSpec> g =
+      model_param_groups(layout, nullptr, {{norm.offset, norm.numel, 2, nullptr}});
+  ASSERT_EQ(g.size(), 1u);
+  ASSERT_EQ(g[0].replicas.size(), 1u);
+  EXPECT_EQ(g[0].replicas[0].offset, norm.offset);
+  try {
+    model_param_groups(layout, nullptr, {{layout.total() + 5, 3, 2, nullptr}});
+    ADD_FAILURE() << "a range past the layout was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("1 of 1 replica ranges lie outside"), std::string::npos) << e.what();
+  }
+}
+
+// Replica ranges in group coordinates, and their norm weights 1/replicas (a range held by one rank
+// weighs 1 and is left out).
+TEST(ParamGroups, ReplicaRangesAndNormWeightsAreInGroupCoordinates) {
+  ParamGroupSpec g = group("B", {{10, 5}, {30, 7}});
+  g.replicas = {{11, 2, 2, nullptr}, {30, 3, 4, nullptr}, {35, 2, 1, nullptr}};
+  const GroupLayout l(g, nullptr);
+  ASSERT_EQ(l.replicas().size(), 3u);
+  EXPECT_EQ(l.replicas()[0].offset, 1u);
+  EXPECT_EQ(l.replicas()[1].offset, 5u);
+  EXPECT_EQ(l.replicas()[2].offset, 10u);
+  ASSERT_EQ(l.norm_weights().size(), 2u);
+  EXPECT_EQ(l.norm_weights()[0].offset, 1u);
+  EXPECT_EQ(l.norm_weights()[0].count, 2u);
+  EXPECT_EQ(l.norm_weights()[0].weight, 0.5);
+  EXPECT_EQ(l.norm_weights()[1].offset, 5u);
+  EXPECT_EQ(l.norm_weights()[1].count, 3u);
+  EXPECT_EQ(l.norm_weights()[1].weight, 0.25);
+}
+
+// In one process the gradient norm weights each group's replicas: with gradient 1 everywhere,
+// (elements - replicated elements) + replicated elements / replicas.
+TEST(ParamGroups, GradientNormWeightsEachGroupsReplicas) {
+  ParamGroupSpec a = group("A", {{0, 10}, {20, 10}}), b = group("B", {{10, 10}});
+  a.replicas = {{22, 4, 2, nullptr}};
+  b.replicas = {{10, 3, 3, nullptr}};
+  GroupedState s({a, b}, nullptr, kAdam, DataParallelConfig{}, nullptr);
+  s.zero_grads();
+  GradSink& sink = s.grads(true);
+  for (const ParamSegment& seg : std::vector<ParamSegment>{{20, 10}, {10, 10}, {0, 10}}) {
+    float* g = sink.acquire(seg).f32();
+    for (size_t i = 0; i < seg.count; ++i) g[i] = 1.0f;
+    sink.release(seg);
+  }
+  s.finish_grads();
+  EXPECT_DOUBLE_EQ(s.grad_square_sum({}), (30.0 - 4 - 3) + 4.0 / 2 + 3.0 / 3);
+  // An extra range (a tied embedding's copies) adds its own weight: 0.5 on [0, 6).
+  EXPECT_DOUBLE_EQ(s.grad_square_sum({{0, 6, 0.5}}), (30.0 - 4 - 3) + 4.0 / 2 + 3.0 / 3 - 3.0);
 }
 
 }  // namespace

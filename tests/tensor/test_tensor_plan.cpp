@@ -6,9 +6,10 @@
 #include <vector>
 
 #include "model/parameters.h"
-#include "parallel/tensor/replica_grads.h"
+#include "parallel/param_group.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
+#include "parallel/tensor/tensor_replicas.h"
 
 using namespace ff;
 
@@ -111,8 +112,13 @@ TEST(TensorPlan, NormWeightsCountEachElementOnce) {
     for (int r = 0; r < t; ++r) {
       const PlanSlicer s(c, t, r);
       const ParamLayout l(c, &s);
+      // The weights the model state applies: its group's, from the tensor-parallel replicas.
+      const std::vector<ParamGroupSpec> groups =
+          model_param_groups(l, nullptr, tensor_replica_ranges(l, false, nullptr, nullptr));
+      ASSERT_EQ(groups.size(), 1u);
+      const GroupLayout group(groups[0], &l);
       double n = double(l.total());
-      for (const WeightedRange& w : replica_norm_weights(l)) n += (w.weight - 1) * double(w.count);
+      for (const WeightedRange& w : group.norm_weights()) n += (w.weight - 1) * double(w.count);
       counted += n;
     }
     EXPECT_DOUBLE_EQ(counted, total) << "t=" << t;

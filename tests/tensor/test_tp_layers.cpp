@@ -10,17 +10,20 @@
 //   this rank's sequence shard with sp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "../comm/mpi_test_util.h"
 #include "model/llama.h"
+#include "parallel/model_state.h"
 #include "parallel/pipeline/stage_chunks.h"
-#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_hooks.h"
 #include "parallel/tensor/tensor_parallel.h"
 #include "parallel/tensor/tensor_plan.h"
+#include "parallel/tensor/tensor_replicas.h"
 
 using namespace ff;
 using ff::test::world;
@@ -32,6 +35,31 @@ ModelConfig one_block() {
   c.vocab_size = 64, c.dim = 32, c.n_layers = 1, c.n_heads = 4, c.n_kv_heads = 2;
   c.ffn_dim = 48, c.seq_len = 16;
   return c;
+}
+
+// The model state a tensor-parallel rank trains with (no data parallelism) holding `params`: the
+// model's only gradient sink is its grads(), which sums the replicas' partial gradients.
+std::unique_ptr<ModelState> tp_state(const ParamLayout& l, const TensorReplicas& replicas,
+                                     const std::vector<float>& params) {
+  const AdamWConfig adam{0.9f, 0.95f, 1e-8f, 0.0f};  // unused: no step is taken
+  auto state = make_model_state(l, adam, DataParallelConfig{}, nullptr, nullptr, replicas.ranges());
+  const std::vector<float> zeros(params.size(), 0.0f);
+  state->load_full(params.data(), zeros.data(), zeros.data());
+  state->zero_grads();
+  return state;
+}
+
+// The state's summed gradient, in the flat layout.
+std::vector<float> summed_grads(ModelState& state, const ParamLayout& l) {
+  state.finish_grads();
+  std::vector<float> g(l.total(), 0.0f);
+  for (const ParamSegment& seg : l.segments()) {
+    if (seg.count == 0) continue;
+    size_t n = 0;
+    const float* x = state.segment_grads(seg, &n);
+    std::copy(x, x + n, g.data() + seg.offset);
+  }
+  return g;
 }
 
 double rel_diff(const float* a, const float* b, size_t n) {
@@ -60,7 +88,7 @@ void check_layers(bool sp, bool tied, Recompute policy) {
   TensorParallelHooks group(tp, sp);
   Llama mine(c, B, policy, &slicer, &group);
   const ParamLayout& l = mine.layout();
-  std::vector<float> p(l.total()), g(l.total(), 0.0f), expect_g(l.total());
+  std::vector<float> p(l.total()), expect_g(l.total());
   extract_local_tensors(l, serial.layout(), params.data(), p.data());
   extract_local_tensors(l, serial.layout(), grads.data(), expect_g.data());
 
@@ -74,12 +102,12 @@ void check_layers(bool sp, bool tied, Recompute policy) {
       worst_logit = std::max(worst_logit, double(std::fabs(lg[size_t(n) * Vl + v] - logits[size_t(n) * c.vocab_size + v0 + v])));
   EXPECT_LT(worst_logit, 1e-5) << "logits";
 
-  FlatParams src(p.data());
-  FlatGrads flat(g.data());
-  ReplicaGradSync sync(l, tp, sp);
-  sync.begin(flat, true, true);
-  const double tp_loss = mine.forward_backward(src, sync, tokens.data(), targets.data(), B, T, 0.01f);
+  const TensorReplicas replicas(l, tp, sp);
+  auto state = tp_state(l, replicas, p);
+  const double tp_loss =
+      mine.forward_backward(state->params(), state->grads(true), tokens.data(), targets.data(), B, T, 0.01f);
   EXPECT_NEAR(tp_loss, loss, 1e-5 * loss);
+  const std::vector<float> g = summed_grads(*state, l);
 
   std::map<TensorStyle, double> worst;
   for (const ParamView& v : l.views()) {
@@ -125,18 +153,16 @@ void check_block_boundaries(bool sp) {
   Llama my_model(c, B, Recompute::none, &slicer, &group, &parts);
   StageChunks mine(my_model, cut);
   const ParamLayout& my_layout = my_model.layout();
-  std::vector<float> p(my_layout.total()), g(p.size(), 0.0f);
+  std::vector<float> p(my_layout.total());
   extract_local_tensors(my_layout, serial_layout, params.data(), p.data());
-  FlatParams my_src(p.data());
-  FlatGrads flat(g.data());
-  ReplicaGradSync sync(my_layout, tp, sp);
-  sync.begin(flat, true, true);
+  const TensorReplicas replicas(my_layout, tp, sp);
+  auto state = tp_state(my_layout, replicas, p);
   const size_t R = sp ? size_t(N / t) : size_t(N), first = sp ? size_t(tp.rank()) * R : 0;
   ASSERT_EQ(mine.boundary_floats(B, T), R * C);
   std::vector<float> my_out(R * C), my_grad_in(R * C);
-  mine.forward(my_src, sync, 0, 0, nullptr, my_out.data(), mb, true);
-  mine.forward(my_src, sync, 1, 0, my_out.data(), nullptr, mb, true);
-  mine.backward(my_src, sync, 1, 0, nullptr, my_grad_in.data(), mb);
+  mine.forward(state->params(), state->grads(true), 0, 0, nullptr, my_out.data(), mb, true);
+  mine.forward(state->params(), state->grads(true), 1, 0, my_out.data(), nullptr, mb, true);
+  mine.backward(state->params(), state->grads(true), 1, 0, nullptr, my_grad_in.data(), mb);
   const double d_out = rel_diff(my_out.data(), out.data() + first * C, R * C);
   const double d_in = rel_diff(my_grad_in.data(), grad_in.data() + first * C, R * C);
   EXPECT_LT(d_out, 1e-5) << "block output";

@@ -20,9 +20,8 @@ std::vector<ModelChunk> chunks_of_rank(const StageSplit& split, int rank) {
 
 ModelParts parts_of_rank(const StageSplit& split, int rank) { return parts_of_chunks(chunks_of_rank(split, rank)); }
 
-LlamaStages::LlamaStages(Llama& model, std::vector<ModelChunk> chunks, ModelState& state,
-                         ReplicaGradSync* replicas, int microbatches)
-    : chunks_(model, std::move(chunks)), state_(state), replicas_(replicas), m_(microbatches) {
+LlamaStages::LlamaStages(Llama& model, std::vector<ModelChunk> chunks, ModelState& state, int microbatches)
+    : chunks_(model, std::move(chunks)), state_(state), m_(microbatches) {
   const size_t v = chunks_.chunks().size();
   free_.resize(v);
   next_slot_.assign(v, 0);
@@ -42,7 +41,7 @@ MicroBatch LlamaStages::batch(int microbatch) const {
 GradSink& LlamaStages::sink(int microbatch) {
   // Only the step's last micro-batch releases final gradients: data-parallel communication
   // starts then (every micro-batch does under ZeRO-2/3, whose sinks ignore this).
-  return micro_batch_sink(state_, replicas_, microbatch + 1 == m_);
+  return state_.grads(microbatch + 1 == m_);
 }
 
 int LlamaStages::take_slot(int microbatch, int chunk) {

@@ -14,7 +14,6 @@
 #include "parallel/pipeline/pipeline_executor.h"
 #include "parallel/pipeline/stage_chunks.h"
 #include "parallel/pipeline/stage_split.h"
-#include "parallel/tensor/replica_grads.h"
 #include "parallel/tensor/tensor_parallel.h"
 
 namespace ff {
@@ -31,10 +30,8 @@ ModelParts parts_of_rank(const StageSplit& split, int rank);
 // stashes a rank ever allocates are the schedule's peak in flight.
 class LlamaStages final : public PipelineStageCompute {
  public:
-  // model: built with parts_of_chunks(chunks); replicas: the tensor-parallel gradient sync in
-  // front of the state's sink (null without tp).
-  LlamaStages(Llama& model, std::vector<ModelChunk> chunks, ModelState& state, ReplicaGradSync* replicas,
-              int microbatches);
+  // model: built with parts_of_chunks(chunks).
+  LlamaStages(Llama& model, std::vector<ModelChunk> chunks, ModelState& state, int microbatches);
   StageChunks& chunks() { return chunks_; }
   // batch: this rank's micro-batches for the step, back to back.
   void begin_step(const int32_t* tokens, const int32_t* targets, int B, int T, float grad_scale);
@@ -55,7 +52,6 @@ class LlamaStages final : public PipelineStageCompute {
 
   StageChunks chunks_;
   ModelState& state_;
-  ReplicaGradSync* replicas_;
   int m_;
   const int32_t *tokens_ = nullptr, *targets_ = nullptr;
   int B_ = 0, T_ = 0;

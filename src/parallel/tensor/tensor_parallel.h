@@ -1,9 +1,10 @@
 #pragma once
 // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019) with optional sequence parallelism
 // (Korthikanti et al. 2022) is applied from outside the model: tensor_plan.h cuts the parameters,
-// tensor_hooks.h implements the model's parallel operations with regions.h, and replica_grads.h
-// sums the gradients of tensors whose replicas each saw only part of the work. This file keeps
-// checkpoints layout-free: full tensors are assembled from, and cut back into, the ranks' blocks.
+// tensor_hooks.h implements the model's parallel operations with regions.h, and tensor_replicas.h
+// hands the parameter groups the tensors whose replicas each saw only part of the work, to sum.
+// This file keeps checkpoints layout-free: full tensors are assembled from, and cut back into, the
+// ranks' blocks.
 #include <memory>
 #include <vector>
 
