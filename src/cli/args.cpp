@@ -54,6 +54,14 @@ int Args::get_int(const std::string& key, int fallback) const {
   throw std::runtime_error("--" + key + " expects an integer, got '" + get(key) + "'");
 }
 
+int Args::get_int(const std::string& key, int fallback, int lo, int hi, const std::string& reason) const {
+  const int v = get_int(key, fallback);
+  if (v < lo || v > hi)
+    throw std::runtime_error("--" + key + " is " + std::to_string(v) + ", it must be between " +
+                             std::to_string(lo) + " and " + std::to_string(hi) + " (" + reason + ")");
+  return v;
+}
+
 double Args::get_double(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
   try {

@@ -108,8 +108,8 @@ PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
   const std::vector<int32_t> val = encode_lines(tok, lines, n - n_val, n);
   r.train_tokens = train.size();
   r.val_tokens = val.size();
-  write_token_shard(r.train_path, train, r.vocab_size);
-  write_token_shard(r.val_path, val, r.vocab_size);
+  write_token_shard(r.train_path, train, r.vocab_size, tok.checksum());
+  write_token_shard(r.val_path, val, r.vocab_size, tok.checksum());
   r.encode_seconds = seconds_since(t0);
 
   const nlohmann::json meta = {

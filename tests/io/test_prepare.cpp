@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checksum.h"
 #include "io/prepare.h"
 #include "io/token_shard.h"
 #include "io/tokenizer.h"
@@ -88,6 +89,12 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   EXPECT_EQ(meta["train_lines"], 270);
   EXPECT_EQ(meta["source_file"], std::filesystem::absolute(dir.file("text.txt")).string());
   EXPECT_EQ(read_token_shard_info(out + "/train.bin").vocab_size, 320u);
+  // Defect 6: both shards carry the checksum of the tokenizer file's bytes.
+  const std::string model_bytes = ff::testing::read_all(out + "/tokenizer.model");
+  const uint64_t sum = checksum64(model_bytes.data(), model_bytes.size());
+  EXPECT_EQ(tok.checksum(), sum);
+  EXPECT_EQ(read_token_shard_info(out + "/train.bin").tokenizer_checksum, sum);
+  EXPECT_EQ(read_token_shard_info(out + "/val.bin").tokenizer_checksum, sum);
 }
 
 TEST(Prepare, CrlfAndLfGiveTheSameTokens) {
