@@ -43,8 +43,15 @@ std::string Args::require(const std::string& key, const std::string& usage) cons
   return get(key);
 }
 
+// parse_args stores a bare `--key` as "true"; a numeric option given so has no value at all.
+static void require_value(const std::string& key, const std::string& value, const char* example) {
+  if (value == "true")
+    throw std::runtime_error("--" + key + " needs a value, e.g. --" + key + " " + example);
+}
+
 int Args::get_int(const std::string& key, int fallback) const {
   if (!has(key)) return fallback;
+  require_value(key, get(key), "8");
   try {
     size_t used = 0;
     int v = std::stoi(get(key), &used);
@@ -64,6 +71,7 @@ int Args::get_int(const std::string& key, int fallback, int lo, int hi, const st
 
 double Args::get_double(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
+  require_value(key, get(key), "0.5");
   try {
     size_t used = 0;
     double v = std::stod(get(key), &used);

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "io/token_shard.h"
 #include "train/evaluate.h"
+#include "train/train_config.h"
 #include "train/trained_model.h"
 
 namespace ff::cli {
@@ -13,7 +14,7 @@ int cmd_eval(const Args& a) {
   const char* usage = "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2]";
   if (a.help) return std::puts(usage), 0;
   a.only({"ckpt", "data", "batch", "max-windows", "threads"}, usage);
-  omp_set_num_threads(a.get_int("threads", 2));
+  omp_set_num_threads(a.get_int("threads", 2, 1, max_useful_threads(), "OpenMP threads, at most 4 per core"));
   const std::string data = a.require("data", usage);
   // Activations are allocated for the whole batch up front, so a huge one fails as bad_alloc.
   const int batch = a.get_int("batch", 8, 1, 4096, "windows evaluated together; 8 is plenty");
