@@ -38,15 +38,16 @@ std::string Args::get(const std::string& key, const std::string& fallback) const
   return v;
 }
 
-std::string Args::require(const std::string& key, const std::string& usage) const {
-  if (!has(key)) throw std::runtime_error("missing --" + key + "\nusage: " + usage);
-  return get(key);
-}
-
-// parse_args stores a bare `--key` as "true"; a numeric option given so has no value at all.
+// parse_args stores a bare `--key` as "true"; an option that needs a value then has none.
 static void require_value(const std::string& key, const std::string& value, const char* example) {
   if (value == "true")
     throw std::runtime_error("--" + key + " needs a value, e.g. --" + key + " " + example);
+}
+
+std::string Args::require(const std::string& key, const std::string& usage) const {
+  if (!has(key)) throw std::runtime_error("missing --" + key + "\nusage: " + usage);
+  require_value(key, get(key), "PATH");
+  return get(key);
 }
 
 int Args::get_int(const std::string& key, int fallback) const {

@@ -19,8 +19,9 @@ int cmd_eval(const Args& a) {
   // Activations are allocated for the whole batch up front, so a huge one fails as bad_alloc.
   const int batch = a.get_int("batch", 8, 1, 4096, "windows evaluated together; 8 is plenty");
   TrainedModel t = load_trained_model(a.require("ckpt", usage), batch);
-  std::vector<int32_t> tokens = read_token_shard(
-      data, {t.state.model.vocab_size, t.tokenizer->checksum(), "the checkpoint's tokenizer " + t.tokenizer_path});
+  const TokenShardExpect expect{t.state.model.vocab_size, t.tokenizer->checksum(),
+                                "the checkpoint's tokenizer " + t.tokenizer_path};
+  std::vector<int32_t> tokens = read_token_shard(data, expect);
   EvalResult r = evaluate_stream(*t.model, t.params.data(), tokens, batch, a.get_int("max-windows", 0));
   std::printf("eval %s: loss %.6f over %lld tokens (checkpoint step %d)\n", data.c_str(), r.mean_loss,
               (long long)r.tokens, t.state.step);

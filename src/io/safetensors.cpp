@@ -162,8 +162,9 @@ Parsed parse(const std::string& path) {
   }
   // The tensors must tile the data region exactly: an overlap lets two tensors alias, a gap or
   // trailing bytes is data nobody accounts for.
-  std::sort(spans.begin(), spans.end(),
-            [](const Span& a, const Span& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
   uint64_t covered = 0;
   for (const auto& s : spans) {
     if (s.begin < covered) {

@@ -105,8 +105,8 @@ template <typename T>
 T parse_number(const std::string& key, const std::string& text, const std::string& source) {
   // parse_args turns a bare `--dim` into "true": say the value is missing, not that it is bad.
   if (text == "true" && source == "on the command line")
-    throw std::runtime_error(fmt::format("config key '{}' ({}): --{} needs a value, e.g. --{} {}", key, source,
-                                         key, key, std::is_integral_v<T> ? "64" : "0.5"));
+    throw std::runtime_error(fmt::format("config key '{}' ({}): --{} needs a value, e.g. --{} {}", key,
+                                         source, key, key, std::is_integral_v<T> ? "64" : "0.5"));
   T value{};
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -272,7 +272,8 @@ void validate_train_config(const TrainConfig& c) {
   need(c.model.init_std >= 0 && std::isfinite(c.model.init_std),
        fmt::format("init_std must be a number >= 0 (got {}); 0.02 is usual", c.model.init_std));
   need(std::isfinite(c.model.rms_eps) && std::isfinite(c.model.rope_theta),
-       fmt::format("rms_eps and rope_theta must be finite (got {} and {})", c.model.rms_eps, c.model.rope_theta));
+       fmt::format("rms_eps and rope_theta must be finite (got {} and {})", c.model.rms_eps,
+                   c.model.rope_theta));
   need(c.grad_clip >= 0, "grad_clip must be >= 0 (0 disables clipping)");
   need(c.threads >= 0, fmt::format("threads must be >= 0 (got {}; 0 = automatic)", c.threads));
   // Refused rather than clamped: a clamp would make the saved config lie about the run.

@@ -87,6 +87,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Comm* dp, const Com
           "the checkpoint in '{}' is of a different model ({}); use a new --out folder, or the "
           "same model keys to resume it",
           out_dir_, diff));
+    if (resume.tokenizer_checksum != 0 && resume.tokenizer_checksum != tokenizer.checksum())
+      throw std::runtime_error(fmt::format(
+          "the checkpoint in '{}' was trained with another tokenizer than '{}' (checksums differ); "
+          "resume with the data folder the run was prepared with, or use a new --out folder",
+          out_dir_, tok_path));
     if (resume.step > cfg_.steps)
       throw std::runtime_error(fmt::format(
           "the checkpoint in '{}' is at step {}, past steps = {}; raise --steps to continue",

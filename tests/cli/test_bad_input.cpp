@@ -134,8 +134,8 @@ namespace {
 std::string other_prepared(const std::string& tag, int vocab) {
   std::string other = temp_dir(tag);
   write_corpus_text(other + "/c.txt", 500, 3);
-  CliResult p = run_fivefold("prepare --text " + other + "/c.txt --vocab " + std::to_string(vocab) + " --out " +
-                             other + "/p");
+  CliResult p = run_fivefold("prepare --text " + other + "/c.txt --vocab " + std::to_string(vocab) +
+                             " --out " + other + "/p");
   EXPECT_EQ(p.exit_code, 0) << p.output;
   return other + "/p";
 }
@@ -166,19 +166,32 @@ TEST(BadInput, ReplacedTokenizerOfTheSameSizeIsNoticed) {
   std::string data = temp_dir("swapped-data");
   fs::copy(tiny_data_dir(), data);
   fs::copy_file(other + "/tokenizer.model", data + "/tokenizer.model", fs::copy_options::overwrite_existing);
-  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + data + " --out " + temp_dir("sw"));
+  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + data + " --out " +
+                   temp_dir("sw"));
   expect_failure(r, {"train.bin", "different tokenizer.model"});
+  // A consistent data folder of another tokenizer does not continue a run trained on the first.
+  std::string resumed = good_run();
+  const std::string good = read_file(resumed + "/checkpoint.bin");
+  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + other + " --out " + resumed +
+                   " --eval-every 0 --steps 10");
+  expect_failure(r, {"another tokenizer", "checksums differ"});
+  EXPECT_EQ(read_file(resumed + "/checkpoint.bin"), good);
 }
 
 // Defect 4: validation gaps on the command line.
 TEST(BadInput, CommandLineValuesOutOfRange) {
   std::string run = good_run();
   for (const char* batch : {"-1", "0", "100000000"}) {
-    CliResult r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --batch " + batch);
+    CliResult r =
+        run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --batch " + batch);
     expect_failure(r, {(std::string("--batch is ") + batch).c_str(), "between 1 and 4096"});
   }
   CliResult r = run_fivefold(tiny_train(temp_dir("bare"), "--dim"));
   expect_failure(r, {"--dim needs a value"});
+  r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --max-windows");
+  expect_failure(r, {"--max-windows needs a value"});
+  r = run_fivefold("eval --data " + tiny_data_dir() + "/val.bin --ckpt");
+  expect_failure(r, {"--ckpt needs a value"});
   r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --threads 100000");
   expect_failure(r, {"--threads is 100000", "at most 4 per core"});
   r = run_fivefold(tiny_train(temp_dir("eps"), "--adam-eps 0"));

@@ -40,7 +40,8 @@ Saved save_tiny(const std::string& path) {
 
 // Rewrites path with meta[key] (a "/"-separated JSON pointer) set to value; checksums are
 // recomputed by the writer, so only the field checks stand between the forgery and a run.
-void forge(const std::string& from, const std::string& to, const std::string& pointer, const nlohmann::json& value) {
+void forge(const std::string& from, const std::string& to, const std::string& pointer,
+           const nlohmann::json& value) {
   CheckpointReader r(from);
   nlohmann::json meta = r.meta();
   meta[nlohmann::json::json_pointer(pointer)] = value;
@@ -152,7 +153,8 @@ TEST(FuzzCheckpoint, RandomForgedMetaNeverLoadsOutOfRange) {
                                    18446744073709551615ull, -9223372036854775807ll};
   RngState rng{16004, 0};
   for (int i = 0; i < 400; ++i) {
-    forge(good_path, path, fields[rng.next_below(std::size(fields))], values[rng.next_below(std::size(values))]);
+    const char* field = fields[rng.next_below(std::size(fields))];
+    forge(good_path, path, field, values[rng.next_below(std::size(values))]);
     CheckpointState s;
     if (run_case(path, [&] { s = load(path, good); }) == Outcome::accepted) {
       // Accepted: then it is a checkpoint a user could have made (checked independently).

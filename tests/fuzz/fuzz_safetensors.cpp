@@ -20,9 +20,10 @@ void expect_consistent(const nlohmann::json& h, uint64_t data_bytes, int i) {
       continue;
     }
     const std::string dtype = t.at("dtype").get<std::string>();
-    const unsigned __int128 size = dtype == "F32" || dtype == "I32" ? 4 : dtype == "BF16" || dtype == "F16" ? 2
-                                   : dtype == "I64"                  ? 8
-                                                                     : 0;
+    const unsigned __int128 size = dtype == "F32" || dtype == "I32"    ? 4
+                                   : dtype == "BF16" || dtype == "F16" ? 2
+                                   : dtype == "I64"                    ? 8
+                                                                       : 0;
     ASSERT_NE(size, 0u) << "case " << i << " dtype " << dtype;
     unsigned __int128 count = 1;
     for (const auto& d : t.at("shape")) {
@@ -47,7 +48,8 @@ void expect_consistent(const nlohmann::json& h, uint64_t data_bytes, int i) {
 
 TEST(FuzzSafeTensors, DamagedFilesAreRefusedOrConsistent) {
   const Scratch scratch;
-  const std::string dir = scratch.path(), good_path = dir + "/good.safetensors", path = dir + "/case.safetensors";
+  const std::string dir = scratch.path(), good_path = dir + "/good.safetensors";
+  const std::string path = dir + "/case.safetensors";
   const std::vector<float> w(12, 1.5f);
   const std::vector<uint16_t> n(4, 0x3F80);
   write_safetensors(good_path, {{"w", "F32", {3, 4}, w.data(), 48}, {"norm", "BF16", {4}, n.data(), 8}},

@@ -13,7 +13,9 @@ TEST(FuzzTokenizer, DamagedModelsAreRefusedOrCarryAnotherChecksum) {
   const Scratch scratch;
   const std::string dir = scratch.path();
   std::string text;
-  for (int i = 0; i < 300; ++i) text += "And the LORD spake unto Moses, saying " + std::to_string(i % 17) + ".\n";
+  for (int i = 0; i < 300; ++i) {
+    text += "And the LORD spake unto Moses, saying " + std::to_string(i % 17) + ".\n";
+  }
   write_bytes(dir + "/text.txt", text);
   Tokenizer::train(dir + "/text.txt", 300, dir + "/tok");
   const std::string good = read_bytes(dir + "/tok.model");

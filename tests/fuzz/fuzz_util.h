@@ -30,7 +30,7 @@ class Scratch {
 };
 
 enum class Outcome { accepted, refused };
-// Runs read(); an exception must name `path` (or `alt_name`, when given) or the test fails.
-Outcome run_case(const std::string& path, const std::function<void()>& read, const std::string& alt_name = "");
+// Runs read(); an exception must name `path` or the test fails.
+Outcome run_case(const std::string& path, const std::function<void()>& read);
 
 }  // namespace ff::fuzz
