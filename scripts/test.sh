@@ -22,14 +22,20 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1:detect_leaks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   export OMP_NUM_THREADS=2
+  # Every fivefold process starts MPI, and Open MPI (and hwloc, and its unloaded plugins) keep
+  # allocations past exit that LeakSanitizer reports with no frame of ours; leak checking is off
+  # for those processes only. The library tests above them keep it on.
+  no_leaks=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}
   status=0
   for t in "${tests[@]}"; do
     exe=$(find build-asan/tests -name "$t" -type f -perm -u+x | head -n 1)
     echo "== $t"
-    "$exe" --gtest_brief=1 "$@" || status=1
+    if [ "$t" = test_cli ]; then
+      ASAN_OPTIONS=$no_leaks "$exe" --gtest_brief=1 "$@" || status=1
+    else
+      "$exe" --gtest_brief=1 "$@" || status=1
+    fi
   done
-  # Open MPI keeps its own allocations until exit, which LeakSanitizer would report as ours;
-  # leaks are covered by the single-process tests above.
   echo "== 2-rank train"
   run=$(mktemp -d)
   python3 -c "
@@ -37,9 +43,9 @@ import random
 random.seed(1)
 words = 'and the lord said unto moses behold land of egypt children israel went out into'.split()
 print('\n'.join(' '.join(random.choice(words) for _ in range(12)) for _ in range(600)))" >"$run/text.txt"
-  build-asan/fivefold prepare --text "$run/text.txt" --vocab 300 --out "$run/data" >/dev/null || status=1
-  ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  ASAN_OPTIONS=$no_leaks build-asan/fivefold prepare --text "$run/text.txt" --vocab 300 --out "$run/data" \
+    >/dev/null || status=1
+  ASAN_OPTIONS=$no_leaks OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     mpirun --oversubscribe -np 2 -x ASAN_OPTIONS -x UBSAN_OPTIONS -x OMP_NUM_THREADS \
     build-asan/fivefold train --config configs/tiny.toml --data "$run/data" --out "$run/out" \
     --steps 4 --eval-every 2 --threads 1 --log-every 2 || status=1
