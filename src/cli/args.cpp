@@ -38,13 +38,21 @@ std::string Args::get(const std::string& key, const std::string& fallback) const
   return v;
 }
 
+// parse_args stores a bare `--key` as "true"; an option that needs a value then has none.
+static void require_value(const std::string& key, const std::string& value, const char* example) {
+  if (value == "true")
+    throw std::runtime_error("--" + key + " needs a value, e.g. --" + key + " " + example);
+}
+
 std::string Args::require(const std::string& key, const std::string& usage) const {
   if (!has(key)) throw std::runtime_error("missing --" + key + "\nusage: " + usage);
+  require_value(key, get(key), "PATH");
   return get(key);
 }
 
 int Args::get_int(const std::string& key, int fallback) const {
   if (!has(key)) return fallback;
+  require_value(key, get(key), "8");
   try {
     size_t used = 0;
     int v = std::stoi(get(key), &used);
@@ -54,8 +62,17 @@ int Args::get_int(const std::string& key, int fallback) const {
   throw std::runtime_error("--" + key + " expects an integer, got '" + get(key) + "'");
 }
 
+int Args::get_int(const std::string& key, int fallback, int lo, int hi, const std::string& reason) const {
+  const int v = get_int(key, fallback);
+  if (v < lo || v > hi)
+    throw std::runtime_error("--" + key + " is " + std::to_string(v) + ", it must be between " +
+                             std::to_string(lo) + " and " + std::to_string(hi) + " (" + reason + ")");
+  return v;
+}
+
 double Args::get_double(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
+  require_value(key, get(key), "0.5");
   try {
     size_t used = 0;
     double v = std::stod(get(key), &used);

@@ -15,6 +15,8 @@ struct Args {
   std::string get(const std::string& key, const std::string& fallback = "") const;
   std::string require(const std::string& key, const std::string& usage) const;
   int get_int(const std::string& key, int fallback) const;
+  // The same, refusing values outside [lo, hi] with the key, the range and why (`reason`).
+  int get_int(const std::string& key, int fallback, int lo, int hi, const std::string& reason) const;
   double get_double(const std::string& key, double fallback) const;
   // Throws naming the first option not in `allowed`.
   void only(const std::vector<std::string>& allowed, const std::string& usage) const;

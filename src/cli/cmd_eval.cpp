@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "io/token_shard.h"
 #include "train/evaluate.h"
+#include "train/train_config.h"
 #include "train/trained_model.h"
 
 namespace ff::cli {
@@ -13,11 +14,14 @@ int cmd_eval(const Args& a) {
   const char* usage = "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2]";
   if (a.help) return std::puts(usage), 0;
   a.only({"ckpt", "data", "batch", "max-windows", "threads"}, usage);
-  omp_set_num_threads(a.get_int("threads", 2));
+  omp_set_num_threads(a.get_int("threads", 2, 1, max_useful_threads(), "OpenMP threads, at most 4 per core"));
   const std::string data = a.require("data", usage);
-  const int batch = a.get_int("batch", 8);
+  // Activations are allocated for the whole batch up front, so a huge one fails as bad_alloc.
+  const int batch = a.get_int("batch", 8, 1, 4096, "windows evaluated together; 8 is plenty");
   TrainedModel t = load_trained_model(a.require("ckpt", usage), batch);
-  std::vector<int32_t> tokens = read_token_shard(data);
+  const TokenShardExpect expect{t.state.model.vocab_size, t.tokenizer->checksum(),
+                                "the checkpoint's tokenizer " + t.tokenizer_path};
+  std::vector<int32_t> tokens = read_token_shard(data, expect);
   EvalResult r = evaluate_stream(*t.model, t.params.data(), tokens, batch, a.get_int("max-windows", 0));
   std::printf("eval %s: loss %.6f over %lld tokens (checkpoint step %d)\n", data.c_str(), r.mean_loss,
               (long long)r.tokens, t.state.step);

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "io/output_dir.h"
 #include "train/export_hf.h"
 #include "train/trained_model.h"
 
@@ -11,6 +12,7 @@ int cmd_export(const Args& a) {
   if (a.help) return std::puts(usage), 0;
   a.only({"ckpt", "out"}, usage);
   const std::string out = a.require("out", usage);
+  ensure_output_dir(out, "--out");
   TrainedModel t = load_trained_model(a.require("ckpt", usage), 1);
   export_hugging_face(out, t.model->config(), t.model->layout(), t.params.data(), t.tokenizer_path,
                       t.tokenizer->bos_id(), t.tokenizer->eos_id());

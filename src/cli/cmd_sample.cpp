@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "train/generate.h"
+#include "train/train_config.h"
 #include "train/trained_model.h"
 
 namespace ff::cli {
@@ -14,7 +15,7 @@ int cmd_sample(const Args& a) {
       "--seed 1 --threads 2]";
   if (a.help) return std::puts(usage), 0;
   a.only({"ckpt", "prompt", "max-tokens", "temperature", "top-k", "seed", "threads"}, usage);
-  omp_set_num_threads(a.get_int("threads", 2));
+  omp_set_num_threads(a.get_int("threads", 2, 1, max_useful_threads(), "OpenMP threads, at most 4 per core"));
   TrainedModel t = load_trained_model(a.require("ckpt", usage), 1);
   SampleOptions opt;
   opt.max_tokens = a.get_int("max-tokens", opt.max_tokens);

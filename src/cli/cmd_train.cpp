@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "io/output_dir.h"
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
@@ -17,6 +18,7 @@ int cmd_train(const Args& a) {
     return 0;
   }
   const std::string out = a.require("out", usage);
+  ensure_output_dir(out, "--out");
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "out") overrides.emplace_back(k, v);

@@ -1,28 +1,91 @@
 #include "io/metrics.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
+#include "io/file_reader.h"
+
 namespace ff {
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
-  out_.open(path, append ? std::ios::out | std::ios::app : std::ios::out | std::ios::trunc);
-  if (!out_) {
-    throw std::runtime_error("cannot open metrics file " + path + " for writing (" +
-                             std::strerror(errno) +
-                             "); check that its directory exists and is writable");
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err, const char* fix) {
+  throw std::runtime_error(what + " metrics file " + path + " (" + std::strerror(err) + "); " + fix);
+}
+
+// Where the file's complete records end: after the last '\n' whose line parses as JSON. A line
+// without its newline, or one that does not parse (a crash can leave zeros), is the torn one.
+uint64_t end_of_complete_records(const std::string& path) {
+  std::string text;
+  {
+    FileReader f(path, "metrics file", "delete it to start the metrics afresh");
+    text.resize(f.size());
+    f.read_at(0, text.data(), text.size());
   }
+  const size_t npos = std::string::npos;
+  if (text.empty()) return 0;
+  if (text.back() != '\n') {
+    const size_t nl = text.rfind('\n');
+    return nl == npos ? 0 : nl + 1;
+  }
+  const size_t nl = text.size() >= 2 ? text.rfind('\n', text.size() - 2) : npos;
+  const size_t start = nl == npos ? 0 : nl + 1;
+  const size_t end = text.size();
+  // nlohmann stops at a NUL as at the end of input, so zeros after a record would still parse.
+  const std::string last = text.substr(start, end - 1 - start);
+  return last.find('\0') == npos && nlohmann::json::accept(last) ? end : start;
+}
+
+}  // namespace
+
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+  struct stat st {};
+  if (append && ::stat(path.c_str(), &st) == 0) {
+    const uint64_t keep = end_of_complete_records(path);
+    dropped_bytes_ = uint64_t(st.st_size) - keep;
+    if (dropped_bytes_ > 0) {
+      if (::truncate(path.c_str(), off_t(keep)) != 0) {
+        fail("cannot drop the torn last line of", path, errno, "check that it is writable");
+      }
+      std::fprintf(stderr,
+                   "warning: %s ended in a torn line (%llu bytes, from a crash or a full disk); "
+                   "dropped it before resuming\n",
+                   path.c_str(), (unsigned long long)dropped_bytes_);
+    }
+  }
+  // O_APPEND: every write lands at the end, so one record is one contiguous append.
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | (append ? 0 : O_TRUNC), 0644);
+  if (fd_ < 0) fail("cannot open", path, errno, "check that its directory exists and is writable");
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void MetricsWriter::write(const nlohmann::json& record) {
   // dump() never emits a raw newline (strings are escaped), so one record is one line.
   // Replacing invalid UTF-8 keeps a stray byte in a sample text from killing the run.
-  out_ << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  out_.flush();
-  if (!out_) {
-    throw std::runtime_error("writing metrics file " + path_ +
-                             " failed; free disk space or check the file system, then resume");
+  const std::string line =
+      record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  const off_t before = ::lseek(fd_, 0, SEEK_END);
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      // Cut the partial line back off, so the file still ends with a complete record.
+      // If even that fails the line stays torn, and the next resume drops it.
+      if (before >= 0) (void)!::ftruncate(fd_, before);
+      fail("writing", path_, err, "free disk space or check the file system, then resume");
+    }
+    done += size_t(n);
   }
 }
 

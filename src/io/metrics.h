@@ -1,7 +1,11 @@
 #pragma once
-// Training metrics as JSON Lines: one object per line, flushed at once, so a crashed run still
+// Training metrics as JSON Lines: one object per line, written at once, so a crashed run still
 // leaves every record it produced and `tail -f` or pandas.read_json(lines=True) read it live.
-#include <fstream>
+//
+// Each record goes out as a single append of the whole line, and a short write (a full disk) is
+// cut back off, so a crash leaves at most one torn line: the last. Reopening for a resumed run
+// drops that torn line before appending, so it never sits in the middle of the file.
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -9,14 +13,21 @@ namespace ff {
 
 class MetricsWriter {
  public:
-  // append = true continues the file of a resumed run; false starts it afresh.
+  // append = true continues the file of a resumed run (dropping a torn last line); false starts
+  // it afresh.
   explicit MetricsWriter(const std::string& path, bool append);
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
   void write(const nlohmann::json& record);
   const std::string& path() const { return path_; }
+  // Bytes of a torn last line dropped when the file was reopened (0 when it ended cleanly).
+  uint64_t dropped_bytes() const { return dropped_bytes_; }
 
  private:
   std::string path_;
-  std::ofstream out_;
+  int fd_ = -1;
+  uint64_t dropped_bytes_ = 0;
 };
 
 }  // namespace ff

@@ -51,6 +51,22 @@ std::vector<int32_t> encode_lines(const Tokenizer& tok, const std::vector<std::s
   return out;
 }
 
+// Everything after the split: tokenizer, shards, then meta.json, all into the folder of r's paths.
+void write_outputs(const std::vector<std::string>& lines, size_t n_val, int vocab_size,
+                   const std::string& text_file, double val_fraction, PrepareResult& r);
+
+// What a prepare writes, in the order it is moved into place: meta.json, the mark of a finished
+// prepare, comes last.
+const char* const kOutputs[] = {"tokenizer.vocab", "tokenizer.model", "train.bin", "val.bin", "meta.json"};
+
+PrepareResult placed_in(PrepareResult r, const fs::path& dir) {
+  r.tokenizer_path = (dir / "tokenizer.model").string();
+  r.train_path = (dir / "train.bin").string();
+  r.val_path = (dir / "val.bin").string();
+  r.meta_path = (dir / "meta.json").string();
+  return r;
+}
+
 }  // namespace
 
 PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
@@ -80,13 +96,32 @@ PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
     throw std::runtime_error("prepare: cannot create output directory " + out_dir + " (" +
                              ec.message() + "); choose a writable location");
   }
-  PrepareResult r;
-  const fs::path dir(out_dir);
-  r.tokenizer_path = (dir / "tokenizer.model").string();
-  r.train_path = (dir / "train.bin").string();
-  r.val_path = (dir / "val.bin").string();
-  r.meta_path = (dir / "meta.json").string();
+  // Built in a staging folder and moved in only when complete: a prepare that fails midway (a
+  // full disk) leaves the folder as it was instead of a new tokenizer beside old or no shards.
+  const fs::path dir(out_dir), staging = dir / ".prepare-partial";
+  fs::remove_all(staging, ec);
+  PrepareResult staged = placed_in({}, staging);
+  try {
+    fs::create_directories(staging);
+    write_outputs(lines, n_val, vocab_size, text_file, val_fraction, staged);
+  } catch (const std::exception& e) {
+    fs::remove_all(staging, ec);
+    throw std::runtime_error(std::string(e.what()) + " (" + out_dir + " was left as it was)");
+  }
+  // Renames cannot run out of space. A kill between them leaves no meta.json (removed first), and
+  // shards whose recorded tokenizer checksum disagrees with the tokenizer beside them.
+  fs::remove(dir / "meta.json", ec);
+  for (const char* name : kOutputs) fs::rename(staging / name, dir / name);
+  fs::remove(staging, ec);
+  return placed_in(staged, dir);
+}
 
+namespace {
+
+void write_outputs(const std::vector<std::string>& lines, size_t n_val, int vocab_size,
+                   const std::string& text_file, double val_fraction, PrepareResult& r) {
+  const size_t n = lines.size();
+  const fs::path dir = fs::path(r.tokenizer_path).parent_path();
   auto t0 = std::chrono::steady_clock::now();
   Tokenizer::train_lines(lines, vocab_size, (dir / "tokenizer").string(), text_file);
   r.tokenizer_seconds = seconds_since(t0);
@@ -108,8 +143,8 @@ PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
   const std::vector<int32_t> val = encode_lines(tok, lines, n - n_val, n);
   r.train_tokens = train.size();
   r.val_tokens = val.size();
-  write_token_shard(r.train_path, train, r.vocab_size);
-  write_token_shard(r.val_path, val, r.vocab_size);
+  write_token_shard(r.train_path, train, r.vocab_size, tok.checksum());
+  write_token_shard(r.val_path, val, r.vocab_size, tok.checksum());
   r.encode_seconds = seconds_since(t0);
 
   const nlohmann::json meta = {
@@ -131,7 +166,8 @@ PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
       {"layout", "each line: bos_id, its tokens, newline_id"},
   };
   write_file_atomic(r.meta_path, meta.dump(2) + "\n");
-  return r;
 }
+
+}  // namespace
 
 }  // namespace ff

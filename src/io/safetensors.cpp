@@ -1,5 +1,6 @@
 #include "io/safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -12,6 +13,8 @@ namespace ff {
 namespace {
 
 const char* const kFix = "re-export the weights from their checkpoint";
+// The reference implementation's limit; a larger length is damage, not a header worth allocating.
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 
 // 0 for dtypes this writer does not produce.
 size_t element_bytes(const std::string& dtype) {
@@ -96,6 +99,10 @@ Parsed parse(const std::string& path) {
   if (f.size() < 8) f.fail("truncated: shorter than the 8-byte header length");
   uint64_t n = 0;
   f.read_at(0, &n, 8);
+  if (n > kMaxHeaderBytes) {
+    f.fail("not a safetensors file: header length " + std::to_string(n) +
+           " exceeds the format's 100 MiB limit");
+  }
   if (n > f.size() - 8) {
     f.fail("not a safetensors file or truncated: header length " + std::to_string(n) +
            " exceeds the file size " + std::to_string(f.size()));
@@ -105,8 +112,19 @@ Parsed parse(const std::string& path) {
   Parsed p{nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false), 8 + n};
   if (!p.header.is_object()) f.fail("not a safetensors file (the header is not a JSON object)");
   const uint64_t data_bytes = f.size() - p.data_start;
+  struct Span {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
   for (const auto& [name, t] : p.header.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (!t.is_object()) f.fail("__metadata__ is " + std::string(t.type_name()) + ", not an object");
+      for (const auto& [key, value] : t.items()) {
+        if (!value.is_string()) f.fail("__metadata__ entry \"" + key + "\" is not a string");
+      }
+      continue;
+    }
     if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") ||
         !t.contains("data_offsets") || !t["dtype"].is_string() || !t["shape"].is_array() ||
         !t["data_offsets"].is_array() || t["data_offsets"].size() != 2) {
@@ -127,12 +145,41 @@ Parsed parse(const std::string& path) {
       if (!d.is_number_integer()) f.fail("tensor \"" + name + "\" has a non-integer shape");
       shape.push_back(d.get<int64_t>());
     }
-    const size_t eb = element_bytes(t["dtype"].get<std::string>());
-    const int64_t count = element_count(shape);
-    if (eb != 0 && (count < 0 || uint64_t(count) * eb != end - begin)) {
-      f.fail("tensor \"" + name + "\" has shape " + shape_text(shape) + " but " +
-             std::to_string(end - begin) + " data bytes");
+    const std::string dtype = t["dtype"].get<std::string>();
+    const size_t eb = element_bytes(dtype);
+    if (eb == 0) {
+      f.fail("tensor \"" + name + "\" has dtype \"" + dtype + "\", which this reader does not know "
+             "(F32, BF16, F16, I32, I64)");
     }
+    const int64_t count = element_count(shape);
+    // Divide rather than multiply: 2^62 elements of 4 bytes would wrap to 0 bytes.
+    const uint64_t bytes = end - begin;
+    if (count < 0 || bytes % eb != 0 || uint64_t(count) != bytes / eb) {
+      f.fail("tensor \"" + name + "\" has shape " + shape_text(shape) + " of " + dtype + " but " +
+             std::to_string(bytes) + " data bytes");
+    }
+    spans.push_back({begin, end, name});
+  }
+  // The tensors must tile the data region exactly: an overlap lets two tensors alias, a gap or
+  // trailing bytes is data nobody accounts for.
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  for (const auto& s : spans) {
+    if (s.begin < covered) {
+      f.fail("tensor \"" + s.name + "\" at [" + std::to_string(s.begin) + ", " + std::to_string(s.end) +
+             ") overlaps the tensor before it, which ends at " + std::to_string(covered));
+    }
+    if (s.begin > covered) {
+      f.fail("the data bytes [" + std::to_string(covered) + ", " + std::to_string(s.begin) +
+             ") belong to no tensor");
+    }
+    covered = s.end;
+  }
+  if (covered != data_bytes) {
+    f.fail(std::to_string(data_bytes - covered) + " trailing bytes after the last tensor (data ends at " +
+           std::to_string(covered) + ")");
   }
   return p;
 }

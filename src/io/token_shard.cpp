@@ -16,19 +16,28 @@ using detail::get_field;
 using detail::put_field;
 
 constexpr char kMagic[8] = {'F', 'F', 'T', 'O', 'K', 'E', 'N', 'S'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 40;
+constexpr uint32_t kVersion = 2;
+constexpr size_t kHeaderBytes = 48;
+// The header fields the checksum covers besides the payload: vocab, reserved, tokenizer sum.
+constexpr size_t kCoveredAt = 32, kCoveredBytes = 16;
 const char* const kFix = "re-run fivefold prepare to rebuild the token shards";
 const char* const kMissingFix = "run fivefold prepare first, it writes train.bin and val.bin";
 
+// Hashing the covered fields with the payload's hash (not the payload itself) avoids copying a
+// large payload next to its header; any change to a field or to the payload changes the result.
+uint64_t shard_checksum(const unsigned char* header, const void* payload, size_t payload_bytes) {
+  unsigned char buf[kCoveredBytes + 8];
+  std::memcpy(buf, header + kCoveredAt, kCoveredBytes);
+  put_field<uint64_t>(buf, kCoveredBytes, checksum64(payload, payload_bytes));
+  return checksum64(buf, sizeof(buf));
+}
 
 template <typename T>
 std::vector<T> narrow(const std::vector<int32_t>& tokens) {
   return std::vector<T>(tokens.begin(), tokens.end());
 }
 
-TokenShardInfo read_header(const FileReader& f) {
-  unsigned char h[kHeaderBytes];
+TokenShardInfo read_header(const FileReader& f, unsigned char (&h)[kHeaderBytes]) {
   if (f.size() < kHeaderBytes) {
     if (f.size() >= 8) {
       f.read_at(0, h, 8);
@@ -45,10 +54,16 @@ TokenShardInfo read_header(const FileReader& f) {
   info.tokens = get_field<uint64_t>(h, 16);
   info.checksum = get_field<uint64_t>(h, 24);
   info.vocab_size = get_field<uint32_t>(h, 32);
+  info.tokenizer_checksum = get_field<uint64_t>(h, 40);
+  if (info.version == 1) {
+    f.fail("version 1 shard: its vocab field is not covered by the checksum, so its ids cannot "
+           "be trusted against a vocabulary");
+  }
   if (info.version != kVersion) {
     f.fail("unsupported version " + std::to_string(info.version) + " (this build reads version " +
            std::to_string(kVersion) + ")");
   }
+  if (info.vocab_size == 0) f.fail("vocab size 0 in the header");
   if (info.dtype_bytes != 2 && info.dtype_bytes != 4) {
     f.fail("unsupported dtype code " + std::to_string(info.dtype_bytes) +
            " (expected 2 for u16 or 4 for u32)");
@@ -65,10 +80,11 @@ TokenShardInfo read_header(const FileReader& f) {
 }
 
 template <typename T>
-void widen_checked(const FileReader& f, const TokenShardInfo& info, std::vector<int32_t>& out) {
+void widen_checked(const FileReader& f, const unsigned char* header, const TokenShardInfo& info,
+                   std::vector<int32_t>& out) {
   std::vector<T> raw(info.tokens);
   f.read_at(kHeaderBytes, raw.data(), raw.size() * sizeof(T));
-  if (checksum64(raw.data(), raw.size() * sizeof(T)) != info.checksum) {
+  if (shard_checksum(header, raw.data(), raw.size() * sizeof(T)) != info.checksum) {
     f.fail("checksum mismatch, the file is corrupt");
   }
   out.resize(raw.size());
@@ -87,7 +103,7 @@ void widen_checked(const FileReader& f, const TokenShardInfo& info, std::vector<
 }  // namespace
 
 void write_token_shard(const std::string& path, const std::vector<int32_t>& tokens,
-                       int vocab_size) {
+                       int vocab_size, uint64_t tokenizer_checksum) {
   if (vocab_size <= 0) {
     throw std::runtime_error("write_token_shard(" + path + "): vocab_size must be positive, got " +
                              std::to_string(vocab_size) + "; pass the tokenizer's vocab_size()");
@@ -114,8 +130,9 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
   put_field<uint32_t>(h, 8, kVersion);
   put_field<uint32_t>(h, 12, dtype_bytes);
   put_field<uint64_t>(h, 16, tokens.size());
-  put_field<uint64_t>(h, 24, checksum64(payload, payload_bytes));
   put_field<uint32_t>(h, 32, uint32_t(vocab_size));
+  put_field<uint64_t>(h, 40, tokenizer_checksum);
+  put_field<uint64_t>(h, 24, shard_checksum(h, payload, payload_bytes));
 
   AtomicFileWriter w(path);
   w.write(h, kHeaderBytes);
@@ -124,20 +141,39 @@ void write_token_shard(const std::string& path, const std::vector<int32_t>& toke
 }
 
 std::vector<int32_t> read_token_shard(const std::string& path) {
+  return read_token_shard(path, TokenShardExpect{});
+}
+
+std::vector<int32_t> read_token_shard(const std::string& path, const TokenShardExpect& expect) {
   FileReader f(path, "token shard", kFix, kMissingFix);
-  TokenShardInfo info = read_header(f);
+  unsigned char h[kHeaderBytes];
+  TokenShardInfo info = read_header(f, h);
   std::vector<int32_t> out;
   if (info.dtype_bytes == 2) {
-    widen_checked<uint16_t>(f, info, out);
+    widen_checked<uint16_t>(f, h, info, out);
   } else {
-    widen_checked<uint32_t>(f, info, out);
+    widen_checked<uint32_t>(f, h, info, out);
+  }
+  // Compared only after the checksum held, so the message describes the file, not damage.
+  if (expect.vocab_size > 0 && info.vocab_size != uint32_t(expect.vocab_size)) {
+    f.fail("it was made with a vocabulary of " + std::to_string(info.vocab_size) +
+           " tokens but " + (expect.vocab_source.empty() ? "the model" : expect.vocab_source) +
+           " has " + std::to_string(expect.vocab_size) +
+           "; use the shards prepared with the model's tokenizer");
+  }
+  if (expect.tokenizer_checksum != 0 && info.tokenizer_checksum != 0 &&
+      info.tokenizer_checksum != expect.tokenizer_checksum) {
+    f.fail("it was encoded by a different tokenizer.model than " +
+           (expect.vocab_source.empty() ? std::string("the one in use") : expect.vocab_source) +
+           " (tokenizer checksums differ); use the shards prepared with the same tokenizer");
   }
   return out;
 }
 
 TokenShardInfo read_token_shard_info(const std::string& path) {
   FileReader f(path, "token shard", kFix, kMissingFix);
-  return read_header(f);
+  unsigned char h[kHeaderBytes];
+  return read_header(f, h);
 }
 
 }  // namespace ff

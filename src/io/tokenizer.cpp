@@ -5,9 +5,12 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "io/checksum.h"
 #include "io/text_lines.h"
 
 namespace ff {
@@ -129,7 +132,14 @@ Tokenizer::Tokenizer(const std::string& model_path)
     throw std::runtime_error("tokenizer model " + model_path +
                              " not found; run fivefold prepare to train one");
   }
-  auto status = sp_->Load(model_path);
+  // The processor parses the very bytes that were hashed, so the checksum describes what is used.
+  std::ifstream in(model_path, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in.good() && !in.eof()) {
+    throw std::runtime_error("tokenizer model " + model_path + " cannot be read; check its permissions");
+  }
+  checksum_ = checksum64(bytes.data(), bytes.size());
+  auto status = sp_->LoadFromSerializedProto(bytes);
   if (!status.ok()) {
     throw std::runtime_error("tokenizer model " + model_path + " cannot be loaded (" +
                              status.ToString() +

@@ -39,9 +39,13 @@ class Tokenizer {
   int eos_id() const;
   int newline_id() const;  // -1 for models not trained by Tokenizer::train
   const std::string& path() const { return path_; }
+  // checksum64 of the model file's bytes, recorded in shards and checkpoints made with it so a
+  // replaced or damaged tokenizer.model that still parses is noticed.
+  uint64_t checksum() const { return checksum_; }
 
  private:
   std::string path_;
+  uint64_t checksum_ = 0;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   int newline_id_ = -1;
 };

@@ -1,16 +1,85 @@
 #include "train/checkpoint.h"
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "io/checkpoint_file.h"
+#include "model/parameters.h"
 
 namespace ff {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Reads fields of one JSON object as if a user had typed them: the exact JSON type (no float
+// taken as an integer, no 2^31 wrapped into an int) and a range, or an error naming the source,
+// the field and the range. nlohmann's own type errors never reach the user.
+class MetaFields {
+ public:
+  MetaFields(const nlohmann::json& j, std::string source, std::string prefix)
+      : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {
+    if (!j_.is_object()) fail("", fmt::format("is {}, not an object", j_.type_name()));
+  }
+  const nlohmann::json& at(const char* key) const {
+    if (!j_.contains(key)) fail(key, "is missing");
+    return j_.at(key);
+  }
+  int64_t integer(const char* key, int64_t lo, int64_t hi) const {
+    const auto& v = at(key);
+    if (!v.is_number_integer()) fail(key, fmt::format("is {}, not an integer", v.dump()));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      fail(key, fmt::format("is {}, outside [{}, {}]", v.dump(), lo, hi));
+    const int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi) fail(key, fmt::format("is {}, outside [{}, {}]", x, lo, hi));
+    return x;
+  }
+  uint64_t unsigned_integer(const char* key, uint64_t hi) const {
+    const auto& v = at(key);
+    if (!v.is_number_unsigned()) fail(key, fmt::format("is {}, not a non-negative integer", v.dump()));
+    const uint64_t x = v.get<uint64_t>();
+    if (x > hi) fail(key, fmt::format("is {}, above the limit {}", x, hi));
+    return x;
+  }
+  // Positive and finite unless zero_ok; hi bounds it from above.
+  float real(const char* key, bool zero_ok, double hi) const {
+    const auto& v = at(key);
+    if (!v.is_number()) fail(key, fmt::format("is {}, not a number", v.dump()));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0 || (x == 0 && !zero_ok) || x > hi)
+      fail(key, fmt::format("is {}, outside {}0, {}]", x, zero_ok ? "[" : "(", hi));
+    return float(x);
+  }
+  bool boolean(const char* key) const {
+    const auto& v = at(key);
+    if (!v.is_boolean()) fail(key, fmt::format("is {}, not true or false", v.dump()));
+    return v.get<bool>();
+  }
+  std::string text(const char* key) const {
+    const auto& v = at(key);
+    if (!v.is_string()) fail(key, fmt::format("is {}, not a string", v.dump()));
+    return v.get<std::string>();
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    const std::string field = prefix_ + (prefix_.empty() || key.empty() ? "" : ".") + key;
+    throw std::runtime_error(fmt::format(
+        "{}: field '{}' {}; the file was altered or written by another program, use an earlier "
+        "checkpoint",
+        source_, field.empty() ? "meta" : field, problem));
+  }
+
+ private:
+  const nlohmann::json& j_;
+  std::string source_;
+  std::string prefix_;
+};
+
+}  // namespace
 
 nlohmann::json model_config_to_json(const ModelConfig& c) {
   return {{"vocab_size", c.vocab_size}, {"dim", c.dim},           {"n_layers", c.n_layers},
@@ -19,19 +88,25 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
           {"tied_embeddings", c.tied_embeddings}, {"init_std", c.init_std}};
 }
 
-ModelConfig model_config_from_json(const nlohmann::json& j) {
+ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source) {
+  const MetaFields f(j, source, "model");
   ModelConfig c;
-  c.vocab_size = j.at("vocab_size");
-  c.dim = j.at("dim");
-  c.n_layers = j.at("n_layers");
-  c.n_heads = j.at("n_heads");
-  c.n_kv_heads = j.at("n_kv_heads");
-  c.ffn_dim = j.at("ffn_dim");
-  c.seq_len = j.at("seq_len");
-  c.rms_eps = j.at("rms_eps");
-  c.rope_theta = j.at("rope_theta");
-  c.tied_embeddings = j.at("tied_embeddings");
-  c.init_std = j.at("init_std");
+  c.vocab_size = int(f.integer("vocab_size", 1, kMaxVocab));
+  c.dim = int(f.integer("dim", 1, kMaxDim));
+  c.n_layers = int(f.integer("n_layers", 1, kMaxLayers));
+  c.n_heads = int(f.integer("n_heads", 1, kMaxDim));
+  c.n_kv_heads = int(f.integer("n_kv_heads", 1, kMaxDim));
+  c.ffn_dim = int(f.integer("ffn_dim", 1, 16 * kMaxDim));
+  c.seq_len = int(f.integer("seq_len", 1, kMaxSeqLen));
+  c.rms_eps = f.real("rms_eps", false, 1.0);
+  c.rope_theta = f.real("rope_theta", false, 1e12);
+  c.tied_embeddings = f.boolean("tied_embeddings");
+  c.init_std = f.real("init_std", true, 10.0);
+  try {
+    c.validate();
+  } catch (const std::exception& e) {
+    f.fail("", e.what());
+  }
   return c;
 }
 
@@ -45,6 +120,31 @@ std::string describe_model_difference(const ModelConfig& a, const ModelConfig& b
                         jb[key].dump());
   }
   return diff;
+}
+
+CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std::string& path) {
+  const std::string source = fmt::format("checkpoint '{}'", path);
+  if (!meta.is_object() || !meta.contains("format") || meta["format"] != "fivefold-train-checkpoint")
+    throw std::runtime_error(fmt::format(
+        "'{}' is not a fivefold training checkpoint (its meta has no format "
+        "\"fivefold-train-checkpoint\"); pass the checkpoint.bin that fivefold train wrote",
+        path));
+  const MetaFields f(meta, source, "");
+  CheckpointState s;
+  s.model = model_config_from_json(f.at("model"), source);
+  s.step = int(f.integer("step", 0, kMaxCheckpointStep));
+  s.data.epoch = f.unsigned_integer("data_epoch", kMaxDataEpoch - 1);
+  // A cursor indexes windows of seq_len tokens, so it is below the token count; 2^39 windows is
+  // also where the shuffle's per-epoch counter range ends.
+  s.data.cursor = f.unsigned_integer("data_cursor", (1ull << 39) - 1);
+  const uint64_t expected = ParamLayout(s.model).total();
+  if (f.unsigned_integer("num_params", std::numeric_limits<uint64_t>::max()) != expected)
+    f.fail("num_params", fmt::format("is {} but the model it describes has {} parameters",
+                                     f.at("num_params").dump(), expected));
+  s.config_toml = meta.contains("config") ? f.text("config") : "";
+  if (meta.contains("tokenizer_checksum"))
+    s.tokenizer_checksum = f.unsigned_integer("tokenizer_checksum", std::numeric_limits<uint64_t>::max());
+  return s;
 }
 
 std::string checkpoint_file_name() { return "checkpoint.bin"; }
@@ -68,7 +168,8 @@ void save_checkpoint(const std::string& path, const CheckpointState& s, const fl
               {"data_epoch", s.data.epoch},
               {"data_cursor", s.data.cursor},
               {"num_params", n},
-              {"config", s.config_toml}});
+              {"config", s.config_toml},
+              {"tokenizer_checksum", s.tokenizer_checksum}});
   w.add_section_view("params", params, n * sizeof(float));
   w.add_section_view("adam_m", adam_m, n * sizeof(float));
   w.add_section_view("adam_v", adam_v, n * sizeof(float));
@@ -78,15 +179,7 @@ void save_checkpoint(const std::string& path, const CheckpointState& s, const fl
 CheckpointState load_checkpoint(const std::string& path, float* params, float* adam_m,
                                 float* adam_v, size_t n) {
   CheckpointReader r(path);
-  const auto& meta = r.meta();
-  if (meta.value("format", "") != "fivefold-train-checkpoint")
-    throw std::runtime_error(fmt::format("'{}' is not a fivefold training checkpoint", path));
-  CheckpointState s;
-  s.model = model_config_from_json(meta.at("model"));
-  s.step = meta.at("step");
-  s.data.epoch = meta.at("data_epoch");
-  s.data.cursor = meta.at("data_cursor");
-  s.config_toml = meta.value("config", "");
+  CheckpointState s = checkpoint_state_from_meta(r.meta(), path);
   auto copy = [&](const char* name, float* dst) {
     if (!dst) return;
     auto bytes = r.section(name);

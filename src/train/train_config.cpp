@@ -103,6 +103,10 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 template <typename T>
 T parse_number(const std::string& key, const std::string& text, const std::string& source) {
+  // parse_args turns a bare `--dim` into "true": say the value is missing, not that it is bad.
+  if (text == "true" && source == "on the command line")
+    throw std::runtime_error(fmt::format("config key '{}' ({}): --{} needs a value, e.g. --{} {}", key,
+                                         source, key, key, std::is_integral_v<T> ? "64" : "0.5"));
   T value{};
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -111,6 +115,38 @@ T parse_number(const std::string& key, const std::string& text, const std::strin
                                          source, text,
                                          std::is_integral_v<T> ? "integer" : "number"));
   return value;
+}
+
+// TOML has types, so a file must use the one the key has: `dim = "64"`, `dim = 64.0`, `dim = 1e2`
+// and `tied_embeddings = 1` are refused instead of converted. An integer for a real-valued key is
+// the one conversion taken, since it is exact (`rope_theta = 10000`).
+void check_toml_type(const std::string& raw_key, const toml::node& node, const std::string& path) {
+  std::string key = raw_key;
+  std::replace(key.begin(), key.end(), '-', '_');
+  auto it = std::find_if(bindings().begin(), bindings().end(),
+                         [&](const Binding& b) { return key == b.key.name; });
+  if (it == bindings().end()) return;  // set_config_key names the unknown key
+  TrainConfig probe;
+  const FieldRef ref = it->ref(probe);
+  const char* want = nullptr;
+  if (std::holds_alternative<int*>(ref) || std::holds_alternative<uint64_t*>(ref)) {
+    if (!node.is_integer()) want = "an integer (e.g. 64, without quotes or a decimal point)";
+  } else if (std::holds_alternative<float*>(ref)) {
+    if (!node.is_number()) want = "a number (e.g. 0.5, without quotes)";
+  } else if (std::holds_alternative<bool*>(ref)) {
+    if (!node.is_boolean()) want = "true or false (without quotes)";
+  } else if (!node.is_string()) {
+    want = "a string in quotes";
+  }
+  if (!want) return;
+  std::ostringstream shown;
+  if (node.is_string()) shown << '"' << *node.value<std::string>() << '"';
+  else if (node.is_integer()) shown << *node.value<int64_t>();
+  else if (node.is_floating_point()) shown << fmt::format("{}", *node.value<double>());
+  else if (node.is_boolean()) shown << (*node.value<bool>() ? "true" : "false");
+  else shown << "a " << node.type();
+  throw std::runtime_error(fmt::format("config file '{}': key '{}' is {} but must be {}", path, raw_key,
+                                       shown.str(), want));
 }
 
 }  // namespace
@@ -176,6 +212,7 @@ TrainConfig load_train_config(const std::string& toml_path,
     }
     for (auto&& [k, node] : table) {
       std::string key(k.str()), text;
+      check_toml_type(key, node, toml_path);
       if (auto v = node.value<std::string>(); v && node.is_string()) text = *v;
       else if (node.is_boolean()) text = *node.value<bool>() ? "true" : "false";
       else if (node.is_integer()) text = std::to_string(*node.value<int64_t>());
@@ -226,8 +263,24 @@ void validate_train_config(const TrainConfig& c) {
   need(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1]");
   need(c.warmup_steps >= 0, "warmup_steps must be >= 0");
   need(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "beta1 and beta2 must be in [0, 1)");
+  // Each of these passed before and ended in "loss became nan ... lower lr", the wrong advice.
+  need(c.adam_eps > 0 && std::isfinite(c.adam_eps),
+       fmt::format("adam_eps must be a positive number (got {}); 0 divides by zero where the second moment "
+                   "is 0, 1e-8 is usual", c.adam_eps));
+  need(c.weight_decay >= 0 && std::isfinite(c.weight_decay),
+       fmt::format("weight_decay must be a number >= 0 (got {}); 0.1 is usual", c.weight_decay));
+  need(c.model.init_std >= 0 && std::isfinite(c.model.init_std),
+       fmt::format("init_std must be a number >= 0 (got {}); 0.02 is usual", c.model.init_std));
+  need(std::isfinite(c.model.rms_eps) && std::isfinite(c.model.rope_theta),
+       fmt::format("rms_eps and rope_theta must be finite (got {} and {})", c.model.rms_eps,
+                   c.model.rope_theta));
   need(c.grad_clip >= 0, "grad_clip must be >= 0 (0 disables clipping)");
   need(c.threads >= 0, fmt::format("threads must be >= 0 (got {}; 0 = automatic)", c.threads));
+  // Refused rather than clamped: a clamp would make the saved config lie about the run.
+  need(c.threads <= max_useful_threads(),
+       fmt::format("threads = {} is more than 4 x the {} cores of this machine, which only slows every "
+                   "step down; use 0 (automatic) or at most {}",
+                   c.threads, max_useful_threads() / 4, max_useful_threads()));
   need(c.eval_every >= 0 && c.eval_batches > 0, "eval_every must be >= 0 and eval_batches > 0");
   need(c.ckpt_every >= 0 && c.log_every > 0, "ckpt_every must be >= 0 and log_every > 0");
   need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
@@ -278,6 +331,8 @@ static int ranks_on_this_machine() {
     }
   return 1;
 }
+
+int max_useful_threads() { return 4 * int(std::max(1u, std::thread::hardware_concurrency())); }
 
 void resolve_layout(TrainConfig& c, int world_size) {
   if (c.threads == 0) {

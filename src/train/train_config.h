@@ -65,6 +65,9 @@ void set_config_key(TrainConfig& c, const std::string& key, const std::string& v
 std::string config_to_toml(const TrainConfig& c);
 // Cheap checks that must pass before any data is read or memory allocated.
 void validate_train_config(const TrainConfig& c);
+// The most OpenMP threads a process may ask for: 4 per core of this machine. Beyond that the
+// threads time-slice and OpenMP's barriers spin against each other (threads = 1000 ran 12x slower).
+int max_useful_threads();
 // Fills dp = 0 with the ranks tp * pp * cp leave (the Mesh checks an explicit layout), and
 // threads = 0 with the cores per rank on this machine (the launcher's local rank count, from
 // Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE or Slurm's SLURM_NTASKS_PER_NODE; 1 rank otherwise).

@@ -26,6 +26,12 @@ TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch) {
         "'{}' has {}; use the tokenizer.model of the data the model was trained on",
         t.checkpoint_path, t.state.model.vocab_size, t.tokenizer_path,
         t.tokenizer->vocab_size()));
+  if (t.state.tokenizer_checksum != 0 && t.state.tokenizer_checksum != t.tokenizer->checksum())
+    throw std::runtime_error(fmt::format(
+        "tokenizer mismatch: '{}' is not the tokenizer the checkpoint '{}' was trained with (its "
+        "checksum differs; the file was replaced or damaged); copy back the data folder's "
+        "tokenizer.model that the run was prepared with",
+        t.tokenizer_path, t.checkpoint_path));
   t.model = std::make_unique<Llama>(t.state.model, max_batch, Recompute::none);
   t.params.allocate(t.model->layout().total(), MemCategory::params);
   load_checkpoint(t.checkpoint_path, t.params.data(), nullptr, nullptr, t.params.size());

@@ -69,7 +69,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
   const std::string tok_path = data_file(cfg_, "tokenizer.model");
-  const int tok_vocab = Tokenizer(tok_path).vocab_size();
+  const Tokenizer tokenizer(tok_path);
+  const int tok_vocab = tokenizer.vocab_size();
   if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = tok_vocab;
   if (cfg_.model.vocab_size != tok_vocab)
     throw std::runtime_error(fmt::format(
@@ -92,6 +93,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
           "the checkpoint in '{}' is of a different model ({}); use a new --out folder, or the "
           "same model keys to resume it",
           out_dir_, diff));
+    if (resume.tokenizer_checksum != 0 && resume.tokenizer_checksum != tokenizer.checksum())
+      throw std::runtime_error(fmt::format(
+          "the checkpoint in '{}' was trained with another tokenizer than '{}' (checksums differ); "
+          "resume with the data folder the run was prepared with, or use a new --out folder",
+          out_dir_, tok_path));
     if (resume.step > cfg_.steps)
       throw std::runtime_error(fmt::format(
           "the checkpoint in '{}' is at step {}, past steps = {}; raise --steps to continue",
@@ -99,8 +105,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   }
 
   const std::string train_path = data_file(cfg_, "train.bin"), val_path = data_file(cfg_, "val.bin");
-  train_tokens_ = std::make_shared<const std::vector<int32_t>>(read_token_shard(train_path));
-  val_tokens_ = std::make_shared<const std::vector<int32_t>>(read_token_shard(val_path));
+  const TokenShardExpect expect{cfg_.model.vocab_size, tokenizer.checksum(), "the tokenizer " + tok_path};
+  train_tokens_ = std::make_shared<const std::vector<int32_t>>(read_token_shard(train_path, expect));
+  val_tokens_ = std::make_shared<const std::vector<int32_t>>(read_token_shard(val_path, expect));
   check_token_range(*train_tokens_, cfg_.model.vocab_size, train_path);
   check_token_range(*val_tokens_, cfg_.model.vocab_size, val_path);
   loader_ = std::make_unique<DataLoader>(train_tokens_, cfg_.model.seq_len, cfg_.seed);

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "io/atomic_file.h"
+#include "io/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -61,6 +62,8 @@ void Trainer::save() {
   const size_t n = p.size();
   if (!leader()) return;
   CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
+  // The run folder's copy is the tokenizer that sample, eval and export will decode with.
+  s.tokenizer_checksum = Tokenizer((fs::path(out_dir_) / "tokenizer.model").string()).checksum();
   save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, p.data(), m.data(),
                   v.data(), n);
 }

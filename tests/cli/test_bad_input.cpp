@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "cli_runner.h"
 #include "test_data.h"
@@ -126,4 +127,85 @@ TEST(BadInput, CheckpointOfAnotherModelIsNotResumed) {
   CliResult r = run_fivefold(tiny_train(run, "--steps 10 --dim 128"));
   expect_failure(r, {"different model", "dim 64 vs 128", "new --out folder"});
   EXPECT_EQ(read_file(run + "/checkpoint.bin"), good);
+}
+
+namespace {
+// A prepared folder of another corpus: same or another vocabulary, always another tokenizer.
+std::string other_prepared(const std::string& tag, int vocab) {
+  std::string other = temp_dir(tag);
+  write_corpus_text(other + "/c.txt", 500, 3);
+  CliResult p = run_fivefold("prepare --text " + other + "/c.txt --vocab " + std::to_string(vocab) +
+                             " --out " + other + "/p");
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  return other + "/p";
+}
+}  // namespace
+
+// Issue 16 defect 1: a 400-token shard under a 320-token model read past the logits (ASan) and
+// printed loss -nan with exit 0; a 300-token shard printed a plausible loss.
+TEST(BadInput, EvalRefusesAShardOfAnotherVocabulary) {
+  std::string run = good_run();
+  for (int vocab : {400, 300}) {
+    const std::string data = other_prepared("evalvocab" + std::to_string(vocab), vocab);
+    CliResult r = run_fivefold("eval --ckpt " + run + " --data " + data + "/val.bin");
+    expect_failure(r, {"val.bin", ("vocabulary of " + std::to_string(vocab)).c_str(), "has 320"});
+    EXPECT_EQ(r.output.find("loss"), std::string::npos) << r.output;
+  }
+  CliResult ok = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
+// Defect 6: a tokenizer of the same size but other pieces passed every check.
+TEST(BadInput, ReplacedTokenizerOfTheSameSizeIsNoticed) {
+  std::string run = good_run();
+  const std::string other = other_prepared("sametok", 320);
+  fs::copy_file(other + "/tokenizer.model", run + "/tokenizer.model", fs::copy_options::overwrite_existing);
+  CliResult r = run_fivefold("sample --ckpt " + run + " --prompt And --max-tokens 5");
+  expect_failure(r, {"tokenizer mismatch", "tokenizer.model", "checksum differs"});
+
+  std::string data = temp_dir("swapped-data");
+  fs::copy(tiny_data_dir(), data);
+  fs::copy_file(other + "/tokenizer.model", data + "/tokenizer.model", fs::copy_options::overwrite_existing);
+  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + data + " --out " +
+                   temp_dir("sw"));
+  expect_failure(r, {"train.bin", "different tokenizer.model"});
+  // A consistent data folder of another tokenizer does not continue a run trained on the first.
+  std::string resumed = good_run();
+  const std::string good = read_file(resumed + "/checkpoint.bin");
+  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + other + " --out " + resumed +
+                   " --eval-every 0 --steps 10");
+  expect_failure(r, {"another tokenizer", "checksums differ"});
+  EXPECT_EQ(read_file(resumed + "/checkpoint.bin"), good);
+}
+
+// Defect 4: validation gaps on the command line.
+TEST(BadInput, CommandLineValuesOutOfRange) {
+  std::string run = good_run();
+  for (const char* batch : {"-1", "0", "100000000"}) {
+    CliResult r =
+        run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --batch " + batch);
+    expect_failure(r, {(std::string("--batch is ") + batch).c_str(), "between 1 and 4096"});
+  }
+  CliResult r = run_fivefold(tiny_train(temp_dir("bare"), "--dim"));
+  expect_failure(r, {"--dim needs a value"});
+  r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --max-windows");
+  expect_failure(r, {"--max-windows needs a value"});
+  r = run_fivefold("eval --data " + tiny_data_dir() + "/val.bin --ckpt");
+  expect_failure(r, {"--ckpt needs a value"});
+  r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --threads 100000");
+  expect_failure(r, {"--threads is 100000", "at most 4 per core"});
+  r = run_fivefold(tiny_train(temp_dir("eps"), "--adam-eps 0"));
+  expect_failure(r, {"adam_eps must be a positive number"});
+}
+
+TEST(BadInput, OutThatIsAFileOrCannotBeCreated) {
+  const std::string dir = temp_dir("outfile");
+  std::ofstream(dir + "/a_file") << "x";
+  CliResult r = run_fivefold(tiny_train(dir + "/a_file"));
+  expect_failure(r, {"--out", "a_file", "is a file, not a folder"});
+  EXPECT_EQ(r.output.find("filesystem error"), std::string::npos) << r.output;
+  r = run_fivefold(tiny_train(dir + "/a_file/below"));
+  expect_failure(r, {"--out", "cannot be created", "writable location"});
+  r = run_fivefold("prepare --text " + dir + "/a_file --vocab 300 --out " + dir + "/a_file");
+  expect_failure(r, {"is a file, not a folder"});
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,4 +61,37 @@ TEST(Metrics, InvalidUtf8DoesNotThrow) {
 TEST(Metrics, UnwritablePathIsExplained) {
   ff::testing::expect_error([] { MetricsWriter m("/nonexistent/dir/metrics.jsonl", true); },
                             {"/nonexistent/dir/metrics.jsonl", "directory exists"});
+}
+
+// Defect 8 of issue 16: a torn last line (full disk, crash) stayed and the resumed run appended
+// after it, leaving an unparseable line in the middle of the file.
+TEST(Metrics, ResumeDropsATornLastLine) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("metrics.jsonl");
+  const std::string good = "{\"step\":1}\n{\"step\":2}\n";
+  using namespace std::string_literals;  // the second torn line holds NUL bytes
+  for (const std::string& torn : {"{\"step\":3,\"lo"s, "{\"step\":3}\0\0\0\n"s}) {
+    ff::testing::write_all(p, good + torn);
+    MetricsWriter m(p, true);
+    EXPECT_EQ(m.dropped_bytes(), torn.size());
+    m.write({{"step", 3}});
+    const auto r = records(p);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[2]["step"], 3);
+    EXPECT_EQ(ff::testing::read_all(p), good + "{\"step\":3}\n");
+  }
+  // A file that ends cleanly keeps every byte; a single torn line leaves an empty file.
+  ff::testing::write_all(p, good);
+  EXPECT_EQ(MetricsWriter(p, true).dropped_bytes(), 0u);
+  EXPECT_EQ(ff::testing::read_all(p), good);
+  ff::testing::write_all(p, "{\"st");
+  EXPECT_EQ(MetricsWriter(p, true).dropped_bytes(), 4u);
+  EXPECT_EQ(ff::testing::read_all(p), "");
+}
+
+TEST(Metrics, AFullDiskLeavesNoPartialLine) {
+  // /dev/full fails every write with ENOSPC, as a full disk does.
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  MetricsWriter m("/dev/full", false);
+  ff::testing::expect_error([&] { m.write({{"step", 1}}); }, {"/dev/full", "free disk space"});
 }

@@ -1,12 +1,17 @@
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <csignal>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "io/checksum.h"
 #include "io/prepare.h"
 #include "io/token_shard.h"
 #include "io/tokenizer.h"
@@ -88,6 +93,12 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   EXPECT_EQ(meta["train_lines"], 270);
   EXPECT_EQ(meta["source_file"], std::filesystem::absolute(dir.file("text.txt")).string());
   EXPECT_EQ(read_token_shard_info(out + "/train.bin").vocab_size, 320u);
+  // Defect 6: both shards carry the checksum of the tokenizer file's bytes.
+  const std::string model_bytes = ff::testing::read_all(out + "/tokenizer.model");
+  const uint64_t sum = checksum64(model_bytes.data(), model_bytes.size());
+  EXPECT_EQ(tok.checksum(), sum);
+  EXPECT_EQ(read_token_shard_info(out + "/train.bin").tokenizer_checksum, sum);
+  EXPECT_EQ(read_token_shard_info(out + "/val.bin").tokenizer_checksum, sum);
 }
 
 TEST(Prepare, CrlfAndLfGiveTheSameTokens) {
@@ -117,4 +128,63 @@ TEST(Prepare, BadInputsAreExplained) {
   ff::testing::write_all(dir.file("one.txt"), "a single line\n");
   expect_error([&] { prepare_corpus(dir.file("one.txt"), 300, dir.file("o")); },
                {"only 1 lines", "validation"});
+}
+
+namespace {
+
+// Caps the size of any file this process writes, as a nearly full disk does; writes past it fail
+// with EFBIG (SIGXFSZ, which would kill the test, is ignored meanwhile).
+class FileSizeCap {
+ public:
+  explicit FileSizeCap(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit cap = old_;
+    cap.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &cap);
+  }
+  ~FileSizeCap() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_{};
+  void (*old_handler_)(int) = nullptr;
+};
+
+}  // namespace
+
+// Defect 9 of issue 16: a prepare that failed for a full disk left a new tokenizer without
+// shards (or beside the old ones). Now the folder keeps exactly what it held before.
+TEST(Prepare, FailingMidwayLeavesTheFolderAsItWas) {
+  ff::testing::TempDir dir;
+  const auto lines = verse_lines(400);
+  ff::testing::write_all(dir.file("a.txt"), join(lines, 0, 200));
+  ff::testing::write_all(dir.file("b.txt"), join(lines, 200, 400));
+  const std::string out = dir.file("data");
+  prepare_corpus(dir.file("a.txt"), 320, out, 0.1);
+  std::map<std::string, std::string> before;
+  for (const char* f : {"tokenizer.model", "tokenizer.vocab", "train.bin", "val.bin", "meta.json"})
+    before[f] = ff::testing::read_all(out + "/" + f);
+  // Room for the tokenizer files but not for train.bin: the failure comes after the tokenizer.
+  const size_t cap = std::max(before["tokenizer.model"].size(), before["tokenizer.vocab"].size()) + 64;
+  ASSERT_LT(cap, before["train.bin"].size());
+  {
+    FileSizeCap full(cap);
+    expect_error([&] { prepare_corpus(dir.file("b.txt"), 320, out, 0.1); }, {"train.bin", "left as it was"});
+  }
+  for (const auto& [f, bytes] : before) EXPECT_EQ(ff::testing::read_all(out + "/" + f), bytes) << f;
+  EXPECT_FALSE(std::filesystem::exists(out + "/.prepare-partial"));
+
+  // A fresh folder gets nothing at all.
+  const std::string fresh = dir.file("fresh");
+  {
+    FileSizeCap full(cap);
+    expect_error([&] { prepare_corpus(dir.file("b.txt"), 320, fresh, 0.1); }, {"train.bin"});
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(fresh));
+  // And the next prepare simply works.
+  prepare_corpus(dir.file("b.txt"), 320, out, 0.1);
+  EXPECT_NE(ff::testing::read_all(out + "/train.bin"), before["train.bin"]);
 }

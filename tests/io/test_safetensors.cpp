@@ -83,3 +83,44 @@ TEST(SafeTensors, ReaderRejectsDamage) {
   expect_error([&] { read_safetensors_header(p); }, {"not a safetensors file"});
   expect_error([&] { read_safetensors_header(dir.file("none.safetensors")); }, {"not found"});
 }
+
+namespace {
+
+// A safetensors file from a literal header and a data region of data_bytes zero bytes.
+std::string hand_made(const ff::testing::TempDir& dir, const std::string& header, size_t data_bytes) {
+  const std::string p = dir.file("hand.safetensors");
+  const uint64_t n = header.size();
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data(), &n, 8);
+  ff::testing::write_all(p, bytes + header + std::string(data_bytes, '\0'));
+  return p;
+}
+
+}  // namespace
+
+// Defect 7 of issue 16: each of these used to be accepted.
+TEST(SafeTensors, ReaderRefusesForgedHeaders) {
+  ff::testing::TempDir dir;
+  auto refused = [&](const std::string& header, size_t data_bytes, std::initializer_list<std::string> words) {
+    const std::string p = hand_made(dir, header, data_bytes);
+    expect_error([&] { read_safetensors_header(p); }, words);
+  };
+  // 2^62 F32 elements: 2^64 bytes, which wrapped to 0 and matched an empty span.
+  refused(R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})", 0,
+          {"hand.safetensors", "\"w\"", "[4611686018427387904]", "0 data bytes"});
+  refused(R"({"w":{"dtype":"XX","shape":[2],"data_offsets":[0,8]}})", 8, {"\"w\"", "dtype \"XX\""});
+  refused(R"({"w":{"dtype":"","shape":[2],"data_offsets":[0,8]}})", 8, {"\"w\"", "dtype \"\""});
+  refused(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+          R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+          12, {"\"b\"", "overlaps"});
+  refused(R"({"__metadata__":[1,2],"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4,
+          {"__metadata__", "not an object"});
+  refused(R"({"__metadata__":{"step":5},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4,
+          {"__metadata__", "\"step\"", "not a string"});
+  refused(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9, {"5 trailing bytes"});
+  refused(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8, {"[0, 4)", "belong to no tensor"});
+  // The same header with exactly its data is accepted.
+  EXPECT_EQ(read_safetensors_header(
+                hand_made(dir, R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4))["w"]["shape"],
+            nlohmann::json::array({1}));
+}

@@ -25,10 +25,10 @@ TEST(TokenShard, RoundTripU16) {
   const auto tokens = ramp(1000, 4096);
   write_token_shard(p, tokens, 4096);
   EXPECT_EQ(read_token_shard(p), tokens);
-  EXPECT_EQ(std::filesystem::file_size(p), 40u + 2u * 1000u);
+  EXPECT_EQ(std::filesystem::file_size(p), 48u + 2u * 1000u);
   EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
   TokenShardInfo info = read_token_shard_info(p);
-  EXPECT_EQ(info.version, 1u);
+  EXPECT_EQ(info.version, 2u);
   EXPECT_EQ(info.dtype_bytes, 2u);
   EXPECT_EQ(info.tokens, 1000u);
   EXPECT_EQ(info.vocab_size, 4096u);
@@ -45,7 +45,7 @@ TEST(TokenShard, BoundaryVocabSizesPickTheDtype) {
   write_token_shard(dir.file("u32.bin"), tokens, 100001);
   EXPECT_EQ(read_token_shard_info(dir.file("u32.bin")).dtype_bytes, 4u);
   EXPECT_EQ(read_token_shard(dir.file("u32.bin")), tokens);
-  EXPECT_EQ(std::filesystem::file_size(dir.file("u32.bin")), 40u + 4u * 4u);
+  EXPECT_EQ(std::filesystem::file_size(dir.file("u32.bin")), 48u + 4u * 4u);
 }
 
 TEST(TokenShard, EmptyShardRoundTrips) {
@@ -65,7 +65,7 @@ TEST(TokenShard, FlippedPayloadByteIsACorruptChecksum) {
   ff::testing::TempDir dir;
   const std::string p = dir.file("a.bin");
   write_token_shard(p, ramp(500, 1000), 1000);
-  ff::testing::flip_byte(p, 40 + 333);
+  ff::testing::flip_byte(p, 48 + 333);
   expect_error([&] { read_token_shard(p); },
                {p, "checksum mismatch", "corrupt", "re-run fivefold prepare"});
 }
@@ -74,11 +74,11 @@ TEST(TokenShard, TruncatedFileIsReported) {
   ff::testing::TempDir dir;
   const std::string p = dir.file("a.bin");
   write_token_shard(p, ramp(500, 1000), 1000);
-  ff::testing::truncate_to(p, 40 + 999);
+  ff::testing::truncate_to(p, 48 + 999);
   expect_error([&] { read_token_shard(p); },
                {"truncated", "500 tokens", "re-run fivefold prepare"});
   ff::testing::truncate_to(p, 20);
-  expect_error([&] { read_token_shard(p); }, {"truncated", "40-byte header"});
+  expect_error([&] { read_token_shard(p); }, {"truncated", "48-byte header"});
 }
 
 TEST(TokenShard, TrailingBytesAreASizeMismatch) {
@@ -108,6 +108,9 @@ TEST(TokenShard, UnsupportedVersionAndDtype) {
   ff::testing::write_all(p, b);
   expect_error([&] { read_token_shard(p); }, {"unsupported version 9"});
   b[8] = 1;
+  ff::testing::write_all(p, b);
+  expect_error([&] { read_token_shard(p); }, {"version 1", "not covered by the checksum", "prepare"});
+  b[8] = 2;
   b[12] = 3;  // dtype 3 bytes
   ff::testing::write_all(p, b);
   expect_error([&] { read_token_shard(p); }, {"unsupported dtype"});
@@ -128,4 +131,46 @@ TEST(TokenShard, WriterRejectsIdsOutsideTheVocab) {
   expect_error([&] { write_token_shard(dir.file("a.bin"), {-1}, 10); }, {"token id -1"});
   EXPECT_FALSE(std::filesystem::exists(dir.file("a.bin")));
   EXPECT_FALSE(std::filesystem::exists(dir.file("a.bin.tmp")));
+}
+
+// Defect 1 of issue 16: the vocab field used to lie outside the checksum, so a damaged (or
+// forged) vocab widened the id check without any error.
+TEST(TokenShard, VocabFieldIsCoveredByTheChecksum) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  write_token_shard(p, {1, 2, 3}, 10);
+  std::string b = ff::testing::read_all(p);
+  b[32] = char(200);  // vocab 10 -> 200
+  ff::testing::write_all(p, b);
+  expect_error([&] { read_token_shard(p); }, {p, "checksum mismatch"});
+  b = ff::testing::read_all(p);
+  b[32] = 10;
+  b[40] = char(b[40] ^ 1);  // the recorded tokenizer checksum is covered too
+  ff::testing::write_all(p, b);
+  expect_error([&] { read_token_shard(p); }, {p, "checksum mismatch"});
+}
+
+TEST(TokenShard, ReaderRefusesAnotherVocabularyEitherWay) {
+  ff::testing::TempDir dir;
+  const std::string big = dir.file("big.bin"), small = dir.file("small.bin");
+  write_token_shard(big, {4000, 1, 2}, 4096);
+  write_token_shard(small, {1000, 1, 2}, 1024);
+  // A larger-vocabulary shard would index past a 1024-token model's logits.
+  expect_error([&] { read_token_shard(big, {1024, 0, "the model"}); },
+               {big, "vocabulary of 4096", "the model has 1024"});
+  // The reverse fits in range but scores text encoded by another tokenizer.
+  expect_error([&] { read_token_shard(small, {4096, 0, "the model"}); },
+               {small, "vocabulary of 1024", "the model has 4096"});
+  EXPECT_EQ(read_token_shard(small, {1024, 0, "the model"}), (std::vector<int32_t>{1000, 1, 2}));
+}
+
+// Defect 6: the tokenizer's checksum travels with the shard and is compared.
+TEST(TokenShard, TokenizerChecksumIsRecordedAndCompared) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("a.bin");
+  write_token_shard(p, {1, 2, 3}, 10, 0xABCDEF0123ull);
+  EXPECT_EQ(read_token_shard_info(p).tokenizer_checksum, 0xABCDEF0123ull);
+  EXPECT_EQ(read_token_shard(p, {10, 0xABCDEF0123ull, "tok"}), (std::vector<int32_t>{1, 2, 3}));
+  expect_error([&] { read_token_shard(p, {10, 0xABCDEF0124ull, "the tokenizer t.model"}); },
+               {p, "different tokenizer.model", "t.model"});
 }

@@ -35,7 +35,8 @@ EXIT_PASS, EXIT_FAIL, EXIT_MALFORMED = 0, 1, 2
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
 
 SHARD_MAGIC = b"FFTOKENS"
-SHARD_HEADER = 40
+# Header bytes by format version (src/io/token_shard.h): version 2 added the tokenizer checksum.
+SHARD_HEADERS = {1: 40, 2: 48}
 
 
 class Malformed(Exception):
@@ -161,16 +162,20 @@ def read_shard(path, vocab_size):
             blob = f.read()
     except OSError as e:
         raise Malformed(f"cannot read {path}: {e.strerror}")
-    if len(blob) < SHARD_HEADER or blob[:8] != SHARD_MAGIC:
+    if len(blob) < 12 or blob[:8] != SHARD_MAGIC:
         raise Malformed(f"{path}: not an FFTOKENS shard")
+    version, = struct.unpack_from("<I", blob, 8)
+    header = SHARD_HEADERS.get(version, 0)
+    if not header or len(blob) < header:
+        raise Malformed(f"{path}: unsupported FFTOKENS version {version} or truncated header")
     width, = struct.unpack_from("<I", blob, 12)
     count, = struct.unpack_from("<Q", blob, 16)
     if width not in (2, 4):
         raise Malformed(f"{path}: bytes per token is {width}, expected 2 or 4")
-    if len(blob) != SHARD_HEADER + count * width:
+    if len(blob) != header + count * width:
         raise Malformed(f"{path}: header says {count} tokens of {width} bytes but the file has "
-                        f"{len(blob) - SHARD_HEADER} payload bytes")
-    ids = np.frombuffer(blob, dtype="<u2" if width == 2 else "<u4", offset=SHARD_HEADER)
+                        f"{len(blob) - header} payload bytes")
+    ids = np.frombuffer(blob, dtype="<u2" if width == 2 else "<u4", offset=header)
     ids = torch.from_numpy(ids.astype(np.int64))
     # An id outside the exported vocab would make F.embedding fail or silently test garbage.
     if count and int(ids.max()) >= vocab_size:

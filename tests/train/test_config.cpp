@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "test_data.h"
 #include "train/train_config.h"
@@ -48,4 +50,58 @@ TEST(TrainConfig, SavedConfigReloadsToTheSameValues) {
   std::ofstream(dir + "/resolved.toml") << config_to_toml(c);
   TrainConfig back = load_train_config(dir + "/resolved.toml", {});
   EXPECT_EQ(config_to_toml(back), config_to_toml(c));
+}
+
+// Defect 4 of issue 16: each of these was accepted (or explained wrongly) before.
+TEST(TrainConfig, NumericGapsAreRefusedNamingTheKey) {
+  auto refusal = [&](const std::vector<std::pair<std::string, std::string>>& overrides) {
+    return error_of([&] {
+      TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), overrides);
+      validate_train_config(c);
+    });
+  };
+  EXPECT_EQ(refusal({}), "");
+  EXPECT_NE(refusal({{"adam_eps", "0"}}).find("adam_eps must be a positive number (got 0)"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"weight_decay", "nan"}}).find("weight_decay must be a number >= 0 (got nan)"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"init_std", "nan"}}).find("init_std must be a number >= 0 (got nan)"),
+            std::string::npos);
+  EXPECT_NE(refusal({{"rope_theta", "inf"}}).find("rope_theta must be finite"), std::string::npos);
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string too_many = refusal({{"threads", std::to_string(4 * cores + 1)}});
+  EXPECT_NE(too_many.find("threads = " + std::to_string(4 * cores + 1)), std::string::npos) << too_many;
+  EXPECT_NE(too_many.find("at most " + std::to_string(4 * cores)), std::string::npos) << too_many;
+  EXPECT_EQ(refusal({{"threads", std::to_string(4 * cores)}}), "");
+}
+
+TEST(TrainConfig, BareFlagSaysTheValueIsMissing) {
+  // parse_args turns `--dim` with nothing after it into "true".
+  const std::string e = error_of([] { load_train_config("", {{"dim", "true"}}); });
+  EXPECT_NE(e.find("--dim needs a value"), std::string::npos) << e;
+  EXPECT_EQ(e.find("not a valid integer"), std::string::npos) << e;
+}
+
+TEST(TrainConfig, TomlTypesAreStrict) {
+  const std::string dir = testkit::temp_dir("cfg");
+  auto error_for = [&](const std::string& line) {
+    std::ofstream(dir + "/t.toml") << line << "\n";
+    return error_of([&] { load_train_config(dir + "/t.toml", {}); });
+  };
+  for (const char* line : {"dim = \"64\"", "dim = 64.0", "dim = 1e2"}) {
+    const std::string e = error_for(line);
+    EXPECT_NE(e.find("key 'dim'"), std::string::npos) << line << ": " << e;
+    EXPECT_NE(e.find("must be an integer"), std::string::npos) << line << ": " << e;
+    EXPECT_NE(e.find("t.toml"), std::string::npos) << line << ": " << e;
+  }
+  const std::string b = error_for("tied_embeddings = 1");
+  EXPECT_NE(b.find("key 'tied_embeddings' is 1 but must be true or false"), std::string::npos) << b;
+  EXPECT_NE(error_for("recompute = 1").find("must be a string"), std::string::npos);
+  EXPECT_NE(error_for("lr = \"0.1\"").find("must be a number"), std::string::npos);
+  // Exact conversions stay: an integer for a real-valued key.
+  std::ofstream(dir + "/ok.toml") << "rope_theta = 10000\ndim = 32\ntied_embeddings = true\n";
+  const TrainConfig c = load_train_config(dir + "/ok.toml", {});
+  EXPECT_EQ(c.model.rope_theta, 10000.0f);
+  EXPECT_EQ(c.model.dim, 32);
+  EXPECT_TRUE(c.model.tied_embeddings);
 }
