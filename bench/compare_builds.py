@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--before", required=True, help="build folder of the earlier commit")
     ap.add_argument("--after", required=True, help="build folder of the later commit")
     ap.add_argument("--data", default=os.path.join(ROOT, "data/kjv"))
+    ap.add_argument("--before-data", help="the data folder for --before when its shard format differs "
+                    "(the same text prepared by that build); default --data")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
@@ -64,16 +66,17 @@ def main():
     a = ap.parse_args()
     a.batch, a.seq = 8, 256
     builds = {"before": a.before, "after": a.after}
+    data = {"before": a.before_data or a.data, "after": a.data}
     tps = {k: [] for k in ("before", "after", "pytorch")}
     comm = {"before": [], "after": []}
     # The peer at its best: these pin OpenBLAS (PyTorch's fp32 GEMMs) to AVX2 kernels.
     peer_env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     with tempfile.TemporaryDirectory() as workdir:
         tokens = os.path.join(workdir, "train.i32")
-        serial.shard_to_int32(os.path.join(a.data, "train.bin"), tokens)
+        serial.shard_to_int32(os.path.join(data["before"], "train.bin"), tokens)
         for r in range(a.rounds):
             for name, build in builds.items():
-                a.fivefold = os.path.join(build, "fivefold")
+                a.fivefold, a.data = os.path.join(build, "fivefold"), data[name]
                 tps[name].append(serial.fivefold_round(a, workdir)["tokens_per_s"])
                 comm[name].append(comm_ratios(build, a.reps))
             out, _ = serial.run_measured(

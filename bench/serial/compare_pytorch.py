@@ -27,12 +27,17 @@ SECTION = "## Serial training: fivefold vs PyTorch"
 
 
 def shard_to_int32(shard, out):
-    """Re-encodes a fivefold token shard (40-byte header, u16 or u32 ids) as raw int32 ids."""
+    """Re-encodes a fivefold token shard (src/io/token_shard.h: a 40-byte header in version 1, 48 in
+    version 2; u16 or u32 ids) as raw int32 ids."""
     with open(shard, "rb") as f:
-        head = f.read(40)
+        head = f.read(48)
         if head[:8] != b"FFTOKENS":
             sys.exit(f"{shard} is not a fivefold token shard")
-        dtype_bytes, count = struct.unpack_from("<IQ", head, 12)
+        version, dtype_bytes, count = struct.unpack_from("<IIQ", head, 8)
+        header_bytes = {1: 40, 2: 48}.get(version)
+        if header_bytes is None:
+            sys.exit(f"{shard}: token shard version {version} is not one this script reads")
+        f.seek(header_bytes)
         raw = f.read(count * dtype_bytes)
     fmt = "H" if dtype_bytes == 2 else "I"
     ids = struct.unpack(f"<{count}{fmt}", raw)
