@@ -3,7 +3,7 @@
 #
 # scripts/test.sh --sanitize: an AddressSanitizer + UndefinedBehaviorSanitizer build in
 # build-asan/ of only what the unit, io, kernel, fuzz and CLI tests need; runs those tests and a
-# short 2-rank `train`. Any report fails it (halt_on_error): nothing is suppressed.
+# 2-rank `train` under dp, tp and pp. Any report fails it (halt_on_error): nothing is suppressed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,17 +26,19 @@ if [ "${1:-}" = "--sanitize" ]; then
   # allocations past exit that LeakSanitizer reports with no frame of ours; leak checking is off
   # for those processes only. The library tests above them keep it on.
   no_leaks=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}
-  status=0
+  status=0 passed=0 failed=0
   for t in "${tests[@]}"; do
     exe=$(find build-asan/tests -name "$t" -type f -perm -u+x | head -n 1)
     echo "== $t"
+    ok=1
     if [ "$t" = test_cli ]; then
-      ASAN_OPTIONS=$no_leaks "$exe" --gtest_brief=1 "$@" || status=1
+      ASAN_OPTIONS=$no_leaks "$exe" --gtest_brief=1 "$@" || ok=0
     else
-      "$exe" --gtest_brief=1 "$@" || status=1
+      "$exe" --gtest_brief=1 "$@" || ok=0
     fi
+    if [ $ok = 1 ]; then passed=$((passed + 1)); else failed=$((failed + 1)) status=1; fi
   done
-  echo "== 2-rank train"
+  echo "== 2-rank train under dp, tp + sp, pp"
   run=$(mktemp -d)
   python3 -c "
 import random
@@ -45,13 +47,25 @@ words = 'and the lord said unto moses behold land of egypt children israel went 
 print('\n'.join(' '.join(random.choice(words) for _ in range(12)) for _ in range(600)))" >"$run/text.txt"
   ASAN_OPTIONS=$no_leaks build-asan/fivefold prepare --text "$run/text.txt" --vocab 300 --out "$run/data" \
     >/dev/null || status=1
-  ASAN_OPTIONS=$no_leaks OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun --oversubscribe -np 2 -x ASAN_OPTIONS -x UBSAN_OPTIONS -x OMP_NUM_THREADS \
-    build-asan/fivefold train --config configs/tiny.toml --data "$run/data" --out "$run/out" \
-    --steps 4 --eval-every 2 --threads 1 --log-every 2 || status=1
+  # Two ranks under data, tensor (+ sequence) and pipeline parallelism: every exit path of the
+  # communication layer (groups made and freed) runs under the sanitizers.
+  n=0
+  for layout in "--dp 2 --zero 3" "--tp 2 --sp true" "--pp 2 --schedule zb-h1 --n-layers 4 --grad-accum 2"; do
+    n=$((n + 1))
+    # shellcheck disable=SC2086  # the layout is several flags
+    if ASAN_OPTIONS=$no_leaks OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      mpirun --oversubscribe -np 2 -x ASAN_OPTIONS -x UBSAN_OPTIONS -x OMP_NUM_THREADS \
+      build-asan/fivefold train --config configs/tiny.toml --data "$run/data" --out "$run/out$n" \
+      --steps 4 --eval-every 2 --threads 1 --log-every 2 $layout; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1)) status=1
+    fi
+  done
   rm -rf "$run"
   t_end=$(date +%s)
-  echo "sanitize: build $((t_built - t0)) s, tests and run $((t_end - t_built)) s, status $status"
+  echo "sanitize: build $((t_built - t0)) s, tests and runs $((t_end - t_built)) s"
+  echo "sanitize: $passed passed, $failed failed"
   exit $status
 fi
 
