@@ -18,7 +18,7 @@
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_stages.h"
 #include "parallel/tensor/tensor_hooks.h"
-#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
 #include "train/lr_schedule.h"

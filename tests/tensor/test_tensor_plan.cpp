@@ -7,7 +7,7 @@
 
 #include "model/parameters.h"
 #include "parallel/param_group.h"
-#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
 

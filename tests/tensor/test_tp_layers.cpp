@@ -21,7 +21,7 @@
 #include "parallel/model_state.h"
 #include "parallel/pipeline/stage_chunks.h"
 #include "parallel/tensor/tensor_hooks.h"
-#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
 

@@ -14,7 +14,7 @@
 #include "parallel/pipeline/pipeline_executor.h"
 #include "parallel/pipeline/stage_chunks.h"
 #include "parallel/pipeline/stage_split.h"
-#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tp_checkpoint.h"
 
 namespace ff {
 

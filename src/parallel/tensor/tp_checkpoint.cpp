@@ -1,4 +1,4 @@
-#include "parallel/tensor/tensor_parallel.h"
+#include "parallel/tensor/tp_checkpoint.h"
 
 #include <algorithm>
 #include <stdexcept>
