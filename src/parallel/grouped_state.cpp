@@ -197,6 +197,33 @@ void GroupedState::load_full(const float* params, const float* m, const float* v
   }
 }
 
+StateRuns GroupedState::checkpoint_runs(bool for_save) {
+  if (single()) return groups_[0].state->checkpoint_runs(for_save);
+  StateRuns out;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const GroupLayout& l = *groups_[g].layout;
+    const StateRuns r = groups_[g].state->checkpoint_runs(for_save);
+    auto to_flat = [&](const std::vector<StateRun>& local, std::vector<StateRun>& flat) {
+      for (const StateRun& run : local)
+        for (size_t i = 0; i < l.segments().size(); ++i) {
+          const ParamSegment& s = l.segments()[i];
+          const size_t lo = std::max(run.flat, s.offset), hi = std::min(run.flat + run.count, s.offset + s.count);
+          if (lo < hi) flat.push_back({l.flat_segments()[i].offset + (lo - s.offset), hi - lo, run.data + (lo - run.flat)});
+        }
+    };
+    to_flat(r.params, out.params);
+    to_flat(r.m, out.m);
+    to_flat(r.v, out.v);
+  }
+  for (auto* runs : {&out.params, &out.m, &out.v})
+    std::sort(runs->begin(), runs->end(), [](const StateRun& a, const StateRun& b) { return a.flat < b.flat; });
+  return out;
+}
+
+void GroupedState::after_load() {
+  for (Group& g : groups_) g.state->after_load();
+}
+
 float* GroupedState::segment_grads(const ParamSegment& seg, size_t* count) {
   const Where& w = locate(seg);
   return groups_[w.group].state->segment_grads(w.local, count);

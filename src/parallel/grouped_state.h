@@ -32,6 +32,9 @@ class GroupedState final : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
   void load_full(const float* params, const float* m, const float* v) override;
+  // Each group's runs, cut at its segments' ends and moved to the model's flat coordinates.
+  StateRuns checkpoint_runs(bool for_save) override;
+  void after_load() override;
   float* segment_grads(const ParamSegment& seg, size_t* count) override;
 
   size_t group_count() const { return groups_.size(); }

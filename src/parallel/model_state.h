@@ -36,6 +36,16 @@ struct DataParallelConfig {
   GradSync sync = GradSync::overlap;
 };
 
+// A run of the model's flat layout and where this rank keeps it: how a sharded checkpoint sees
+// one of the state's buffers without gathering anything.
+struct StateRun {
+  size_t flat = 0, count = 0;  // elements [flat, flat + count) of the model's flat layout
+  float* data = nullptr;
+};
+struct StateRuns {
+  std::vector<StateRun> params, m, v;  // ascending by flat
+};
+
 class ModelState {
  public:
   virtual ~ModelState() = default;
@@ -59,6 +69,11 @@ class ModelState {
   // take each rank's part of a full state on load.
   virtual void gather_full(float* params, float* m, float* v) = 0;
   virtual void load_full(const float* params, const float* m, const float* v) = 0;
+  // Sharded checkpoints. for_save: the runs this rank writes, so that the ranks of a group write
+  // each element of its state exactly once (a replicated group's first rank; a ZeRO chunk's
+  // owner). Otherwise every run this rank holds, which a load must fill; then call after_load.
+  virtual StateRuns checkpoint_runs(bool for_save) = 0;
+  virtual void after_load() {}
   // The part of segment `seg`'s summed gradient this rank holds after finish_grads (all of it,
   // or its ZeRO chunk), and its length: for sums across other groups (tied embeddings).
   virtual float* segment_grads(const ParamSegment& seg, size_t* count) = 0;

@@ -59,6 +59,8 @@ const std::vector<Binding>& bindings() {
       {{"eval_every", "validation loss every N steps and at the end (0 = never)"}, FF_FIELD(eval_every)},
       {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
       {{"ckpt_every", "checkpoint every N steps, and always at the end (0 = end only)"}, FF_FIELD(ckpt_every)},
+      {{"keep_checkpoints", "complete checkpoints (step_N/ folders) kept in the run folder, newest first"}, FF_FIELD(keep_checkpoints)},
+      {{"ckpt_async", "write checkpoints in a background thread while training continues (true | false)"}, FF_FIELD(ckpt_async)},
       {{"log_every", "progress line every N steps"}, FF_FIELD(log_every)},
       {{"dp", "data-parallel replicas (0 = all ranks left by tp, pp, cp)"}, FF_FIELD(dp)},
       {{"tp", "tensor-parallel degree (Megatron column/row split; heads, kv heads, ffn_dim, vocab divide by it)"}, FF_FIELD(tp)},
@@ -283,6 +285,9 @@ void validate_train_config(const TrainConfig& c) {
                    c.threads, max_useful_threads() / 4, max_useful_threads()));
   need(c.eval_every >= 0 && c.eval_batches > 0, "eval_every must be >= 0 and eval_batches > 0");
   need(c.ckpt_every >= 0 && c.log_every > 0, "ckpt_every must be >= 0 and log_every > 0");
+  need(c.keep_checkpoints >= 1,
+       fmt::format("keep_checkpoints must be >= 1 (got {}): the run folder keeps at least the newest checkpoint",
+                   c.keep_checkpoints));
   need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
   need(c.tp >= 1, fmt::format("tp must be >= 1 (got {})", c.tp));
   need(!c.sp || c.tp > 1, "sp = true needs tp > 1: sequence parallelism splits tokens over the tp group");

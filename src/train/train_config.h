@@ -32,6 +32,8 @@ struct TrainConfig {
   int eval_every = 50;          // validation loss every N steps (and at the end); 0 = never
   int eval_batches = 4;         // micro-batches of validation data per evaluation
   int ckpt_every = 0;           // checkpoint every N steps (and always at the end); 0 = end only
+  int keep_checkpoints = 2;     // complete step_N/ checkpoints kept in the run folder
+  bool ckpt_async = false;      // write checkpoints from a background thread while training goes on
   int log_every = 1;            // progress line every N steps
   // Layout over the ranks mpirun started (dp * tp * pp * cp must equal them).
   int dp = 0;                   // data-parallel replicas; 0 = every rank the other axes leave

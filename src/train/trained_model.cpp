@@ -5,20 +5,26 @@
 
 #include <fmt/format.h>
 
+#include "io/sharded_checkpoint.h"
+#include "train/checkpoint_meta.h"
+#include "train/state_pieces.h"
+
 namespace ff {
 
 namespace fs = std::filesystem;
 
 TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch) {
   TrainedModel t;
-  t.checkpoint_path = checkpoint_path_in(dir_or_file);
-  t.tokenizer_path = (fs::path(t.checkpoint_path).parent_path() / "tokenizer.model").string();
+  const CheckpointMeta meta = checkpoint_meta_in(dir_or_file);
+  t.checkpoint_path = meta.dir;
+  // The tokenizer lives in the run folder, beside the step_N folders.
+  t.tokenizer_path = (fs::path(meta.dir).parent_path() / "tokenizer.model").string();
   if (!fs::exists(t.tokenizer_path))
     throw std::runtime_error(fmt::format(
         "no tokenizer beside the checkpoint: expected '{}' (train copies it there; copy the "
         "data folder's tokenizer.model if it was removed)",
         t.tokenizer_path));
-  t.state = load_checkpoint(t.checkpoint_path, nullptr, nullptr, nullptr, 0);
+  t.state = meta.state;
   t.tokenizer = std::make_unique<Tokenizer>(t.tokenizer_path);
   if (t.tokenizer->vocab_size() != t.state.model.vocab_size)
     throw std::runtime_error(fmt::format(
@@ -34,7 +40,9 @@ TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch) {
         t.tokenizer_path, t.checkpoint_path));
   t.model = std::make_unique<Llama>(t.state.model, max_batch, Recompute::none);
   t.params.allocate(t.model->layout().total(), MemCategory::params);
-  load_checkpoint(t.checkpoint_path, t.params.data(), nullptr, nullptr, t.params.size());
+  // Only the parameters (4 bytes each), never the moments, straight into the model's buffer.
+  ShardedCheckpointReader reader(meta.dir);
+  read_state_pieces(reader, t.model->layout(), StateRuns{{{0, t.params.size(), t.params.data()}}, {}, {}}, true);
   return t;
 }
 

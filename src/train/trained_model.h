@@ -13,15 +13,15 @@ namespace ff {
 
 struct TrainedModel {
   CheckpointState state;
-  std::string checkpoint_path;
+  std::string checkpoint_path;  // the step_N folder
   std::string tokenizer_path;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Llama> model;
   TrackedBuffer<float> params;
 };
 
-// dir_or_file: a run folder (with checkpoint.bin and tokenizer.model) or a checkpoint file whose
-// folder holds the tokenizer. Throws when either is missing or their vocabularies differ.
+// dir: a run folder (its newest complete step_N checkpoint, and tokenizer.model) or one of its
+// step_N folders. Reads the parameters only. Throws when either is missing or they disagree.
 TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch);
 
 }  // namespace ff

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -16,7 +17,7 @@
 #include "kernels/adamw.h"
 #include "kernels/gemm.h"
 #include "comm/comm.h"
-#include "train/checkpoint.h"
+#include "train/checkpoint_meta.h"
 
 namespace ff {
 
@@ -82,26 +83,24 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
   if (leader()) fs::create_directories(out_dir_);
-  const fs::path ckpt = fs::path(out_dir_) / checkpoint_file_name();
-  CheckpointState resume;
-  const bool resuming = fs::exists(ckpt);
+  const std::optional<CheckpointMeta> resume = read_latest_checkpoint_meta(out_dir_);
+  const bool resuming = resume.has_value();
   if (resuming) {
-    resume = load_checkpoint(ckpt.string(), nullptr, nullptr, nullptr, 0);
-    std::string diff = describe_model_difference(resume.model, cfg_.model);
+    std::string diff = describe_model_difference(resume->state.model, cfg_.model);
     if (!diff.empty())
       throw std::runtime_error(fmt::format(
-          "the checkpoint in '{}' is of a different model ({}); use a new --out folder, or the "
+          "the checkpoint '{}' is of a different model ({}); use a new --out folder, or the "
           "same model keys to resume it",
-          out_dir_, diff));
-    if (resume.tokenizer_checksum != 0 && resume.tokenizer_checksum != tokenizer.checksum())
+          resume->dir, diff));
+    if (resume->state.tokenizer_checksum != 0 && resume->state.tokenizer_checksum != tokenizer.checksum())
       throw std::runtime_error(fmt::format(
-          "the checkpoint in '{}' was trained with another tokenizer than '{}' (checksums differ); "
+          "the checkpoint '{}' was trained with another tokenizer than '{}' (checksums differ); "
           "resume with the data folder the run was prepared with, or use a new --out folder",
-          out_dir_, tok_path));
-    if (resume.step > cfg_.steps)
+          resume->dir, tok_path));
+    if (resume->state.step > cfg_.steps)
       throw std::runtime_error(fmt::format(
-          "the checkpoint in '{}' is at step {}, past steps = {}; raise --steps to continue",
-          out_dir_, resume.step, cfg_.steps));
+          "the checkpoint '{}' is at step {}, past steps = {}; raise --steps to continue",
+          resume->dir, resume->state.step, cfg_.steps));
   }
 
   const std::string train_path = data_file(cfg_, "train.bin"), val_path = data_file(cfg_, "val.bin");
@@ -134,6 +133,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
                             tracer_.get(), replicas);
+  saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
+                                             cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
@@ -154,13 +155,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     }
   }
   if (resuming) {
-    // Every rank reads the full state and keeps its part (a checkpoint is layout-free).
-    const size_t n = ParamLayout(cfg_.model).total();
-    std::vector<float> p(n), m(n), v(n);
-    resume = load_checkpoint(ckpt.string(), p.data(), m.data(), v.data(), n);
-    load_full_state(p, m, v);
-    step_ = resume.step;
-    loader_->set_position(resume.data);
+    // Each rank reads only what its layout holds, whatever layout saved it.
+    load_checkpoint_state(resume->dir);
+    step_ = saved_step_ = resume->state.step;
+    loader_->set_position(resume->state.data);
   } else {
     state_->init_parameters(cfg_.model, cfg_.seed);
   }

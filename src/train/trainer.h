@@ -21,6 +21,7 @@
 #include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
+#include "train/checkpoint_saver.h"
 #include "train/lr_schedule.h"
 #include "train/train_config.h"
 
@@ -45,11 +46,15 @@ class Trainer {
   // One optimizer step on the next global batch; returns its record (loss over all ranks).
   StepRecord train_step();
   double evaluate();  // mean validation loss over cfg.eval_batches micro-batches
-  void save();        // collective: every rank calls it, rank 0 writes
+  // Collective: every rank writes its own pieces; rank 0 then writes the manifest. With
+  // ckpt_async the write continues in the background until the next save or finish_saves().
+  void save();
+  void finish_saves();  // collective: completes a background save (run() calls it at the end)
 
   const TrainConfig& config() const { return cfg_; }
   const Llama& model() const { return *model_; }
-  // The full parameters (gathered from the ZeRO-3 shards and tensor-parallel blocks; collective).
+  // The full parameters (gathered from the ZeRO-3 shards and tensor-parallel blocks; collective;
+  // for tests and inspection, never used by checkpoints).
   std::vector<float> full_params();
   ModelState& state() { return *state_; }
   int step() const { return step_; }
@@ -65,10 +70,8 @@ class Trainer {
   bool leader() const { return world_rank() == 0; }  // rank 0 on every axis, cp included
   // x summed over the ranks differing from this one only along `axes` (x itself without a mesh).
   double sum_over(double x, std::initializer_list<MeshAxis> axes) const;
-  // The layout-free full state (checkpoint) into this rank's part, and back.
-  void load_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v);
-  // The full (unsharded) parameters and AdamW moments: collective over dp and tp.
-  void gather_full_state(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v);
+  // Fills this rank's state from a sharded checkpoint folder, reading only what it holds.
+  void load_checkpoint_state(const std::string& step_dir);
   void log_progress(const StepRecord& r, double tokens_per_s, double val_loss);
   void write_trace();
 
@@ -97,6 +100,8 @@ class Trainer {
   std::unique_ptr<ModelState> state_;
   LrSchedule schedule_;
   std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<CheckpointSaver> saver_;
+  int saved_step_ = -1;  // the step of the checkpoint this state is (resumed from or last saved)
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
   int step_ = 0;

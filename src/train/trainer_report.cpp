@@ -93,6 +93,7 @@ void Trainer::run() {
     if (cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last) save();
   }
   save();
+  finish_saves();
   write_trace();
   if (leader() && !quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
 }

@@ -13,7 +13,8 @@ ReplicatedState::ReplicatedState(const GroupLayout& layout, const AdamWConfig& a
       grads_(layout.total(), MemCategory::grads),
       adam_(full_group_spans(layout), layout.total(), adam),
       source_(params_.data()),
-      local_sink_(grads_.data()) {
+      local_sink_(grads_.data()),
+      comm_rank_(dp ? dp->rank() : 0) {
   if (dp && dp->size() > 1 && cfg.sync != GradSync::none) {
     const size_t bucket_elems = size_t(cfg.bucket_mb * 1024 * 1024 / sizeof(float));
     ddp_ = std::make_unique<BucketedAllReduce>(layout, grads_.data(), *dp, bucket_elems,
@@ -66,6 +67,12 @@ void ReplicatedState::load_full(const float* params, const float* m, const float
   std::memcpy(params_.data(), params, bytes);
   std::memcpy(adam_.m(), m, bytes);
   std::memcpy(adam_.v(), v, bytes);
+}
+
+StateRuns ReplicatedState::checkpoint_runs(bool for_save) {
+  if (for_save && comm_rank_ != 0) return {};  // every replica holds the same state
+  const size_t n = params_.size();
+  return {{{0, n, params_.data()}}, {{0, n, adam_.m()}}, {{0, n, adam_.v()}}};
 }
 
 }  // namespace ff

@@ -24,6 +24,7 @@ class ReplicatedState final : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
   void load_full(const float* params, const float* m, const float* v) override;
+  StateRuns checkpoint_runs(bool for_save) override;
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
     *count = seg.count;
     return grads_.data() + seg.offset;
@@ -36,6 +37,7 @@ class ReplicatedState final : public ModelState {
   FlatParams source_;
   FlatGrads local_sink_;
   std::unique_ptr<BucketedAllReduce> ddp_;  // null without a group of 2 or more
+  int comm_rank_ = 0;  // in the group's communicator: only rank 0 saves the replicated state
 };
 
 }  // namespace ff

@@ -149,4 +149,23 @@ void ShardedState::load_full(const float* params, const float* m, const float* v
   if (gather_) gather_->invalidate();
 }
 
+StateRuns ShardedState::checkpoint_runs(bool for_save) {
+  StateRuns r;
+  // Stages 1 and 2 hold the full parameters; each rank saves only its own chunks of them.
+  if (stage_ != 3 && !for_save) r.params.push_back({0, params_.size(), params_.data()});
+  for (const ShardedSegment& s : shards_.segments()) {
+    if (s.mine.count == 0) continue;
+    const size_t at = s.seg.offset + s.mine.offset;
+    if (stage_ == 3) r.params.push_back({at, s.mine.count, params_.data() + s.shard_at});
+    else if (for_save) r.params.push_back({at, s.mine.count, params_.data() + at});
+    r.m.push_back({at, s.mine.count, adam_.m() + s.shard_at});
+    r.v.push_back({at, s.mine.count, adam_.v() + s.shard_at});
+  }
+  return r;
+}
+
+void ShardedState::after_load() {
+  if (gather_) gather_->invalidate();
+}
+
 }  // namespace ff

@@ -33,6 +33,8 @@ class ShardedState final : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
   void load_full(const float* params, const float* m, const float* v) override;
+  StateRuns checkpoint_runs(bool for_save) override;
+  void after_load() override;
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
     const ShardedSegment& s = shards_.of(seg);
     *count = s.mine.count;

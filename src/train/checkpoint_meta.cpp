@@ -1,0 +1,70 @@
+#include "train/checkpoint_meta.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "io/sharded_checkpoint.h"
+#include "model/parameters.h"
+
+namespace ff {
+
+namespace fs = std::filesystem;
+
+CheckpointInfo checkpoint_info(const CheckpointState& s, const nlohmann::json& layout) {
+  CheckpointInfo info;
+  info.step = s.step;
+  info.config = model_config_to_json(s.model);
+  info.layout = layout;
+  info.state = {{"format", "fivefold-train-checkpoint"},
+                {"data_epoch", s.data.epoch},
+                {"data_cursor", s.data.cursor},
+                {"num_params", ParamLayout(s.model).total()},
+                {"config", s.config_toml},
+                {"tokenizer_checksum", s.tokenizer_checksum}};
+  return info;
+}
+
+CheckpointState checkpoint_state_from_info(const CheckpointInfo& info, const std::string& step_dir) {
+  nlohmann::json meta = info.state;
+  if (meta.is_object()) {
+    meta["model"] = info.config;
+    meta["step"] = info.step;
+  }
+  return checkpoint_state_from_meta(meta, (fs::path(step_dir) / kManifestName).string());
+}
+
+std::optional<CheckpointMeta> read_latest_checkpoint_meta(const std::string& run_dir) {
+  const std::optional<CompleteCheckpoint> found = find_latest_complete(run_dir);
+  if (!found) return std::nullopt;
+  const Manifest m = read_manifest(found->dir);
+  return CheckpointMeta{found->dir, checkpoint_state_from_info(m.info, found->dir), m.info.layout};
+}
+
+CheckpointMeta checkpoint_meta_in(const std::string& path) {
+  refuse_single_file_checkpoint(path);
+  if (fs::exists(fs::path(path) / kManifestName)) {
+    const std::string why = incomplete_reason(path);
+    if (!why.empty())
+      throw std::runtime_error(fmt::format("checkpoint '{}' is not complete: {}; pass the run folder to use "
+                                           "its newest complete checkpoint",
+                                           path, why));
+    const Manifest m = read_manifest(path);
+    return {path, checkpoint_state_from_info(m.info, path), m.info.layout};
+  }
+  if (!fs::is_directory(path))
+    throw std::runtime_error(fmt::format(
+        "no checkpoint at '{}': pass the --out folder of a `fivefold train` run (it holds step_N/ "
+        "folders) or one of its step_N folders",
+        path));
+  std::optional<CheckpointMeta> meta = read_latest_checkpoint_meta(path);
+  if (!meta)
+    throw std::runtime_error(fmt::format(
+        "no complete checkpoint in '{}': a `fivefold train` run writes step_N/ folders there at its "
+        "end and every ckpt_every steps; pass such a run folder",
+        path));
+  return *meta;
+}
+
+}  // namespace ff

@@ -1,0 +1,61 @@
+#pragma once
+// The trainer's half of a sharded save (io/sharded_checkpoint.h has the format): every rank
+// writes its own pieces to its own data file, then rank 0 gathers every rank's record, writes the
+// manifest and moves `latest` (keeping the newest keep_checkpoints). Nothing is gathered but the
+// records' text, so a save costs each rank only its share of the state.
+//
+// Asynchronous (ckpt_async): the pieces are first copied into one ledger-tracked staging buffer,
+// and a background thread writes the data file while training goes on. MPI stays on the training
+// thread: the next save, or finish() at the end of the run, waits for the thread and then
+// publishes. A failed write on any rank fails every rank's next save/finish with its message.
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/memory.h"
+#include "io/sharded_checkpoint.h"
+#include "train/state_pieces.h"
+
+namespace ff {
+
+class Comm;
+
+class CheckpointSaver {
+ public:
+  // world: every rank of the job (null: one process). keep >= 1.
+  CheckpointSaver(std::string run_dir, const Comm* world, int keep, bool async);
+  // Waits for a background write without publishing it (an exception is unwinding the trainer).
+  ~CheckpointSaver();
+  CheckpointSaver(const CheckpointSaver&) = delete;
+  CheckpointSaver& operator=(const CheckpointSaver&) = delete;
+
+  // Collective: saves step info.step from this rank's pieces (synchronously, or started in the
+  // background; the pieces' data may change as soon as it returns).
+  void save(const CheckpointInfo& info, const std::vector<SavePiece>& pieces);
+  // Collective: completes a pending background save. Throws on every rank if any rank's failed.
+  void finish();
+  // Seconds the last save() kept training waiting (the whole write, or the copy when async).
+  double last_stall_seconds() const { return stall_s_; }
+
+ private:
+  void join();
+  // Collective: agrees on failure, gathers the records, writes the manifest and publishes.
+  void publish();
+
+  std::string run_dir_;
+  const Comm* world_;
+  int keep_;
+  bool async_;
+  std::thread thread_;
+  bool pending_ = false;
+  CheckpointInfo info_;  // of the pending save
+  ShardFileRecord record_;
+  std::string error_;    // the background write's failure, "" when none
+  TrackedBuffer<float> staging_;
+  double stall_s_ = 0;
+};
+
+}  // namespace ff
