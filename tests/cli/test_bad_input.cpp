@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "cli_runner.h"
 #include "test_data.h"
@@ -25,6 +28,19 @@ std::string good_run() {
   return out;
 }
 
+// Every file of the run's checkpoints (step_N folders and the `latest` pointer), concatenated in
+// name order: equal before and after means nothing wrote over them.
+std::string checkpoint_bytes(const std::string& run) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(run))
+    if (e.is_regular_file() && (e.path().filename() == "latest" || e.path().parent_path().filename().string().rfind("step_", 0) == 0))
+      files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const std::string& f : files) all += f + "\n" + read_file(f);
+  return all;
+}
+
 void expect_failure(const CliResult& r, std::initializer_list<const char*> words) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   for (const char* w : words) EXPECT_NE(r.output.find(w), std::string::npos) << "missing '" << w << "' in:\n" << r.output;
@@ -35,7 +51,7 @@ TEST(BadInput, MissingDataFolder) {
   std::string out = temp_dir("nodata");
   CliResult r = run_fivefold("train --config " + config_path("tiny.toml") + " --data /nonexistent/folder --out " + out);
   expect_failure(r, {"/nonexistent/folder/tokenizer.model", "is missing", "fivefold prepare"});
-  EXPECT_FALSE(fs::exists(out + "/checkpoint.bin"));
+  EXPECT_FALSE(fs::exists(out + "/latest"));
 }
 
 TEST(BadInput, UnknownConfigKey) {
@@ -99,34 +115,34 @@ TEST(BadInput, CorruptShard) {
   std::string out = temp_dir("corrupt-out");
   CliResult r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + data + " --out " + out);
   expect_failure(r, {"train.bin", "fivefold prepare"});
-  EXPECT_FALSE(fs::exists(out + "/checkpoint.bin"));
+  EXPECT_FALSE(fs::exists(out + "/latest"));
 }
 
 TEST(BadInput, CorruptCheckpointIsRefusedAndKept) {
   std::string run = good_run();
-  flip_byte(run + "/checkpoint.bin");
-  const std::string damaged = read_file(run + "/checkpoint.bin");
+  flip_byte(run + "/step_5/rank_00000.bin", 0.2);  // in the parameters, which sample reads too
+  const std::string damaged = checkpoint_bytes(run);
   CliResult r = run_fivefold("sample --ckpt " + run + " --prompt And --max-tokens 5");
-  expect_failure(r, {"checkpoint.bin", "damaged"});
+  expect_failure(r, {"rank_00000.bin", "damaged"});
   r = run_fivefold(tiny_train(run, "--steps 10"));
-  expect_failure(r, {"checkpoint.bin", "damaged"});
-  EXPECT_EQ(read_file(run + "/checkpoint.bin"), damaged);  // nothing wrote over it
+  expect_failure(r, {"rank_00000.bin", "damaged"});
+  EXPECT_EQ(checkpoint_bytes(run), damaged);  // nothing wrote over it
 }
 
 TEST(BadInput, NanLossStopsWithoutTouchingTheCheckpoint) {
   std::string run = good_run();
-  const std::string good = read_file(run + "/checkpoint.bin");
+  const std::string good = checkpoint_bytes(run);
   CliResult r = run_fivefold(tiny_train(run, "--steps 10 --lr 1e30 --grad-clip 0"));
   expect_failure(r, {"loss became", "lower lr"});
-  EXPECT_EQ(read_file(run + "/checkpoint.bin"), good);
+  EXPECT_EQ(checkpoint_bytes(run), good);
 }
 
 TEST(BadInput, CheckpointOfAnotherModelIsNotResumed) {
   std::string run = good_run();
-  const std::string good = read_file(run + "/checkpoint.bin");
+  const std::string good = checkpoint_bytes(run);
   CliResult r = run_fivefold(tiny_train(run, "--steps 10 --dim 128"));
   expect_failure(r, {"different model", "dim 64 vs 128", "new --out folder"});
-  EXPECT_EQ(read_file(run + "/checkpoint.bin"), good);
+  EXPECT_EQ(checkpoint_bytes(run), good);
 }
 
 namespace {
@@ -171,11 +187,11 @@ TEST(BadInput, ReplacedTokenizerOfTheSameSizeIsNoticed) {
   expect_failure(r, {"train.bin", "different tokenizer.model"});
   // A consistent data folder of another tokenizer does not continue a run trained on the first.
   std::string resumed = good_run();
-  const std::string good = read_file(resumed + "/checkpoint.bin");
+  const std::string good = checkpoint_bytes(resumed);
   r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + other + " --out " + resumed +
                    " --eval-every 0 --steps 10");
   expect_failure(r, {"another tokenizer", "checksums differ"});
-  EXPECT_EQ(read_file(resumed + "/checkpoint.bin"), good);
+  EXPECT_EQ(checkpoint_bytes(resumed), good);
 }
 
 // Defect 4: validation gaps on the command line.

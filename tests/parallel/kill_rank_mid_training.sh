@@ -28,10 +28,10 @@ awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons p
 job=$!
 # Wait for the first checkpoint, then kill rank 1 while it is inside a step.
 for _ in $(seq 1 300); do
-  [ -f "$out/run/checkpoint.bin" ] && break
+  [ -f "$out/run/latest" ] && break
   sleep 0.1
 done
-[ -f "$out/run/checkpoint.bin" ] || fail "no checkpoint appeared within 30 s"
+[ -f "$out/run/latest" ] || fail "no checkpoint appeared within 30 s"
 sleep 0.3
 victim=$(pgrep -f "fivefold train --config $config --data $data --out $out/run" | sort -n | tail -n 1)
 [ -n "$victim" ] || fail "could not find the ranks' processes"

@@ -48,7 +48,10 @@ std::string copy_checkpoint(const Comm& world, const std::string& from) {
   std::string dir;
   if (world.rank() == 0) {
     dir = testkit::temp_dir("load");
-    fs::copy_file(fs::path(from) / checkpoint_file_name(), fs::path(dir) / checkpoint_file_name());
+    // The step_N folders and the `latest` pointer (a sharded checkpoint: one file per saving rank).
+    for (const auto& e : fs::directory_iterator(from))
+      if (e.path().filename() == "latest" || e.path().filename().string().rfind("step_", 0) == 0)
+        fs::copy(e.path(), fs::path(dir) / e.path().filename(), fs::copy_options::recursive);
   }
   dir = testkit::broadcast_string(world, dir);
   world.barrier();
