@@ -43,7 +43,8 @@ std::set<std::string> saved_elsewhere(const ModelConfig& c, const ParamLayout& l
   if (split)
     for (int r = 0; r < pp_rank; ++r) {
       const ModelParts parts = parts_of_rank(*split, r);
-      for (const ParamView& v : ParamLayout(c, nullptr, &parts).views())
+      const ParamLayout theirs(c, nullptr, &parts);  // named: a temporary would die before the loop
+      for (const ParamView& v : theirs.views())
         if (mine.count(v.name)) skip.insert(v.name);
     }
   if (tp_size > 1)
