@@ -117,6 +117,7 @@ void CheckpointSaver::save(const CheckpointInfo& info, const std::vector<SavePie
   pending_ = true;
   thread_ = std::thread([this, staged = std::move(staged), rank, step = info.step, step_dir] {
     try {
+      if (before_background_write) before_background_write(step_dir);
       record_ = write_pieces(staged, rank, step, step_dir);
     } catch (const std::exception& e) {
       error_ = fmt::format("rank {} writing its part of checkpoint {} in the background: {}", rank, step_dir,

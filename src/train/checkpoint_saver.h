@@ -10,6 +10,7 @@
 // publishes. A failed write on any rank fails every rank's next save/finish with its message.
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -37,6 +38,9 @@ class CheckpointSaver {
   void save(const CheckpointInfo& info, const std::vector<SavePiece>& pieces);
   // Collective: completes a pending background save. Throws on every rank if any rank's failed.
   void finish();
+  // Test-only: runs on the background thread before it writes (an exception there is a failed
+  // write), so a test can fail a write that a real disk fails rarely.
+  std::function<void(const std::string& step_dir)> before_background_write;
   // Seconds the last save() kept training waiting (the whole write, or the copy when async).
   double last_stall_seconds() const { return stall_s_; }
 

@@ -18,6 +18,7 @@ struct TrainedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Llama> model;
   TrackedBuffer<float> params;
+  uint64_t bytes_read = 0;  // from the checkpoint's data files: the parameters' blocks, no moments
 };
 
 // dir: a run folder (its newest complete step_N checkpoint, and tokenizer.model) or one of its
