@@ -4,7 +4,8 @@
 // the layout that saved it, bitwise those of a straight run of that layout. The saves cover
 // serial, dp 2 under ZeRO 0, 1 and 3 (ZeRO 3 asynchronous), tp 2, pp 2 and tp 2 x dp 2 ZeRO 3;
 // the loads include 1 -> 4, 2 -> 4, 4 -> 2 and 4 -> 1. Tied embeddings, so a pipeline's two
-// copies of the embedding are saved once. Run under mpirun -np 4.
+// copies of the embedding are saved once. Run under mpirun -np 4; under -np 8 it runs pp 2 x tp 2 x
+// dp 2 ZeRO 3 to and from serial and tp 2 x dp 2 instead (bench/ckpt/reshard_8_ranks.sh).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -48,7 +49,8 @@ TrainConfig config(const std::string& data, const Layout& l, int stop_at) {
 
 struct Groups {
   const Comm& world;
-  Comm pair;  // ranks {0, 1} (and {2, 3})
+  Comm pair, quad;  // the first 2 and the first 4 ranks (and the others, split alike)
+  const Comm* of(int ranks) const { return ranks == world.size() ? &world : ranks == 4 ? &quad : ranks == 2 ? &pair : nullptr; }
 };
 
 // Runs layout l on the first l.ranks ranks (the others return at once); the history on world
@@ -56,7 +58,7 @@ struct Groups {
 std::vector<StepRecord> train(const Groups& g, const std::string& data, const Layout& l, const std::string& dir,
                               int stop_at, bool resume) {
   if (g.world.rank() >= l.ranks) return {};
-  const Comm* comm = l.ranks == 4 ? &g.world : l.ranks == 2 ? &g.pair : nullptr;
+  const Comm* comm = g.of(l.ranks);
   std::optional<Mesh> mesh;
   if (comm) mesh.emplace(*comm, MeshDegrees{.dp = l.dp, .tp = l.tp, .pp = l.pp});
   Trainer t(config(data, l, stop_at), dir, comm ? &*mesh : nullptr);
@@ -105,19 +107,22 @@ int compare(const std::string& what, const std::vector<StepRecord>& resumed, con
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   const Comm& world = comm_world();
-  if (world.size() != 4) return std::fprintf(stderr, "run under mpirun -np 4\n"), 2;
+  if (world.size() != 4 && world.size() != 8) return std::fprintf(stderr, "run under mpirun -np 4 (or 8)\n"), 2;
   const std::string data = testkit::shared_tiny_data_dir(world);
-  const Groups g{world, world.split(world.rank() < 2 ? 0 : 1, world.rank())};
+  const Groups g{world, world.split(world.rank() / 2, world.rank()), world.split(world.rank() / 4, world.rank())};
 
   const Layout serial{"serial", 1, 1, 1, 1, 0}, dp2z0{"dp 2 zero 0", 2, 2, 1, 1, 0},
       dp2z1{"dp 2 zero 1", 2, 2, 1, 1, 1}, dp2z3_async{"dp 2 zero 3 async", 2, 2, 1, 1, 3, true},
       dp2z3{"dp 2 zero 3", 2, 2, 1, 1, 3}, tp2{"tp 2", 2, 1, 2, 1, 0}, pp2{"pp 2", 2, 1, 1, 2, 0},
-      tp2dp2z3{"tp 2 x dp 2 zero 3", 4, 2, 2, 1, 3};
+      tp2dp2z3{"tp 2 x dp 2 zero 3", 4, 2, 2, 1, 3}, pp2tp2dp2z3{"pp 2 x tp 2 x dp 2 zero 3", 8, 2, 2, 2, 3};
   struct Case {
     Layout save, load;
   };
-  const std::vector<Case> cases = {{serial, tp2dp2z3}, {dp2z0, pp2},   {dp2z1, tp2},      {dp2z3_async, tp2dp2z3},
-                                   {tp2, dp2z3},       {pp2, serial},  {tp2dp2z3, dp2z1}, {tp2dp2z3, serial}};
+  // 8 ranks (too many for CI; bench/ckpt/reshard_8_ranks.sh): the 3D layout both ways.
+  const std::vector<Case> cases =
+      world.size() == 8 ? std::vector<Case>{{pp2tp2dp2z3, serial}, {pp2tp2dp2z3, tp2dp2z3}, {tp2dp2z3, pp2tp2dp2z3}}
+                        : std::vector<Case>{{serial, tp2dp2z3}, {dp2z0, pp2},   {dp2z1, tp2},      {dp2z3_async, tp2dp2z3},
+                                            {tp2, dp2z3},       {pp2, serial},  {tp2dp2z3, dp2z1}, {tp2dp2z3, serial}};
 
   const std::vector<StepRecord> straight = train(g, data, serial, fresh_dir(world, "straight"), 0, false);
   int failures = 0;

@@ -1,0 +1,8 @@
+#!/bin/sh
+# Issue 10's 8-rank resharding case, too many ranks for CI: pp 2 x tp 2 x dp 2 ZeRO 3 saves at
+# step 4 and serial and tp 2 x dp 2 ZeRO 3 resume it (and the reverse), each continuing with a
+# straight serial run's losses and gradient norms (1e-5). Prints one line per case and PASS/FAIL.
+# usage: sh bench/ckpt/reshard_8_ranks.sh [BUILD_DIR]
+build=${1:-build}
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
+  mpirun --oversubscribe -np 8 "$build/tests/parallel/sharded_reshard" && echo PASS || { echo FAIL; exit 1; }
