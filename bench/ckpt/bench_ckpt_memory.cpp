@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   for (int i = 5; i < argc; ++i) {
     const std::string kv = argv[i];
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos) return std::fprintf(stderr, "bad override '%s' (want key=value)\n", argv[i]), 2;
+    if (eq == std::string::npos)
+      return std::fprintf(stderr, "bad override '%s' (want key=value)\n", argv[i]), 2;
     overrides.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   TrainConfig cfg = load_train_config(argv[1], overrides);
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   world.all_gather(mine.data(), all.data(), all.size());
   if (world.rank() == 0)
     for (int r = 0; r < world.size(); ++r)
-      std::printf("rank %d ledger_peak_bytes %.0f vmhwm_bytes %.0f step %d\n", r, all[2 * r], all[2 * r + 1], step);
+      std::printf("rank %d ledger_peak_bytes %.0f vmhwm_bytes %.0f step %d\n", r, all[2 * r], all[2 * r + 1],
+                  step);
   return 0;
 }

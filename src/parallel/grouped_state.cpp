@@ -207,8 +207,10 @@ StateRuns GroupedState::checkpoint_runs(bool for_save) {
       for (const StateRun& run : local)
         for (size_t i = 0; i < l.segments().size(); ++i) {
           const ParamSegment& s = l.segments()[i];
-          const size_t lo = std::max(run.flat, s.offset), hi = std::min(run.flat + run.count, s.offset + s.count);
-          if (lo < hi) flat.push_back({l.flat_segments()[i].offset + (lo - s.offset), hi - lo, run.data + (lo - run.flat)});
+          const size_t lo = std::max(run.flat, s.offset);
+          const size_t hi = std::min(run.flat + run.count, s.offset + s.count);
+          if (lo < hi)
+            flat.push_back({l.flat_segments()[i].offset + (lo - s.offset), hi - lo, run.data + (lo - run.flat)});
         }
     };
     to_flat(r.params, out.params);
@@ -216,7 +218,8 @@ StateRuns GroupedState::checkpoint_runs(bool for_save) {
     to_flat(r.v, out.v);
   }
   for (auto* runs : {&out.params, &out.m, &out.v})
-    std::sort(runs->begin(), runs->end(), [](const StateRun& a, const StateRun& b) { return a.flat < b.flat; });
+    std::sort(runs->begin(), runs->end(),
+              [](const StateRun& a, const StateRun& b) { return a.flat < b.flat; });
   return out;
 }
 

@@ -1,9 +1,9 @@
 #include "train/checkpoint_meta.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "io/sharded_checkpoint.h"
 #include "model/parameters.h"
@@ -47,9 +47,10 @@ CheckpointMeta checkpoint_meta_in(const std::string& path) {
   if (fs::exists(fs::path(path) / kManifestName)) {
     const std::string why = incomplete_reason(path);
     if (!why.empty())
-      throw std::runtime_error(fmt::format("checkpoint '{}' is not complete: {}; pass the run folder to use "
-                                           "its newest complete checkpoint",
-                                           path, why));
+      throw std::runtime_error(
+          fmt::format("checkpoint '{}' is not complete: {}; pass the run folder to use "
+                      "its newest complete checkpoint",
+                      path, why));
     const Manifest m = read_manifest(path);
     return {path, checkpoint_state_from_info(m.info, path), m.info.layout};
   }

@@ -3,10 +3,9 @@
 // the data position (with the seed, the whole RNG state: the data order and the initializer are
 // counter-based), the resolved config and the tokenizer's checksum. The learning-rate schedule is
 // a function of the step and the config, so the step is its whole state.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "io/sharded_checkpoint_manifest.h"
 #include "train/checkpoint.h"

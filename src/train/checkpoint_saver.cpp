@@ -1,10 +1,10 @@
 #include "train/checkpoint_saver.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "comm/comm.h"
 
@@ -34,9 +34,10 @@ void agree(const Comm* world, const std::string& error, const std::string& what)
   world->all_reduce(&first_failed, 1, ReduceOp::min);
   if (!error.empty()) throw std::runtime_error(error);
   if (first_failed < world->size())
-    throw std::runtime_error(fmt::format("{} failed on rank {} (its own message says why); the previous "
-                                         "complete checkpoint is left as it was",
-                                         what, first_failed));
+    throw std::runtime_error(
+        fmt::format("{} failed on rank {} (its own message says why); the previous "
+                    "complete checkpoint is left as it was",
+                    what, first_failed));
 }
 
 // Every rank's record on rank 0 (others get an empty list): one all-gather of the padded text.

@@ -57,7 +57,7 @@ class CheckpointSaver {
   bool pending_ = false;
   CheckpointInfo info_;  // of the pending save
   ShardFileRecord record_;
-  std::string error_;    // the background write's failure, "" when none
+  std::string error_;  // the background write's failure, "" when none
   TrackedBuffer<float> staging_;
   double stall_s_ = 0;
 };

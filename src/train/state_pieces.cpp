@@ -10,9 +10,12 @@ namespace ff {
 
 std::string checkpoint_tensor_name(StateBuffer b, const std::string& param) {
   switch (b) {
-    case StateBuffer::params: return "params/" + param;
-    case StateBuffer::adam_m: return "adam_m/" + param;
-    case StateBuffer::adam_v: return "adam_v/" + param;
+    case StateBuffer::params:
+      return "params/" + param;
+    case StateBuffer::adam_m:
+      return "adam_m/" + param;
+    case StateBuffer::adam_v:
+      return "adam_v/" + param;
   }
   throw std::logic_error("checkpoint_tensor_name: unknown buffer");
 }
@@ -30,7 +33,8 @@ std::vector<TensorPiece> pieces_of_runs(const ParamLayout& layout, const std::ve
     for (const ParamView& v : layout.views()) {
       const size_t lo = std::max(run.flat, v.offset), hi = std::min(run.flat + run.count, v.offset + v.numel);
       if (lo >= hi || skip.count(v.name)) continue;
-      out.push_back({&v, view_block(v), int64_t(lo - v.offset), int64_t(hi - v.offset), run.data + (lo - run.flat)});
+      out.push_back(
+          {&v, view_block(v), int64_t(lo - v.offset), int64_t(hi - v.offset), run.data + (lo - run.flat)});
     }
   return out;
 }
@@ -70,7 +74,8 @@ std::vector<SavePiece> state_save_pieces(const ParamLayout& layout, const StateR
   std::vector<SavePiece> out;
   for (StateBuffer b : kBuffers)
     for (const TensorPiece& p : pieces_of_runs(layout, runs_of(runs, b), skip))
-      out.push_back({checkpoint_tensor_name(b, p.view->name), p.view->full_shape, p.block, p.begin, p.end, p.data});
+      out.push_back(
+          {checkpoint_tensor_name(b, p.view->name), p.view->full_shape, p.block, p.begin, p.end, p.data});
   return out;
 }
 

@@ -23,9 +23,9 @@ std::string checkpoint_tensor_name(StateBuffer b, const std::string& param);
 
 struct TensorPiece {
   const ParamView* view;
-  Box block;                // the view's box in the whole tensor's matrix
+  Box block;                   // the view's box in the whole tensor's matrix
   int64_t begin = 0, end = 0;  // elements of block, row-major
-  float* data = nullptr;    // holds those elements, contiguous
+  float* data = nullptr;       // holds those elements, contiguous
 };
 
 // The view's region of the whole tensor: rows [row0, row0 + rows) x cols [col0, col0 + cols) of

@@ -42,7 +42,8 @@ TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch) {
   t.params.allocate(t.model->layout().total(), MemCategory::params);
   // Only the parameters (4 bytes each), never the moments, straight into the model's buffer.
   ShardedCheckpointReader reader(meta.dir);
-  read_state_pieces(reader, t.model->layout(), StateRuns{{{0, t.params.size(), t.params.data()}}, {}, {}}, true);
+  const StateRuns runs{{{0, t.params.size(), t.params.data()}}, {}, {}};
+  read_state_pieces(reader, t.model->layout(), runs, /*params_only=*/true);
   t.bytes_read = reader.stats().bytes_read;
   return t;
 }

@@ -45,12 +45,14 @@ void Trainer::save() {
   CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only
   // rank 0's info reaches the manifest.
-  if (leader()) s.tokenizer_checksum = Tokenizer((fs::path(out_dir_) / "tokenizer.model").string()).checksum();
-  const nlohmann::json layout = {{"ranks", world_size()}, {"dp", cfg_.dp}, {"cp", cfg_.cp}, {"tp", cfg_.tp},
-                                 {"pp", cfg_.pp}, {"zero", cfg_.zero}};
+  if (leader())
+    s.tokenizer_checksum = Tokenizer((fs::path(out_dir_) / "tokenizer.model").string()).checksum();
+  const nlohmann::json layout = {{"ranks", world_size()}, {"dp", cfg_.dp}, {"cp", cfg_.cp},
+                                 {"tp", cfg_.tp},         {"pp", cfg_.pp}, {"zero", cfg_.zero}};
   const auto skip = saved_elsewhere(cfg_.model, model_->layout(), tp_size_, tp_rank_,
                                     pp_size_ > 1 ? &split_ : nullptr, pp_rank_);
-  saver_->save(checkpoint_info(s, layout), state_save_pieces(model_->layout(), state_->checkpoint_runs(true), skip));
+  saver_->save(checkpoint_info(s, layout),
+               state_save_pieces(model_->layout(), state_->checkpoint_runs(true), skip));
   saved_step_ = step_;
 }
 

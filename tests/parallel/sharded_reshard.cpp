@@ -18,8 +18,8 @@
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
 #include "shared_data.h"
-#include "train_fixtures.h"
 #include "train/trainer.h"
+#include "train_fixtures.h"
 
 using namespace ff;
 namespace fs = std::filesystem;
@@ -50,13 +50,15 @@ TrainConfig config(const std::string& data, const Layout& l, int stop_at) {
 struct Groups {
   const Comm& world;
   Comm pair, quad;  // the first 2 and the first 4 ranks (and the others, split alike)
-  const Comm* of(int ranks) const { return ranks == world.size() ? &world : ranks == 4 ? &quad : ranks == 2 ? &pair : nullptr; }
+  const Comm* of(int ranks) const {
+    return ranks == world.size() ? &world : ranks == 4 ? &quad : ranks == 2 ? &pair : nullptr;
+  }
 };
 
 // Runs layout l on the first l.ranks ranks (the others return at once); the history on world
 // rank 0, which every layout includes. Fails (NaN loss) if a resumed run did not start at kSaveAt.
-std::vector<StepRecord> train(const Groups& g, const std::string& data, const Layout& l, const std::string& dir,
-                              int stop_at, bool resume) {
+std::vector<StepRecord> train(const Groups& g, const std::string& data, const Layout& l,
+                              const std::string& dir, int stop_at, bool resume) {
   if (g.world.rank() >= l.ranks) return {};
   const Comm* comm = g.of(l.ranks);
   std::optional<Mesh> mesh;
@@ -72,20 +74,9 @@ std::string fresh_dir(const Comm& world, const char* tag) {
   return testkit::broadcast_string(world, world.rank() == 0 ? testkit::temp_dir(tag) : "");
 }
 
-// The step folders and `latest` of `from` in a fresh folder (a resumed run writes over its own).
-std::string copy_checkpoints(const Comm& world, const std::string& from) {
-  const std::string dir = fresh_dir(world, "copy");
-  if (world.rank() == 0)
-    for (const auto& e : fs::directory_iterator(from))
-      if (e.path().filename() == "latest" || e.path().filename().string().rfind("step_", 0) == 0)
-        fs::copy(e.path(), fs::path(dir) / e.path().filename(), fs::copy_options::recursive);
-  world.barrier();
-  return dir;
-}
-
 // Steps kSaveAt+1..kSteps of `resumed` against those of `straight`.
-int compare(const std::string& what, const std::vector<StepRecord>& resumed, const std::vector<StepRecord>& straight,
-            bool bitwise) {
+int compare(const std::string& what, const std::vector<StepRecord>& resumed,
+            const std::vector<StepRecord>& straight, bool bitwise) {
   double worst_loss = 0, worst_norm = 0;
   bool same_bits = resumed.size() == size_t(kSteps - kSaveAt);
   for (size_t i = 0; i < resumed.size() && i + kSaveAt < straight.size(); ++i) {
@@ -95,10 +86,11 @@ int compare(const std::string& what, const std::vector<StepRecord>& resumed, con
     same_bits = same_bits && std::memcmp(&a.loss, &b.loss, sizeof(double)) == 0 &&
                 std::memcmp(&a.grad_norm, &b.grad_norm, sizeof(double)) == 0;
   }
-  const bool ok = resumed.size() == size_t(kSteps - kSaveAt) && (bitwise ? same_bits : worst_loss <= 1e-5 && worst_norm <= 1e-5);
-  std::printf("%-34s steps %d-%d: loss rel diff %.1e, grad norm rel diff %.1e%s: %s\n", what.c_str(), kSaveAt + 1,
-              kSteps, worst_loss, worst_norm, bitwise ? (same_bits ? " (bitwise equal)" : " (bits differ)") : "",
-              ok ? "ok" : "FAIL");
+  const bool ok = resumed.size() == size_t(kSteps - kSaveAt) &&
+                  (bitwise ? same_bits : worst_loss <= 1e-5 && worst_norm <= 1e-5);
+  std::printf("%-34s steps %d-%d: loss rel diff %.1e, grad norm rel diff %.1e%s: %s\n", what.c_str(),
+              kSaveAt + 1, kSteps, worst_loss, worst_norm,
+              bitwise ? (same_bits ? " (bitwise equal)" : " (bits differ)") : "", ok ? "ok" : "FAIL");
   return ok ? 0 : 1;
 }
 
@@ -107,9 +99,11 @@ int compare(const std::string& what, const std::vector<StepRecord>& resumed, con
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   const Comm& world = comm_world();
-  if (world.size() != 4 && world.size() != 8) return std::fprintf(stderr, "run under mpirun -np 4 (or 8)\n"), 2;
+  if (world.size() != 4 && world.size() != 8)
+    return std::fprintf(stderr, "run under mpirun -np 4 (or 8)\n"), 2;
   const std::string data = testkit::shared_tiny_data_dir(world);
-  const Groups g{world, world.split(world.rank() / 2, world.rank()), world.split(world.rank() / 4, world.rank())};
+  const Groups g{world, world.split(world.rank() / 2, world.rank()),
+                 world.split(world.rank() / 4, world.rank())};
 
   const Layout serial{"serial", 1, 1, 1, 1, 0}, dp2z0{"dp 2 zero 0", 2, 2, 1, 1, 0},
       dp2z1{"dp 2 zero 1", 2, 2, 1, 1, 1}, dp2z3_async{"dp 2 zero 3 async", 2, 2, 1, 1, 3, true},
@@ -120,9 +114,10 @@ int main(int argc, char** argv) {
   };
   // 8 ranks (too many for CI; bench/ckpt/reshard_8_ranks.sh): the 3D layout both ways.
   const std::vector<Case> cases =
-      world.size() == 8 ? std::vector<Case>{{pp2tp2dp2z3, serial}, {pp2tp2dp2z3, tp2dp2z3}, {tp2dp2z3, pp2tp2dp2z3}}
-                        : std::vector<Case>{{serial, tp2dp2z3}, {dp2z0, pp2},   {dp2z1, tp2},      {dp2z3_async, tp2dp2z3},
-                                            {tp2, dp2z3},       {pp2, serial},  {tp2dp2z3, dp2z1}, {tp2dp2z3, serial}};
+      world.size() == 8
+          ? std::vector<Case>{{pp2tp2dp2z3, serial}, {pp2tp2dp2z3, tp2dp2z3}, {tp2dp2z3, pp2tp2dp2z3}}
+          : std::vector<Case>{{serial, tp2dp2z3}, {dp2z0, pp2},  {dp2z1, tp2},      {dp2z3_async, tp2dp2z3},
+                              {tp2, dp2z3},       {pp2, serial}, {tp2dp2z3, dp2z1}, {tp2dp2z3, serial}};
 
   const std::vector<StepRecord> straight = train(g, data, serial, fresh_dir(world, "straight"), 0, false);
   int failures = 0;
@@ -130,12 +125,13 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     std::string dir;
     if (c.save.name == tp2dp2z3.name && !saved_tp2dp2.empty()) {
-      dir = copy_checkpoints(world, saved_tp2dp2);
+      dir = testkit::copy_checkpoints(world, saved_tp2dp2);
     } else {
       dir = fresh_dir(world, "save");
       train(g, data, c.save, dir, kSaveAt, false);
       world.barrier();
-      if (c.save.name == tp2dp2z3.name) saved_tp2dp2 = dir, dir = copy_checkpoints(world, saved_tp2dp2);
+      if (c.save.name == tp2dp2z3.name)
+        saved_tp2dp2 = dir, dir = testkit::copy_checkpoints(world, saved_tp2dp2);
     }
     const std::vector<StepRecord> resumed = train(g, data, c.load, dir, 0, true);
     if (world.rank() == 0)
@@ -144,7 +140,8 @@ int main(int argc, char** argv) {
   }
   // The layout that saved resumes bitwise: the same reductions in the same order.
   const std::vector<StepRecord> straight4 = train(g, data, tp2dp2z3, fresh_dir(world, "straight4"), 0, false);
-  const std::vector<StepRecord> again = train(g, data, tp2dp2z3, copy_checkpoints(world, saved_tp2dp2), 0, true);
+  const std::vector<StepRecord> again =
+      train(g, data, tp2dp2z3, testkit::copy_checkpoints(world, saved_tp2dp2), 0, true);
   if (world.rank() == 0) failures += compare("tp 2 x dp 2 zero 3 -> the same", again, straight4, true);
   world.all_reduce(&failures, 1);
   return failures == 0 ? 0 : 1;

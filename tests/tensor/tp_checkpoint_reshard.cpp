@@ -43,21 +43,6 @@ double train_or_load(const std::string& data, const std::string& dir, const Comm
   return t.evaluate();
 }
 
-// A copy of a run's checkpoint in a fresh folder (rank 0 copies; every rank gets the path).
-std::string copy_checkpoint(const Comm& world, const std::string& from) {
-  std::string dir;
-  if (world.rank() == 0) {
-    dir = testkit::temp_dir("load");
-    // The step_N folders and the `latest` pointer (a sharded checkpoint: one file per saving rank).
-    for (const auto& e : fs::directory_iterator(from))
-      if (e.path().filename() == "latest" || e.path().filename().string().rfind("step_", 0) == 0)
-        fs::copy(e.path(), fs::path(dir) / e.path().filename(), fs::copy_options::recursive);
-  }
-  dir = testkit::broadcast_string(world, dir);
-  world.barrier();
-  return dir;
-}
-
 int compare(const char* what, double saved, double loaded) {
   const double d = std::fabs(loaded - saved) / saved;
   const bool ok = d <= 1e-5;  // false for NaN
@@ -87,14 +72,15 @@ int main(int argc, char** argv) {
   world.barrier();
 
   // tp = 2 -> tp = 4 and tp = 1.
-  const double tp2_as_tp4 = train_or_load(data, copy_checkpoint(world, dir_tp2), &world, true);
-  const std::string tp2_copy = copy_checkpoint(world, dir_tp2);
+  const double tp2_as_tp4 = train_or_load(data, testkit::copy_checkpoints(world, dir_tp2), &world, true);
+  const std::string tp2_copy = testkit::copy_checkpoints(world, dir_tp2);
   if (world.rank() == 0) {
     failures += compare("tp=2 checkpoint loaded with tp=4", val_tp2, tp2_as_tp4);
     failures += compare("tp=2 checkpoint loaded with tp=1", val_tp2, train_or_load(data, tp2_copy, nullptr, true));
   }
   // tp = 4 and tp = 1 -> tp = 2.
-  const std::string tp4_copy = copy_checkpoint(world, dir_tp4), tp1_copy = copy_checkpoint(world, dir_tp1);
+  const std::string tp4_copy = testkit::copy_checkpoints(world, dir_tp4);
+  const std::string tp1_copy = testkit::copy_checkpoints(world, dir_tp1);
   if (pair) {
     const double tp4_as_tp2 = train_or_load(data, tp4_copy, &tp2, true);
     const double tp1_as_tp2 = train_or_load(data, tp1_copy, &tp2, true);

@@ -48,7 +48,8 @@ void expect_same_losses(const std::vector<StepRecord>& a, const std::vector<Step
   ASSERT_EQ(a.size() + b_from, b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(std::memcmp(&a[i].loss, &b[b_from + i].loss, sizeof(double)), 0) << "step " << a[i].step;
-    EXPECT_EQ(std::memcmp(&a[i].grad_norm, &b[b_from + i].grad_norm, sizeof(double)), 0) << "step " << a[i].step;
+    EXPECT_EQ(std::memcmp(&a[i].grad_norm, &b[b_from + i].grad_norm, sizeof(double)), 0)
+        << "step " << a[i].step;
   }
 }
 
@@ -67,7 +68,8 @@ TEST(ShardedCheckpoints, KeepsTheNewestKAndPointsLatestAtTheLast) {
   c.steps = 10;
   train(c, dir, 6);
   EXPECT_FALSE(fs::exists(dir + "/step_4"));
-  for (int s : {6, 8, 10}) EXPECT_TRUE(fs::exists(dir + "/step_" + std::to_string(s) + "/manifest.json")) << s;
+  for (int s : {6, 8, 10})
+    EXPECT_TRUE(fs::exists(dir + "/step_" + std::to_string(s) + "/manifest.json")) << s;
 }
 
 TEST(ShardedCheckpoints, AsynchronousSavesWriteWhatSynchronousOnesWrite) {
@@ -127,7 +129,8 @@ TEST(ShardedCheckpoints, AFailedBackgroundWriteIsReportedAndPublishesNothing) {
     ADD_FAILURE() << "the failed background write went unnoticed";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("in the background"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("no space left on the device of " + dir + "/step_2"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("no space left on the device of " + dir + "/step_2"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_FALSE(fs::exists(dir + "/step_2/manifest.json"));
