@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -12,8 +11,6 @@
 #include "model/parameters.h"
 
 namespace ff {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -127,7 +124,7 @@ CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std
   if (!meta.is_object() || !meta.contains("format") || meta["format"] != "fivefold-train-checkpoint")
     throw std::runtime_error(fmt::format(
         "'{}' is not a fivefold training checkpoint (its meta has no format "
-        "\"fivefold-train-checkpoint\"); pass the checkpoint.bin that fivefold train wrote",
+        "\"fivefold-train-checkpoint\"); pass a run folder or step_N folder that fivefold train wrote",
         path));
   const MetaFields f(meta, source, "");
   CheckpointState s;
@@ -145,18 +142,6 @@ CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std
   if (meta.contains("tokenizer_checksum"))
     s.tokenizer_checksum = f.unsigned_integer("tokenizer_checksum", std::numeric_limits<uint64_t>::max());
   return s;
-}
-
-std::string checkpoint_file_name() { return "checkpoint.bin"; }
-
-std::string checkpoint_path_in(const std::string& dir_or_file) {
-  fs::path p(dir_or_file);
-  if (fs::is_directory(p)) p /= checkpoint_file_name();
-  if (!fs::exists(p))
-    throw std::runtime_error(fmt::format(
-        "no checkpoint at '{}': pass the --out folder of a `fivefold train` run (it holds {})",
-        p.string(), checkpoint_file_name()));
-  return p.string();
 }
 
 void save_checkpoint(const std::string& path, const CheckpointState& s, const float* params,

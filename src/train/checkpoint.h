@@ -1,8 +1,10 @@
 #pragma once
-// Training checkpoints: one file (io/checkpoint_file.h: sections with checksums, written to a
-// temp file and renamed), holding the parameters, both AdamW moments, the step and the data
-// position. The data loader's position plus the seed is the whole RNG state of training, so
-// resuming continues bit-identically.
+// What a training checkpoint records beside its tensors (the step, the data position, the model,
+// the config, the tokenizer's checksum) and the checks it is read back with. Training saves
+// sharded checkpoints (checkpoint_meta.h, checkpoint_saver.h); save_checkpoint/load_checkpoint
+// are the old single-file format (io/checkpoint_file.h), kept only so tests can make one and
+// see it refused. The data loader's position plus the seed is the whole RNG state of training,
+// so resuming continues bit-identically.
 #include <cstddef>
 #include <string>
 
@@ -36,10 +38,6 @@ nlohmann::json model_config_to_json(const ModelConfig& c);
 ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source = "checkpoint");
 // Names every field that differs, e.g. "dim 64 vs 128"; empty when equal.
 std::string describe_model_difference(const ModelConfig& a, const ModelConfig& b);
-
-// The checkpoint file of a run folder (or the file itself when given one); throws if absent.
-std::string checkpoint_path_in(const std::string& dir_or_file);
-std::string checkpoint_file_name();  // "checkpoint.bin"
 
 void save_checkpoint(const std::string& path, const CheckpointState& state, const float* params,
                      const float* adam_m, const float* adam_v, size_t n);
