@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
     if (cmd == "schedule") return ff::cli::cmd_schedule(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
+  } catch (const ff::AgreedError& e) {
+    std::fflush(stdout);
+    if (ff::comm_world().rank() == 0) std::fprintf(stderr, "fivefold %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     // With other ranks alive, one rank returning would leave them waiting in a collective:

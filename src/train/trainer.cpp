@@ -135,6 +135,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
                             tracer_.get(), replicas);
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
+  spikes_ = LossSpikeWatch(cfg_.loss_spike);
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
         PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
@@ -224,17 +225,14 @@ StepRecord Trainer::train_step() {
   if (after_grads_reduced) after_grads_reduced(*state_);
   loss_sum = sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp});
   const double loss = loss_sum / (double(G) * T);
-  if (!std::isfinite(loss))
-    throw std::runtime_error(fmt::format(
-        "loss became {} at step {}; lower lr (now {}) or grad_clip. The last checkpoint in '{}' "
-        "was left as it was",
-        loss, step_ + 1, cfg_.lr, out_dir_));
   // The state sums over its reduction groups; tp, then pp, one axis at a time so the additions
   // happen in the same order as always (a different order changes the last bits of the norm,
   // and through clipping the weights).
   const double norm_sq =
       sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
   const double norm = std::sqrt(norm_sq);
+  // Loss and norm are reduced over every rank, so every rank takes this branch together.
+  if (step_is_nonfinite(loss, norm)) return nonfinite_step(loss, norm, grad_scale, t0);
   if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;
   const float lr = schedule_.at(step_);
