@@ -174,7 +174,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (leader()) {
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
     fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
-    metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming);
+    metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming,
+                                               resuming ? step_ : -1);
   }
   flops_per_token_ = training_flops_per_token(cfg_.model);
   static const double peak = measure_sgemm_gflops() * 1e9;  // once per process
