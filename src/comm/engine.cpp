@@ -14,6 +14,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "comm/flight_recorder.h"
 
 namespace ff::detail {
 namespace {
@@ -132,6 +133,7 @@ void Engine::start(int* argc, char*** argv) {
 
 void Engine::stop() {
   if (!running()) return;
+  stop_comm_watchdog();  // finalizing is no hang, and the watchdog must not outlive MPI
   drain();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -184,6 +186,7 @@ bool Engine::round() {
   for (size_t i = 0; i < active_.size(); ++i) {
     if (active_[i]->finished()) {
       active_[i]->release();
+      FlightRecorder::instance().end(active_[i]->flight_id);
       active_[i]->completed_us = monotonic_us();
       active_[i]->complete.store(true, std::memory_order_release);
       moved = true;

@@ -16,6 +16,7 @@
 #include "kernels/adamw.h"
 #include "kernels/gemm.h"
 #include "comm/comm.h"
+#include "comm/flight_recorder.h"
 #include "train/checkpoint.h"
 
 namespace ff {
@@ -82,6 +83,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
   if (leader()) fs::create_directories(out_dir_);
+  // A communication waiting past collective_timeout dumps this rank's flight record and ends the job.
+  if (world_size() > 1) start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
   const fs::path ckpt = fs::path(out_dir_) / checkpoint_file_name();
   CheckpointState resume;
   const bool resuming = fs::exists(ckpt);

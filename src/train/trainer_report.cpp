@@ -8,6 +8,7 @@
 
 #include "io/atomic_file.h"
 #include "kernels/gemm.h"
+#include "train/fault_injection.h"
 #include "train/trainer.h"
 
 // The trainer's outer loop and what it reports: progress lines, metrics records, the trace.
@@ -86,6 +87,7 @@ void Trainer::run() {
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
   while (step_ < last) {
+    inject_planned_fault(world_rank(), step_ + 1);  // tests of the supervisor and the watchdog only
     StepRecord r = train_step();
     if (!r.skipped) history_.back().spike_median = r.spike_median = spikes_.observe(r.loss);
     // The first step pays for page faults and library warm-up; ETA and averages skip it.
