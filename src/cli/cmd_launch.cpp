@@ -65,8 +65,8 @@ Attempt run_once(const std::vector<std::string>& cmd) {
     std::smatch m;
     if (died.empty() && std::regex_search(l, m, ompi_signal)) {
       const int sig = std::stoi(m[4]);
-      died = fmt::format("rank {} (pid {} on {}) died of signal {} ({})", m[1].str(), m[2].str(), m[3].str(), sig,
-                         strsignal(sig));
+      const std::string pid = m[2].str() == "0" ? "" : "pid " + m[2].str() + " ";  // Open MPI may not know it
+      died = fmt::format("rank {} ({}on {}) died of signal {} ({})", m[1].str(), pid, m[3].str(), sig, strsignal(sig));
     } else if (died.empty() && std::regex_search(l, m, slurm_task)) {
       died = fmt::format("rank {} on {} ended: {}", m[2].str(), m[1].str(), m[3].str());
     } else if (hang.empty() && std::regex_search(l, m, watchdog)) {
