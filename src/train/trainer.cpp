@@ -18,6 +18,7 @@
 #include "comm/comm.h"
 #include "comm/flight_recorder.h"
 #include "train/checkpoint.h"
+#include "train/resume_check.h"
 
 namespace ff {
 
@@ -101,6 +102,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
           "the checkpoint in '{}' was trained with another tokenizer than '{}' (checksums differ); "
           "resume with the data folder the run was prepared with, or use a new --out folder",
           out_dir_, tok_path));
+    // Refuses (naming the key) a seed, data folder or global batch other than the checkpoint's.
+    resume_changes_ = check_resume_config(resume.config_toml, cfg_, out_dir_);
     if (resume.step > cfg_.steps)
       throw std::runtime_error(fmt::format(
           "the checkpoint in '{}' is at step {}, past steps = {}; raise --steps to continue",
@@ -175,6 +178,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   batch_targets_.resize(rows);
 
   if (leader()) {
+    if (!resume_changes_.empty())  // the config the earlier steps ran under stays beside the new one
+      write_file_atomic((fs::path(out_dir_) / fmt::format("config.step_{}.toml", step_)).string(), resume.config_toml);
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
     fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
     metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming,

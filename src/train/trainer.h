@@ -24,6 +24,7 @@
 #include "parallel/tensor/tensor_replicas.h"
 #include "train/lr_schedule.h"
 #include "train/nonfinite.h"
+#include "train/resume_check.h"
 #include "train/train_config.h"
 
 namespace ff {
@@ -110,6 +111,7 @@ class Trainer {
   std::vector<StepRecord> history_;
   LossSpikeWatch spikes_{0};
   bool save_deferred_ = false;  // a checkpoint was due right after a loss spike
+  std::vector<ConfigChange> resume_changes_;  // accepted config changes against the checkpoint's
   int step_ = 0;
   double flops_per_token_ = 0, sgemm_peak_flops_ = 0;
   double run_seconds_ = 0;

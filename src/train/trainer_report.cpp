@@ -86,6 +86,9 @@ void Trainer::run() {
   }
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
+  if (!resume_changes_.empty() && leader() && !quiet)
+    std::printf("config changed since the checkpoint, accepted as deliberate: %s (the old config is kept as "
+                "config.step_%d.toml)\n", describe_changes(resume_changes_).c_str(), step_);
   while (step_ < last) {
     inject_planned_fault(world_rank(), step_ + 1);  // tests of the supervisor and the watchdog only
     StepRecord r = train_step();
