@@ -36,8 +36,6 @@ bool launched_by_mpi_launcher() {
 
 }  // namespace
 
-thread_local bool Engine::holds_token_ = false;
-
 Engine& Engine::instance() {
   static Engine engine;
   return engine;
@@ -215,11 +213,9 @@ void Engine::thread_main() {
     if (stop_) return;
     lk.unlock();
     bool moved = false;
-    if (token_.try_lock()) {
-      holds_token_ = true;
+    if (try_take_token()) {
       moved = round();
-      holds_token_ = false;
-      token_.unlock();
+      give_token();
     }
     lk.lock();
     if (moved) {
@@ -241,11 +237,9 @@ void Engine::wait(Op& op) {
   unsigned polls = 0;
   while (!op.complete.load(std::memory_order_acquire)) {
     bool moved = false;
-    if (token_.try_lock()) {
-      holds_token_ = true;
+    if (try_take_token()) {
       moved = round();
-      holds_token_ = false;
-      token_.unlock();
+      give_token();
     }
     if (op.complete.load(std::memory_order_acquire)) break;
     if (moved) {
@@ -301,13 +295,10 @@ void Engine::drain() {
 }
 
 bool Engine::try_token_for(int ms) {
-  if (holds_token_) return true;
+  if (holds_token()) return true;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (token_.try_lock()) {
-      holds_token_ = true;
-      return true;
-    }
+    if (try_take_token()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return false;
