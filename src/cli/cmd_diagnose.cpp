@@ -26,11 +26,15 @@ struct RankRecord {
   int rank = 0;
   std::string reason;
   double dumped_at = 0;
-  std::vector<json> ops;  // oldest first
+  std::vector<json> ops;        // oldest first
   const json* stuck = nullptr;  // its oldest operation still in flight
 };
 
-std::string group_text(const json& g) { return "[" + fmt::format("{}", fmt::join(g.get<std::vector<int>>(), ", ")) + "]"; }
+std::string group_text(const json& g) {
+  std::string out = "[";
+  for (int r : g.get<std::vector<int>>()) out += (out.size() > 1 ? ", " : "") + std::to_string(r);
+  return out + "]";
+}
 
 std::string op_text(const json& op) {
   const std::string what = op.value("what", "");
@@ -66,15 +70,17 @@ int cmd_diagnose(int argc, char** argv) {
     return std::puts(usage), argc < 3 ? 2 : 0;
   const fs::path dir = fs::path(argv[2]) / "flight";
   if (!fs::is_directory(dir))
-    throw std::runtime_error(fmt::format("'{}' holds no flight records: the watchdog writes them when a "
-                                         "communication waits past collective_timeout; is '{}' the run folder?",
-                                         dir.string(), argv[2]));
+    throw std::runtime_error(
+        fmt::format("'{}' holds no flight records: the watchdog writes them when a "
+                    "communication waits past collective_timeout; is '{}' the run folder?",
+                    dir.string(), argv[2]));
   std::map<int, RankRecord> recs = read_records(dir);
   if (recs.empty()) throw std::runtime_error(fmt::format("no rank_K.json in '{}'", dir.string()));
   // Only the latest hang: dumps older than the newest by more than a minute are from an earlier one.
   double newest = 0;
   for (auto& [rank, r] : recs) newest = std::max(newest, r.dumped_at);
-  for (auto it = recs.begin(); it != recs.end();) it = newest - it->second.dumped_at > 60 ? recs.erase(it) : ++it;
+  for (auto it = recs.begin(); it != recs.end();)
+    it = newest - it->second.dumped_at > 60 ? recs.erase(it) : ++it;
 
   int world = 0;
   for (auto& [rank, r] : recs) {
@@ -114,24 +120,27 @@ int cmd_diagnose(int argc, char** argv) {
         }
       if (!same && (!any || highest < seq)) {
         behind.insert(peer);
-        findings.push_back(fmt::format("rank {} has not reached {} that rank {} waits in{}", peer, op_text(op), rank,
-                                       it->second.stuck ? ": it waits in " + op_text(*it->second.stuck) : ""));
-      } else if (same && ((*same)["op"] != op["op"] || (*same)["bytes"] != op["bytes"]) && op["op"] != "send" &&
-                 op["op"] != "recv") {
-        findings.push_back(fmt::format("mismatched operation #{} on world ranks {}: rank {} called {} of {} bytes, "
-                                       "rank {} called {} of {} bytes (the ranks issued collectives in a different "
-                                       "order or with different sizes)",
-                                       seq, group_text(op["group"]), rank, op["op"].get<std::string>(),
-                                       op["bytes"].get<uint64_t>(), peer, (*same)["op"].get<std::string>(),
-                                       (*same)["bytes"].get<uint64_t>()));
+        findings.push_back(
+            fmt::format("rank {} has not reached {} that rank {} waits in{}", peer, op_text(op), rank,
+                        it->second.stuck ? ": it waits in " + op_text(*it->second.stuck) : ""));
+      } else if (same && ((*same)["op"] != op["op"] || (*same)["bytes"] != op["bytes"]) &&
+                 op["op"] != "send" && op["op"] != "recv") {
+        findings.push_back(fmt::format(
+            "mismatched operation #{} on world ranks {}: rank {} called {} of {} bytes, "
+            "rank {} called {} of {} bytes (the ranks issued collectives in a different "
+            "order or with different sizes)",
+            seq, group_text(op["group"]), rank, op["op"].get<std::string>(), op["bytes"].get<uint64_t>(),
+            peer, (*same)["op"].get<std::string>(), (*same)["bytes"].get<uint64_t>()));
       }
     }
   }
   for (int r = 0; r < world; ++r)
     if (!recs.count(r) && behind.count(r))
-      findings.insert(findings.begin(),
-                      fmt::format("rank {} left no flight record: it never reached its own timeout, so it was "
-                                  "stopped, dead or busy outside communication (look at that rank's host)", r));
+      findings.insert(
+          findings.begin(),
+          fmt::format("rank {} left no flight record: it never reached its own timeout, so it was "
+                      "stopped, dead or busy outside communication (look at that rank's host)",
+                      r));
   for (const std::string& f : findings) std::printf("%s\n", f.c_str());
   if (behind.empty()) {
     std::printf("no rank is behind in the records; see the mismatches above, if any\n");

@@ -55,7 +55,8 @@ Attempt run_once(const std::vector<std::string>& cmd) {
     std::_Exit(127);
   }
   ::close(fds[1]);
-  static const std::regex ompi_signal(R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+))");
+  static const std::regex ompi_signal(
+      R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+))");
   static const std::regex slurm_task(R"(srun: error: (\S+): task (\d+): (.*))");
   static const std::regex watchdog(R"(rank (\d+): (.*past collective_timeout.*?)(: a peer rank|$))");
   static const std::regex own_error(R"(fivefold \w+: error: )");
@@ -66,7 +67,8 @@ Attempt run_once(const std::vector<std::string>& cmd) {
     if (died.empty() && std::regex_search(l, m, ompi_signal)) {
       const int sig = std::stoi(m[4]);
       const std::string pid = m[2].str() == "0" ? "" : "pid " + m[2].str() + " ";  // Open MPI may not know it
-      died = fmt::format("rank {} ({}on {}) died of signal {} ({})", m[1].str(), pid, m[3].str(), sig, strsignal(sig));
+      died = fmt::format("rank {} ({}on {}) died of signal {} ({})", m[1].str(), pid, m[3].str(), sig,
+                         strsignal(sig));
     } else if (died.empty() && std::regex_search(l, m, slurm_task)) {
       died = fmt::format("rank {} on {} ended: {}", m[2].str(), m[1].str(), m[3].str());
     } else if (hang.empty() && std::regex_search(l, m, watchdog)) {
@@ -83,7 +85,8 @@ Attempt run_once(const std::vector<std::string>& cmd) {
     std::fwrite(buf, 1, size_t(n), stdout);
     std::fflush(stdout);
     line.append(buf, size_t(n));
-    for (size_t nl; (nl = line.find('\n')) != std::string::npos; line.erase(0, nl + 1)) scan(line.substr(0, nl));
+    for (size_t nl; (nl = line.find('\n')) != std::string::npos; line.erase(0, nl + 1))
+      scan(line.substr(0, nl));
   }
   if (!line.empty()) scan(line);
   ::close(fds[0]);
@@ -96,8 +99,10 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   // A dead rank or a hang is cured by a restart; an error fivefold itself reported is not (it
   // would recur), unless a rank died first and the error is the others' view of it.
   a.restartable = !died.empty() || !hang.empty() || error.empty();
-  a.reason = !died.empty() ? died : !hang.empty() ? hang : !error.empty() ? error
-                                                   : fmt::format("the launcher exited with code {}", a.exit_code);
+  a.reason = !died.empty()    ? died
+             : !hang.empty()  ? hang
+             : !error.empty() ? error
+                              : fmt::format("the launcher exited with code {}", a.exit_code);
   return a;
 }
 
@@ -112,10 +117,16 @@ std::string run_folder(const std::vector<std::string>& cmd) {
 
 void log_restart(const std::string& run, int restart, int max_restarts, const Attempt& a, double backoff) {
   if (run.empty() || !std::filesystem::is_directory(run)) return;
-  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   MetricsWriter((std::filesystem::path(run) / "metrics.jsonl").string(), true)
-      .write({{"event", "restart"}, {"restart", restart}, {"max_restarts", max_restarts}, {"reason", a.reason},
-              {"exit_code", a.exit_code}, {"backoff_s", backoff}, {"time", now}});
+      .write({{"event", "restart"},
+              {"restart", restart},
+              {"max_restarts", max_restarts},
+              {"reason", a.reason},
+              {"exit_code", a.exit_code},
+              {"backoff_s", backoff},
+              {"time", now}});
 }
 
 }  // namespace
@@ -141,7 +152,8 @@ int cmd_launch(int argc, char** argv) {
       const std::string v = value();
       char* end = nullptr;
       max_restarts = int(std::strtol(v.c_str(), &end, 10));
-      if (*end || max_restarts < 0) throw std::runtime_error("--max-restarts must be an integer >= 0, got '" + v + "'");
+      if (*end || max_restarts < 0)
+        throw std::runtime_error("--max-restarts must be an integer >= 0, got '" + v + "'");
     } else if (w == "--backoff") {
       const std::string v = value();
       char* end = nullptr;
@@ -152,7 +164,8 @@ int cmd_launch(int argc, char** argv) {
       throw std::runtime_error(fmt::format("unknown option '{}'\nusage: {}", w, usage));
     }
   }
-  if (max_restarts < 0) throw std::runtime_error(std::string("--max-restarts K is required\nusage: ") + usage);
+  if (max_restarts < 0)
+    throw std::runtime_error(std::string("--max-restarts K is required\nusage: ") + usage);
   if (i + 1 >= argc) throw std::runtime_error(std::string("no command after --\nusage: ") + usage);
   const std::vector<std::string> cmd(argv + i + 1, argv + argc);
   const std::string run = run_folder(cmd);
@@ -167,16 +180,18 @@ int cmd_launch(int argc, char** argv) {
     history.push_back(a.reason);
     if (!a.restartable || restart == max_restarts) {
       std::fprintf(stderr, "fivefold launch: giving up: %s after %d restart(s) of at most %d. Failures:\n",
-                   a.restartable ? "the restart budget is spent" : "this failure would recur on restart", restart,
-                   max_restarts);
-      for (size_t k = 0; k < history.size(); ++k) std::fprintf(stderr, "  %zu. %s\n", k + 1, history[k].c_str());
+                   a.restartable ? "the restart budget is spent" : "this failure would recur on restart",
+                   restart, max_restarts);
+      for (size_t k = 0; k < history.size(); ++k)
+        std::fprintf(stderr, "  %zu. %s\n", k + 1, history[k].c_str());
       return a.exit_code;
     }
     const double wait = std::min(300.0, backoff * std::pow(2.0, restart));
     std::fprintf(stderr,
                  "fivefold launch: %s. Restart %d of %d in %.1f s; training resumes from the latest complete "
                  "checkpoint%s\n",
-                 a.reason.c_str(), restart + 1, max_restarts, wait, run.empty() ? "" : (" in " + run).c_str());
+                 a.reason.c_str(), restart + 1, max_restarts, wait,
+                 run.empty() ? "" : (" in " + run).c_str());
     log_restart(run, restart + 1, max_restarts, a, wait);
     std::this_thread::sleep_for(std::chrono::duration<double>(wait));
   }

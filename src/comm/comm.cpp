@@ -114,8 +114,8 @@ CommRequest Comm::launch(std::shared_ptr<detail::Op> op, bool blocking) const {
   const detail::CommState& s = state();
   const CommOpKind kind = op->kind();
   const bool p2p = kind == CommOpKind::send || kind == CommOpKind::recv;
-  op->flight_id = FlightRecorder::instance().begin(kind, s.world_ranks, p2p ? s.stats.calls_of(kind) - 1 : s.next_seq - 1,
-                                                   s.last_bytes, op);
+  const uint64_t seq = p2p ? s.stats.calls_of(kind) - 1 : s.next_seq - 1;
+  op->flight_id = FlightRecorder::instance().begin(kind, s.world_ranks, seq, s.last_bytes, op);
   detail::Engine::instance().submit(op, blocking);
   return CommRequest(std::move(op));
 }

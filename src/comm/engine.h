@@ -124,7 +124,9 @@ class Engine {
     } give{this};  // also when f throws
     f();
   }
-  bool holds_token() const { return token_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
+  bool holds_token() const {
+    return token_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
   // abort_job: take the token if it comes free soon, so MPI_Abort is serialized with the comm
   // thread; give up after `ms` because the holder may be stuck inside MPI for good.
   bool try_token_for(int ms);

@@ -35,6 +35,13 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
+// "0, 1, 3" (fmt::join would trip GCC 12's -Wstringop-overflow in fmt 9).
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
 }  // namespace
 
 FlightRecorder& FlightRecorder::instance() {
@@ -76,7 +83,7 @@ std::string FlightRecorder::describe(uint64_t id) const {
   const FlightEntry& e = ring_[id % kFlightEntries];
   if (e.id != id) return "an operation no longer in the record";
   if (auto op = e.op.lock()) return op->describe() + " #" + std::to_string(e.seq);
-  return fmt::format("{} #{} on world ranks [{}]", comm_op_name(e.kind), e.seq, fmt::join(e.group, ","));
+  return fmt::format("{} #{} on world ranks [{}]", comm_op_name(e.kind), e.seq, ranks_text(e.group));
 }
 
 std::string FlightRecorder::to_json(int rank, int world_size, const std::string& reason) const {
@@ -87,17 +94,19 @@ std::string FlightRecorder::to_json(int rank, int world_size, const std::string&
   for (const FlightEntry& e : ring_)
     if (e.id != 0) used.push_back(&e);
   std::sort(used.begin(), used.end(), [](auto* a, auto* b) { return a->id < b->id; });
-  std::string out = fmt::format("{{\"rank\": {}, \"world_size\": {}, \"reason\": \"{}\", \"dumped_at\": {:.6f}, "
-                                "\"ops\": [\n",
-                                rank, world_size, json_escape(reason), now_wall);
+  std::string out = fmt::format(
+      "{{\"rank\": {}, \"world_size\": {}, \"reason\": \"{}\", \"dumped_at\": {:.6f}, "
+      "\"ops\": [\n",
+      rank, world_size, json_escape(reason), now_wall);
   for (size_t i = 0; i < used.size(); ++i) {
     const FlightEntry& e = *used[i];
     auto op = e.op.lock();
-    out += fmt::format("  {{\"id\": {}, \"op\": \"{}\", \"seq\": {}, \"bytes\": {}, \"group\": [{}], "
-                       "\"start\": {}, \"end\": {}, \"what\": \"{}\"}}{}\n",
-                       e.id, comm_op_name(e.kind), e.seq, e.bytes, fmt::join(e.group, ", "), wall(e.start_s),
-                       e.end_s == 0 ? std::string("null") : wall(e.end_s),
-                       op ? json_escape(op->describe()) : "", i + 1 < used.size() ? "," : "");
+    out += fmt::format(
+        "  {{\"id\": {}, \"op\": \"{}\", \"seq\": {}, \"bytes\": {}, \"group\": [{}], "
+        "\"start\": {}, \"end\": {}, \"what\": \"{}\"}}{}\n",
+        e.id, comm_op_name(e.kind), e.seq, e.bytes, ranks_text(e.group), wall(e.start_s),
+        e.end_s == 0 ? std::string("null") : wall(e.end_s), op ? json_escape(op->describe()) : "",
+        i + 1 < used.size() ? "," : "");
   }
   return out + "]}\n";
 }
@@ -107,7 +116,8 @@ std::string dump_flight_record(const std::string& dump_dir, const std::string& r
   const int size = comm_available() ? comm_world().size() : 1;
   std::error_code ec;
   std::filesystem::create_directories(dump_dir, ec);
-  const std::string path = (std::filesystem::path(dump_dir) / ("rank_" + std::to_string(rank) + ".json")).string();
+  const std::string path =
+      (std::filesystem::path(dump_dir) / ("rank_" + std::to_string(rank) + ".json")).string();
   // Plain write + rename: the job is about to end, and a reader must never see half a dump.
   {
     std::ofstream f(path + ".tmp", std::ios::trunc);
@@ -149,10 +159,11 @@ struct Watchdog {
       const std::string reason =
           fmt::format("{} waited {:.1f} s, past collective_timeout = {} s", what, waited, timeout_s);
       const std::string path = dump_flight_record(dump_dir, reason);
-      abort_job(fmt::format("{}: a peer rank is stopped, dead or waiting in another operation. This rank's last "
-                            "{} communication operations are in {}; run `fivefold diagnose` on the run folder to "
-                            "name the rank behind",
-                            reason, kFlightEntries, path));
+      abort_job(
+          fmt::format("{}: a peer rank is stopped, dead or waiting in another operation. This rank's last "
+                      "{} communication operations are in {}; run `fivefold diagnose` on the run folder to "
+                      "name the rank behind",
+                      reason, kFlightEntries, path));
     }
   }
 };

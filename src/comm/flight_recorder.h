@@ -26,12 +26,12 @@ class Op;
 constexpr size_t kFlightEntries = 256;
 
 struct FlightEntry {
-  uint64_t id = 0;            // 1, 2, ... in this rank's launch order (0: empty slot)
+  uint64_t id = 0;  // 1, 2, ... in this rank's launch order (0: empty slot)
   CommOpKind kind = CommOpKind::barrier;
-  uint64_t seq = 0;           // the group's collective sequence number (agrees across its ranks)
-  uint64_t bytes = 0;         // this rank's payload (CommStats' definition)
-  std::vector<int> group;     // world ranks of the group
-  double start_s = 0, end_s = 0;  // steady clock; end_s 0 = still in flight
+  uint64_t seq = 0;                    // the group's collective sequence number (agrees across its ranks)
+  uint64_t bytes = 0;                  // this rank's payload (CommStats' definition)
+  std::vector<int> group;              // world ranks of the group
+  double start_s = 0, end_s = 0;       // steady clock; end_s 0 = still in flight
   std::weak_ptr<const detail::Op> op;  // for the description while it is alive
 };
 

@@ -23,7 +23,8 @@ void inject_planned_fault(int world_rank, int next_step) {
   int rank = -1, step = 0;
   if (!(words >> sig >> rank >> step) || rank != world_rank || next_step < step) return;
   write_file_atomic(plan, rest);  // consumed before the signal: the restarted job sees the next one
-  std::fprintf(stderr, "fault plan: rank %d sends itself SIG%s before step %d\n", world_rank, sig.c_str(), next_step);
+  std::fprintf(stderr, "fault plan: rank %d sends itself SIG%s before step %d\n", world_rank, sig.c_str(),
+               next_step);
   std::fflush(stderr);
   std::raise(sig == "STOP" ? SIGSTOP : SIGKILL);
 }

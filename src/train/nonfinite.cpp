@@ -49,7 +49,8 @@ std::vector<Check> forward_checks(const Activations& acts, Activations& head, co
   std::vector<Check> c;
   const size_t C = size_t(w.C);
   auto add = [&](std::string label, const float* x, size_t n, bool rstd = false) {
-    c.push_back({std::move(label), [x, n, rstd] { return rstd ? overflowed_rstd(x, n) : any_nonfinite(x, n); }});
+    c.push_back(
+        {std::move(label), [x, n, rstd] { return rstd ? overflowed_rstd(x, n) : any_nonfinite(x, n); }});
   };
   for (int l = 0; l < L; ++l) {
     const BlockActs& a = acts.block(l);
@@ -114,22 +115,25 @@ std::string locate_nonfinite(Llama& model, ParamSource& params, const Comm* worl
     model.embed(params, acts, in, int(N), 0);
     model.blocks_forward(params, acts, 0, L, acts.final_out(), mb, T, layout.head_segment());
     float* tied = nullptr;
-    loss = model.head_forward_backward(params, sink, acts, tgt, int(N), grad_scale, layout.block_segment(L - 1),
-                                       &tied);
+    loss = model.head_forward_backward(params, sink, acts, tgt, int(N), grad_scale,
+                                       layout.block_segment(L - 1), &tied);
     size_t first = checks.size();
     for (size_t i = 0; i < n_forward && first == checks.size(); ++i)
       if (checks[i].bad()) first = i;
-    model.blocks_backward(params, sink, acts, 0, L, mb, T, layout.embedding_segment(), BackwardPart::all, nullptr);
+    model.blocks_backward(params, sink, acts, 0, L, mb, T, layout.embedding_segment(), BackwardPart::all,
+                          nullptr);
     model.embedding_backward(sink, tied, in, int(N));
     for (size_t i = n_forward; i < checks.size() && first == checks.size(); ++i)
       if (checks[i].bad()) first = i;
-    if (first < checks.size() && code == INT64_MAX) code = (int64_t(micro) * int64_t(checks.size()) + int64_t(first)) * ranks + rank;
+    if (first < checks.size() && code == INT64_MAX)
+      code = (int64_t(micro) * int64_t(checks.size()) + int64_t(first)) * ranks + rank;
   }
   // Every rank runs every micro-batch even after it found its point: the model's collectives (tp
   // hooks, ZeRO-3 gathers) must stay matched across ranks.
   if (world && world->size() > 1) world->all_reduce(&code, 1, ReduceOp::min);
   if (code == INT64_MAX)
-    return "no activation or gradient of this step was non-finite when re-run (a transient fault, or replicas "
+    return "no activation or gradient of this step was non-finite when re-run (a transient fault, or "
+           "replicas "
            "that differ)";
   const int64_t who = code % ranks, pos = code / ranks;
   const int64_t micro = pos / int64_t(checks.size()), at = pos % int64_t(checks.size());

@@ -85,7 +85,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
   if (leader()) fs::create_directories(out_dir_);
   // A communication waiting past collective_timeout dumps this rank's flight record and ends the job.
-  if (world_size() > 1) start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
+  if (world_size() > 1)
+    start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
   const fs::path ckpt = fs::path(out_dir_) / checkpoint_file_name();
   CheckpointState resume;
   const bool resuming = fs::exists(ckpt);
@@ -179,7 +180,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   if (leader()) {
     if (!resume_changes_.empty())  // the config the earlier steps ran under stays beside the new one
-      write_file_atomic((fs::path(out_dir_) / fmt::format("config.step_{}.toml", step_)).string(), resume.config_toml);
+      write_file_atomic((fs::path(out_dir_) / fmt::format("config.step_{}.toml", step_)).string(),
+                        resume.config_toml);
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
     fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
     metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming,

@@ -77,7 +77,8 @@ class Trainer {
   void log_progress(const StepRecord& r, double tokens_per_s, double val_loss);
   // A step whose reduced loss or gradient norm is non-finite (or the norm 0): skipped, or located
   // and stopped with an AgreedError per on_nonfinite. Collective (trainer_nonfinite.cpp).
-  StepRecord nonfinite_step(double loss, double norm, float grad_scale, std::chrono::steady_clock::time_point t0);
+  StepRecord nonfinite_step(double loss, double norm, float grad_scale,
+                            std::chrono::steady_clock::time_point t0);
   // The periodic checkpoint of run(), deferred while the last step's loss was a spike.
   void checkpoint_if_due(const StepRecord& r, int last);
   void write_trace();

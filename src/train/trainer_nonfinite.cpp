@@ -26,12 +26,13 @@ StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
   }
   std::string where;
   if (pp_size_ == 1) {
-    where = locate_nonfinite(*model_, state_->params(), mesh_ ? &mesh_->world() : nullptr, batch_inputs_.data(),
-                             batch_targets_.data(), cfg_.grad_accum, cfg_.micro_batch, cfg_.model.seq_len,
-                             grad_scale);
+    where = locate_nonfinite(*model_, state_->params(), mesh_ ? &mesh_->world() : nullptr,
+                             batch_inputs_.data(), batch_targets_.data(), cfg_.grad_accum, cfg_.micro_batch,
+                             cfg_.model.seq_len, grad_scale);
   } else {
-    where = "not located: the locator re-runs the step on whole models (pp = 1); resume the last checkpoint "
-            "with pp = 1 and the same data to locate it";
+    where =
+        "not located: the locator re-runs the step on whole models (pp = 1); resume the last checkpoint "
+        "with pp = 1 and the same data to locate it";
   }
   throw AgreedError(fmt::format(
       "step {}: {}. First point that went bad: {}. Stopped before the update (on_nonfinite = stop); no "
@@ -42,8 +43,8 @@ StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
 
 void Trainer::checkpoint_if_due(const StepRecord& r, int last) {
   if (r.spike_median > 0 && leader())
-    std::fprintf(stderr, "warning: loss spike at step %d: %.6g > %g x the recent median %.6g%s\n", r.step, r.loss,
-                 double(cfg_.loss_spike), r.spike_median,
+    std::fprintf(stderr, "warning: loss spike at step %d: %.6g > %g x the recent median %.6g%s\n", r.step,
+                 r.loss, double(cfg_.loss_spike), r.spike_median,
                  cfg_.ckpt_every > 0 ? "; checkpoints wait for a step without a spike" : "");
   const bool due = cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last;
   // The state after a spike may be a dead model (a huge update): keep the previous checkpoint until

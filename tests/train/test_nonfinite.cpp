@@ -38,7 +38,7 @@ TEST(Nonfinite, LossSpikeAgainstTheRecentMedian) {
   EXPECT_EQ(w.observe(6.0), 0);
   EXPECT_EQ(w.observe(5.0), 0);
   EXPECT_EQ(w.observe(7.0), 0);
-  EXPECT_EQ(w.observe(29.0), 0);          // 29 < 5 x median 6
+  EXPECT_EQ(w.observe(29.0), 0);            // 29 < 5 x median 6
   EXPECT_DOUBLE_EQ(w.observe(100.0), 7.0);  // median of {5, 6, 7, 29}: 7 (the spike itself not kept)
   LossSpikeWatch off(0);
   EXPECT_EQ(off.observe(1), 0);
@@ -66,7 +66,8 @@ TEST(Nonfinite, LargeLrStopsLocatesAndKeepsTheLastHealthyCheckpoint) {
   // Stopped at the first step whose gradient norm vanished, before its update.
   EXPECT_NE(message.find("step 3: the gradient norm is exactly 0"), std::string::npos) << message;
   EXPECT_EQ(steps_done, 2);
-  EXPECT_NE(message.find("micro-batch 0, layer 1, input_layernorm: 1/rms is 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("micro-batch 0, layer 1, input_layernorm: 1/rms is 0"), std::string::npos)
+      << message;
   EXPECT_NE(message.find("on rank 0"), std::string::npos) << message;
   // Every metrics row is a step before the stop.
   std::ifstream m(dir + "/metrics.jsonl");

@@ -44,13 +44,18 @@ std::vector<ConfigChange> accepted(const std::function<void(TrainConfig&)>& chan
 }  // namespace
 
 TEST(ResumeCheck, RefusesWhatChangesTheDataOrderOrAStep) {
-  EXPECT_NE(refusal([](TrainConfig& c) { c.seed = 7; }).find("'seed' was 1337 and is now 7"), std::string::npos);
-  EXPECT_NE(refusal([](TrainConfig& c) { c.data = "data/other"; }).find("'data' was data/tiny and is now data/other"),
+  EXPECT_NE(refusal([](TrainConfig& c) { c.seed = 7; }).find("'seed' was 1337 and is now 7"),
+            std::string::npos);
+  EXPECT_NE(refusal([](TrainConfig& c) {
+              c.data = "data/other";
+            }).find("'data' was data/tiny and is now data/other"),
             std::string::npos);
   const std::string mb = refusal([](TrainConfig& c) { c.micro_batch = 8; });
   EXPECT_NE(mb.find("global batch micro_batch x grad_accum x dp was 16 and is now 32 ('micro_batch' 4 -> 8)"),
-            std::string::npos) << mb;
-  EXPECT_NE(refusal([](TrainConfig& c) { c.grad_accum = 1; }).find("('grad_accum' 2 -> 1)"), std::string::npos);
+            std::string::npos)
+      << mb;
+  EXPECT_NE(refusal([](TrainConfig& c) { c.grad_accum = 1; }).find("('grad_accum' 2 -> 1)"),
+            std::string::npos);
   EXPECT_NE(refusal([](TrainConfig& c) { c.dp = 4; }).find("('dp' 2 -> 4)"), std::string::npos);
   EXPECT_NE(refusal([](TrainConfig& c) { c.seed = 7; }).find("new --out folder"), std::string::npos);
 }
