@@ -8,17 +8,7 @@ mpiexec=$1
 fivefold=$2
 config=$3
 timeout_s=3
-out=$(mktemp -d)
-log=$out/log.txt
-fail() {
-  echo "FAIL: $1"
-  cat "$log"
-  exit 1
-}
-awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons people shall go", w, " ");
-             for (i = 0; i < 3000; i++) { line = "And"; for (j = 0; j < 8; j++) line = line " " w[int(rand() * 17) + 1];
-                                          print line "." } }' >"$out/corpus.txt"
-"$fivefold" prepare --text "$out/corpus.txt" --vocab 300 --out "$out/data" >"$log" 2>&1 || fail "prepare failed"
+. "$(dirname "$0")/tiny_job_setup.sh"
 echo "STOP 1 3" >"$out/plan"
 FF_FAULT_PLAN=$out/plan "$mpiexec" --oversubscribe -np 2 "$fivefold" train --config "$config" --data "$out/data" \
   --out "$out/run" --steps 1000 --eval-every 0 --threads 1 --collective-timeout $timeout_s >"$log" 2>&1 &

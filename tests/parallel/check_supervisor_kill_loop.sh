@@ -8,17 +8,7 @@
 mpiexec=$1
 fivefold=$2
 config=$3
-out=$(mktemp -d)
-log=$out/log.txt
-fail() {
-  echo "FAIL: $1"
-  cat "$log"
-  exit 1
-}
-awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons people shall go", w, " ");
-             for (i = 0; i < 3000; i++) { line = "And"; for (j = 0; j < 8; j++) line = line " " w[int(rand() * 17) + 1];
-                                          print line "." } }' >"$out/corpus.txt"
-"$fivefold" prepare --text "$out/corpus.txt" --vocab 300 --out "$out/data" >"$log" 2>&1 || fail "prepare failed"
+. "$(dirname "$0")/tiny_job_setup.sh"
 train="train --config $config --data $out/data --steps 40 --ckpt-every 5 --eval-every 0 --threads 1 --log-every 10"
 # Three random steps, one in each third of the run, printed so a failure can be replayed.
 steps=$(awk 'BEGIN { srand(); print 2 + int(rand() * 11), 14 + int(rand() * 13), 28 + int(rand() * 12) }')
