@@ -9,5 +9,8 @@ int cmd_sample(const Args& a);
 int cmd_eval(const Args& a);
 int cmd_export(const Args& a);
 int cmd_schedule(const Args& a);
+// These two run without MPI (launch starts mpirun; diagnose reads files) and take the raw words.
+int cmd_launch(int argc, char** argv);
+int cmd_diagnose(int argc, char** argv);
 
 }  // namespace ff::cli

@@ -18,6 +18,8 @@ const char* kUsage =
     "  eval    --ckpt DIR --data FILE               mean loss on a token shard\n"
     "  export  --ckpt DIR --out DIR                 Hugging Face LLaMA folder\n"
     "  schedule --pp P --microbatches M --schedule S [--chunks V]  draw a pipeline schedule\n"
+    "  launch  --max-restarts K [--backoff S] -- mpirun ... fivefold train ...   restart a failed job\n"
+    "  diagnose RUN                                 name the rank behind a hang (watchdog's records)\n"
     "`fivefold <command> --help` explains a command.\n";
 }
 
@@ -27,6 +29,15 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  // No MPI in these: the supervisor is the parent of mpirun, and diagnose only reads files.
+  if (cmd == "launch" || cmd == "diagnose") {
+    try {
+      return cmd == "launch" ? ff::cli::cmd_launch(argc, argv) : ff::cli::cmd_diagnose(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fivefold %s: error: %s\n", cmd.c_str(), e.what());
+      return 1;
+    }
+  }
   // Every command runs inside the communication layer: under mpirun each process is a rank,
   // launched plainly it is a world of one.
   ff::CommSession session(&argc, &argv);
@@ -40,6 +51,10 @@ int main(int argc, char** argv) {
     if (cmd == "schedule") return ff::cli::cmd_schedule(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
+  } catch (const ff::AgreedError& e) {
+    std::fflush(stdout);
+    if (ff::comm_world().rank() == 0) std::fprintf(stderr, "fivefold %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     // With other ranks alive, one rank returning would leave them waiting in a collective:

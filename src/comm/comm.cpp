@@ -7,6 +7,7 @@
 #include <string>
 
 #include "comm/engine.h"
+#include "comm/flight_recorder.h"
 #include "comm/op.h"
 
 namespace ff {
@@ -105,9 +106,16 @@ void Comm::count(CommOpKind kind, uint64_t bytes) const {
   auto& st = state().stats;
   st.bytes[size_t(kind)] += bytes;
   st.calls[size_t(kind)] += 1;
+  state().last_bytes = bytes;
 }
 
 CommRequest Comm::launch(std::shared_ptr<detail::Op> op, bool blocking) const {
+  // Collectives carry the group's sequence number; a send or recv its count of that kind here.
+  const detail::CommState& s = state();
+  const CommOpKind kind = op->kind();
+  const bool p2p = kind == CommOpKind::send || kind == CommOpKind::recv;
+  const uint64_t seq = p2p ? s.stats.calls_of(kind) - 1 : s.next_seq - 1;
+  op->flight_id = FlightRecorder::instance().begin(kind, s.world_ranks, seq, s.last_bytes, op);
   detail::Engine::instance().submit(op, blocking);
   return CommRequest(std::move(op));
 }

@@ -8,6 +8,7 @@
 // Launched by mpirun, the world has one rank per process. Launched plainly (./fivefold), Open
 // MPI's singleton mode gives a world of size 1, so the same code runs serially; init costs
 // ~20 ms there (see Engine::start).
+#include <stdexcept>
 #include <string>
 
 namespace ff {
@@ -41,5 +42,12 @@ class CommSession {
 // A rank that dies by a signal (SIGKILL, SIGSEGV) also ends the job: mpirun notices the exit
 // and kills the rest (tests/comm/check_failure.sh). Without MPI it prints and exits(1).
 [[noreturn]] void abort_job(const std::string& message);
+
+// An error every rank throws at the same point, after a decision the ranks share (a gradient norm
+// reduced over all of them): no rank is left waiting in a collective, so main ends the job with a
+// normal exit (the message printed once, by rank 0) instead of abort_job.
+struct AgreedError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace ff

@@ -14,6 +14,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "comm/flight_recorder.h"
 
 namespace ff::detail {
 namespace {
@@ -34,8 +35,6 @@ bool launched_by_mpi_launcher() {
 }
 
 }  // namespace
-
-thread_local bool Engine::holds_token_ = false;
 
 Engine& Engine::instance() {
   static Engine engine;
@@ -132,6 +131,7 @@ void Engine::start(int* argc, char*** argv) {
 
 void Engine::stop() {
   if (!running()) return;
+  stop_comm_watchdog();  // finalizing is no hang, and the watchdog must not outlive MPI
   drain();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -184,6 +184,7 @@ bool Engine::round() {
   for (size_t i = 0; i < active_.size(); ++i) {
     if (active_[i]->finished()) {
       active_[i]->release();
+      FlightRecorder::instance().end(active_[i]->flight_id);
       active_[i]->completed_us = monotonic_us();
       active_[i]->complete.store(true, std::memory_order_release);
       moved = true;
@@ -212,11 +213,9 @@ void Engine::thread_main() {
     if (stop_) return;
     lk.unlock();
     bool moved = false;
-    if (token_.try_lock()) {
-      holds_token_ = true;
+    if (try_take_token()) {
       moved = round();
-      holds_token_ = false;
-      token_.unlock();
+      give_token();
     }
     lk.lock();
     if (moved) {
@@ -238,11 +237,9 @@ void Engine::wait(Op& op) {
   unsigned polls = 0;
   while (!op.complete.load(std::memory_order_acquire)) {
     bool moved = false;
-    if (token_.try_lock()) {
-      holds_token_ = true;
+    if (try_take_token()) {
       moved = round();
-      holds_token_ = false;
-      token_.unlock();
+      give_token();
     }
     if (op.complete.load(std::memory_order_acquire)) break;
     if (moved) {
@@ -298,13 +295,10 @@ void Engine::drain() {
 }
 
 bool Engine::try_token_for(int ms) {
-  if (holds_token_) return true;
+  if (holds_token()) return true;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (token_.try_lock()) {
-      holds_token_ = true;
-      return true;
-    }
+    if (try_take_token()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return false;

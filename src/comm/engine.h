@@ -113,16 +113,20 @@ class Engine {
   // MPI_Comm_create_group, freeing communicators, and the benchmark's raw-MPI baseline.
   template <typename F>
   void with_token(F&& f) {
-    if (holds_token_) {
+    if (holds_token()) {
       f();
       return;
     }
-    std::lock_guard<std::mutex> lock(token_);
-    holds_token_ = true;
+    take_token();
+    struct Give {
+      Engine* e;
+      ~Give() { e->give_token(); }
+    } give{this};  // also when f throws
     f();
-    holds_token_ = false;
   }
-  bool holds_token() const { return holds_token_; }
+  bool holds_token() const {
+    return token_owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
   // abort_job: take the token if it comes free soon, so MPI_Abort is serialized with the comm
   // thread; give up after `ms` because the holder may be stuck inside MPI for good.
   bool try_token_for(int ms);
@@ -136,7 +140,27 @@ class Engine {
   void drain();
 
   std::mutex token_;                         // the MPI token
-  static thread_local bool holds_token_;
+  // Which thread holds the token. This was a thread_local bool, written by with_token from
+  // CommState::~CommState; UBSan reported "store to null pointer of type 'bool'" there at the exit
+  // of `train` (issue 16, defect 10): communicators are freed from destructors that may run during
+  // exit or a thread's teardown, when a thread_local's storage is no longer guaranteed to be there
+  // (the TLS wrapper of a variable defined in another translation unit is what the sanitizer saw
+  // return null). An atomic owner id in the engine, which lives until after the last Comm, has no
+  // such window. Relaxed is enough: a thread only ever finds its own id there if it stored it.
+  std::atomic<std::thread::id> token_owner_{};
+  void take_token() {
+    token_.lock();
+    token_owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  }
+  bool try_take_token() {
+    if (!token_.try_lock()) return false;
+    token_owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    return true;
+  }
+  void give_token() {
+    token_owner_.store(std::thread::id(), std::memory_order_relaxed);
+    token_.unlock();
+  }
 
   std::mutex mu_;                            // guards queue_, stop_, and the cv predicates
   std::condition_variable wake_;             // the comm thread sleeps here

@@ -50,6 +50,7 @@ struct CommState {
   // collectives in flight at once can then never be confused. Touched by the caller thread.
   uint64_t next_seq = 0;
   uint64_t next_split = 0;
+  uint64_t last_bytes = 0;  // the payload of the operation counted last (for the flight recorder)
 
   CommOptions options;
   CommStats stats;
@@ -109,6 +110,7 @@ class Op {
   // clock traces use), so a timeline can show when the transfer really ran. Written before
   // `complete` is released, read after it is acquired.
   double started_us = 0, completed_us = 0;
+  uint64_t flight_id = 0;  // its entry in the flight recorder (flight_recorder.h)
 
  protected:
   std::shared_ptr<CommState> comm_;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "io/atomic_file.h"
 #include "io/file_reader.h"
 
 namespace ff {
@@ -42,9 +43,38 @@ uint64_t end_of_complete_records(const std::string& path) {
   return last.find('\0') == npos && nlohmann::json::accept(last) ? end : start;
 }
 
+// Rewrites the file (atomically) without the records of steps after `step`; returns how many went.
+// Only complete records reach here: the torn last line is already cut off.
+int drop_steps_after(const std::string& path, int step) {
+  std::string text;
+  {
+    FileReader f(path, "metrics file", "delete it to start the metrics afresh");
+    text.resize(f.size());
+    f.read_at(0, text.data(), text.size());
+  }
+  std::string kept;
+  int dropped = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size() - 1;
+    const std::string line = text.substr(start, nl + 1 - start);
+    start = nl + 1;
+    const nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
+    const bool later = rec.is_object() && rec.contains("step") && rec["step"].is_number_integer() &&
+                       rec["step"].get<int64_t>() > step;
+    if (later) ++dropped;
+    else kept += line;
+  }
+  if (dropped == 0) return 0;
+  AtomicFileWriter w(path);
+  w.write(kept.data(), kept.size());
+  w.commit();
+  return dropped;
+}
+
 }  // namespace
 
-MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+MetricsWriter::MetricsWriter(const std::string& path, bool append, int resumed_step) : path_(path) {
   struct stat st {};
   if (append && ::stat(path.c_str(), &st) == 0) {
     const uint64_t keep = end_of_complete_records(path);
@@ -58,6 +88,8 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path)
                    "dropped it before resuming\n",
                    path.c_str(), (unsigned long long)dropped_bytes_);
     }
+    // A run killed after its last checkpoint logged steps it will now repeat.
+    if (resumed_step >= 0) dropped_steps_ = drop_steps_after(path, resumed_step);
   }
   // O_APPEND: every write lands at the end, so one record is one contiguous append.
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | (append ? 0 : O_TRUNC), 0644);

@@ -14,8 +14,9 @@ namespace ff {
 class MetricsWriter {
  public:
   // append = true continues the file of a resumed run (dropping a torn last line); false starts
-  // it afresh.
-  explicit MetricsWriter(const std::string& path, bool append);
+  // it afresh. resumed_step >= 0 (with append): the records of steps after it are dropped too, so
+  // the steps a resumed run repeats appear once; rows without a step (restart events) stay.
+  explicit MetricsWriter(const std::string& path, bool append, int resumed_step = -1);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
@@ -23,11 +24,14 @@ class MetricsWriter {
   const std::string& path() const { return path_; }
   // Bytes of a torn last line dropped when the file was reopened (0 when it ended cleanly).
   uint64_t dropped_bytes() const { return dropped_bytes_; }
+  // Records dropped because their step came after resumed_step.
+  int dropped_steps() const { return dropped_steps_; }
 
  private:
   std::string path_;
   int fd_ = -1;
   uint64_t dropped_bytes_ = 0;
+  int dropped_steps_ = 0;
 };
 
 }  // namespace ff

@@ -73,6 +73,9 @@ const std::vector<Binding>& bindings() {
       {{"bucket_mb", "DDP gradient bucket size in MiB"}, FF_FIELD(bucket_mb)},
       {{"grad_sync", "DDP all-reduce: overlap (with backward) | after_backward | none (benchmarks only: replicas drift)"}, FF_FIELD(grad_sync)},
       {{"trace", "write a Chrome trace (open in Perfetto) of the run to this file"}, FF_FIELD(trace)},
+      {{"on_nonfinite", "a non-finite or vanished gradient norm: stop (locate it, no update) | skip (the step)"}, FF_FIELD(on_nonfinite)},
+      {{"loss_spike", "warn (and defer the checkpoint) when the loss exceeds this x its recent median; 0 = off"}, FF_FIELD(loss_spike)},
+      {{"collective_timeout", "seconds a collective may wait; then every rank dumps run_dir/flight/ and the job ends"}, FF_FIELD(collective_timeout)},
   };
   return table;
 }
@@ -317,6 +320,13 @@ void validate_train_config(const TrainConfig& c) {
   }
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
+  need(c.on_nonfinite == "stop" || c.on_nonfinite == "skip",
+       fmt::format("on_nonfinite must be stop or skip (got '{}')", c.on_nonfinite));
+  need(c.loss_spike >= 0 && std::isfinite(c.loss_spike),
+       fmt::format("loss_spike must be a number >= 0 (got {}; 0 turns the warning off)", c.loss_spike));
+  need(c.collective_timeout > 0 && std::isfinite(c.collective_timeout),
+       fmt::format("collective_timeout must be a positive number of seconds (got {}; 300 is the default)",
+                   c.collective_timeout));
   ModelConfig probe = c.model;
   // A vocab_size of 0 comes from the tokenizer later (and is checked then); check the rest now.
   if (probe.vocab_size == 0) probe.vocab_size = c.tp;

@@ -45,6 +45,9 @@ struct TrainConfig {
   float bucket_mb = 4.0f;       // DDP gradient bucket size
   GradSync grad_sync = GradSync::overlap;  // DDP: overlap | after_backward | none (benchmarks)
   std::string trace;            // write a Chrome trace (Perfetto) of the run to this file
+  std::string on_nonfinite = "stop";  // a non-finite (or vanished) gradient norm: stop | skip the step
+  float loss_spike = 5.0f;      // warn when the loss exceeds this x its recent median (0 = off)
+  float collective_timeout = 300.0f;  // seconds a communication may wait before the job is ended
 
   // Sequences per optimizer step over all data-parallel ranks.
   int global_batch() const { return micro_batch * grad_accum * (dp > 0 ? dp : 1); }

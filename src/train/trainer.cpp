@@ -17,7 +17,9 @@
 #include "kernels/adamw.h"
 #include "kernels/gemm.h"
 #include "comm/comm.h"
+#include "comm/flight_recorder.h"
 #include "train/checkpoint_meta.h"
+#include "train/resume_check.h"
 
 namespace ff {
 
@@ -83,6 +85,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
   if (leader()) fs::create_directories(out_dir_);
+  // A communication waiting past collective_timeout dumps this rank's flight record and ends the job.
+  if (world_size() > 1)
+    start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
   const std::optional<CheckpointMeta> resume = read_latest_checkpoint_meta(out_dir_);
   const bool resuming = resume.has_value();
   if (resuming) {
@@ -97,6 +102,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
           "the checkpoint '{}' was trained with another tokenizer than '{}' (checksums differ); "
           "resume with the data folder the run was prepared with, or use a new --out folder",
           resume->dir, tok_path));
+    // Refuses (naming the key) a seed, data folder or global batch other than the checkpoint's.
+    resume_changes_ = check_resume_config(resume->state.config_toml, cfg_, out_dir_);
     if (resume->state.step > cfg_.steps)
       throw std::runtime_error(fmt::format(
           "the checkpoint '{}' is at step {}, past steps = {}; raise --steps to continue",
@@ -136,6 +143,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
+  spikes_ = LossSpikeWatch(cfg_.loss_spike);
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
         PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
@@ -169,9 +177,13 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   batch_targets_.resize(rows);
 
   if (leader()) {
+    if (!resume_changes_.empty())  // the config the earlier steps ran under stays beside the new one
+      write_file_atomic((fs::path(out_dir_) / fmt::format("config.step_{}.toml", step_)).string(),
+                        resume->state.config_toml);
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
     fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
-    metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming);
+    metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming,
+                                               resuming ? step_ : -1);
   }
   flops_per_token_ = training_flops_per_token(cfg_.model);
   static const double peak = measure_sgemm_gflops() * 1e9;  // once per process
@@ -222,17 +234,14 @@ StepRecord Trainer::train_step() {
   if (after_grads_reduced) after_grads_reduced(*state_);
   loss_sum = sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp});
   const double loss = loss_sum / (double(G) * T);
-  if (!std::isfinite(loss))
-    throw std::runtime_error(fmt::format(
-        "loss became {} at step {}; lower lr (now {}) or grad_clip. The last checkpoint in '{}' "
-        "was left as it was",
-        loss, step_ + 1, cfg_.lr, out_dir_));
   // The state sums over its reduction groups; tp, then pp, one axis at a time so the additions
   // happen in the same order as always (a different order changes the last bits of the norm,
   // and through clipping the weights).
   const double norm_sq =
       sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
   const double norm = std::sqrt(norm_sq);
+  // Loss and norm are reduced over every rank, so every rank takes this branch together.
+  if (step_is_nonfinite(loss, norm)) return nonfinite_step(loss, norm, grad_scale, t0);
   if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;
   const float lr = schedule_.at(step_);

@@ -4,6 +4,7 @@
 // vocabulary, checkpoint compatibility) before the first heavy allocation, so bad input never
 // costs a long wait and never touches a good checkpoint. Only world rank 0 (the leader) writes
 // files and prints.
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,6 +24,8 @@
 #include "parallel/tensor/tensor_replicas.h"
 #include "train/checkpoint_saver.h"
 #include "train/lr_schedule.h"
+#include "train/nonfinite.h"
+#include "train/resume_check.h"
 #include "train/train_config.h"
 
 namespace ff {
@@ -33,6 +36,8 @@ struct StepRecord {
   double grad_norm;
   float lr;
   double seconds;
+  bool skipped = false;       // non-finite with on_nonfinite = skip: the weights were not updated
+  double spike_median = 0;    // > 0: the loss exceeded loss_spike x this recent median
 };
 
 class Trainer {
@@ -73,6 +78,12 @@ class Trainer {
   // Fills this rank's state from a sharded checkpoint folder, reading only what it holds.
   void load_checkpoint_state(const std::string& step_dir);
   void log_progress(const StepRecord& r, double tokens_per_s, double val_loss);
+  // A step whose reduced loss or gradient norm is non-finite (or the norm 0): skipped, or located
+  // and stopped with an AgreedError per on_nonfinite. Collective (trainer_nonfinite.cpp).
+  StepRecord nonfinite_step(double loss, double norm, float grad_scale,
+                            std::chrono::steady_clock::time_point t0);
+  // The periodic checkpoint of run(), deferred while the last step's loss was a spike.
+  void checkpoint_if_due(const StepRecord& r, int last);
   void write_trace();
 
   TrainConfig cfg_;
@@ -104,6 +115,9 @@ class Trainer {
   int saved_step_ = -1;  // the step of the checkpoint this state is (resumed from or last saved)
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
+  LossSpikeWatch spikes_{0};
+  bool save_deferred_ = false;  // a checkpoint was due right after a loss spike
+  std::vector<ConfigChange> resume_changes_;  // accepted config changes against the checkpoint's
   int step_ = 0;
   double flops_per_token_ = 0, sgemm_peak_flops_ = 0;
   double run_seconds_ = 0;

@@ -8,6 +8,7 @@
 
 #include "io/atomic_file.h"
 #include "kernels/gemm.h"
+#include "train/fault_injection.h"
 #include "train/trainer.h"
 
 // The trainer's outer loop and what it reports: progress lines, metrics records, the trace.
@@ -35,6 +36,8 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
                         {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
                         {"mfu", mfu}, {"step_seconds", r.seconds}};
   if (std::isfinite(val_loss)) rec["val_loss"] = val_loss;
+  if (r.skipped) rec["skipped"] = true;
+  if (r.spike_median > 0) rec["loss_spike_median"] = r.spike_median;
   const MemorySnapshot mem = MemoryLedger::instance().snapshot();
   nlohmann::json bytes;
   for (int i = 0; i < kMemCategories; ++i) bytes[mem_category_name(MemCategory(i))] = mem.current[i];
@@ -83,14 +86,19 @@ void Trainer::run() {
   }
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
+  if (!resume_changes_.empty() && leader() && !quiet)
+    std::printf("config changed since the checkpoint, accepted as deliberate: %s (the old config is kept as "
+                "config.step_%d.toml)\n", describe_changes(resume_changes_).c_str(), step_);
   while (step_ < last) {
+    inject_planned_fault(world_rank(), step_ + 1);  // tests of the supervisor and the watchdog only
     StepRecord r = train_step();
+    if (!r.skipped) history_.back().spike_median = r.spike_median = spikes_.observe(r.loss);
     // The first step pays for page faults and library warm-up; ETA and averages skip it.
     if (history_.size() > 1) run_seconds_ += r.seconds, ++steps_timed_;
     double val = NAN;
     if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
     log_progress(r, tokens_per_step / r.seconds, val);
-    if (cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last) save();
+    checkpoint_if_due(r, last);
   }
   save();
   finish_saves();

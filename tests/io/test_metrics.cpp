@@ -95,3 +95,21 @@ TEST(Metrics, AFullDiskLeavesNoPartialLine) {
   MetricsWriter m("/dev/full", false);
   ff::testing::expect_error([&] { m.write({{"step", 1}}); }, {"/dev/full", "free disk space"});
 }
+
+// Issue 10: a run killed after its last checkpoint had logged steps it repeats on resume, so they
+// appeared twice. Resuming at step 2 drops the records of later steps (and a torn line), keeps
+// rows without a step (the supervisor's restart events) and every earlier record byte for byte.
+TEST(Metrics, ResumeDropsTheStepsAfterTheCheckpoint) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("metrics.jsonl");
+  const std::string kept = "{\"step\":1}\n{\"step\":2,\"loss\":3.5}\n{\"event\":\"restart\",\"attempt\":1}\n";
+  ff::testing::write_all(p, "{\"step\":1}\n{\"step\":2,\"loss\":3.5}\n{\"step\":3}\n"
+                            "{\"event\":\"restart\",\"attempt\":1}\n{\"step\":4}\n{\"step\":5,\"lo");
+  MetricsWriter m(p, true, 2);
+  EXPECT_EQ(m.dropped_steps(), 2);
+  EXPECT_EQ(ff::testing::read_all(p), kept);
+  m.write({{"step", 3}});
+  EXPECT_EQ(ff::testing::read_all(p), kept + "{\"step\":3}\n");
+  // Nothing after the resumed step: the file is not rewritten.
+  EXPECT_EQ(MetricsWriter(p, true, 3).dropped_steps(), 0);
+}

@@ -8,20 +8,8 @@ mpiexec=$1
 fivefold=$2
 config=$3
 shift 3
-out=$(mktemp -d)
-log=$out/log.txt
+. "$(dirname "$0")/tiny_job_setup.sh"
 data=$out/data
-fail() {
-  echo "FAIL: $1"
-  cat "$log"
-  exit 1
-}
-
-# A small generated corpus: verse-like lines over a few words.
-awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons people shall go", w, " ");
-             for (i = 0; i < 3000; i++) { line = "And"; for (j = 0; j < 8; j++) line = line " " w[int(rand() * 17) + 1];
-                                          print line "." } }' >"$out/corpus.txt"
-"$fivefold" prepare --text "$out/corpus.txt" --vocab 300 --out "$data" >"$log" 2>&1 || fail "prepare failed"
 
 "$mpiexec" --oversubscribe -np 2 "$fivefold" train --config "$config" --data "$data" --out "$out/run" \
   --steps 100000 --ckpt-every 5 --eval-every 0 --threads 1 --log-every 1 "$@" >"$log" 2>&1 &

@@ -1,0 +1,14 @@
+# Sourced by the shell tests of whole training jobs: a scratch folder with a log, fail(), and a
+# small generated corpus (verse-like lines over a few words) prepared into $out/data.
+# Needs $fivefold; sets $out and $log.
+out=$(mktemp -d)
+log=$out/log.txt
+fail() {
+  echo "FAIL: $1"
+  cat "$log"
+  exit 1
+}
+awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons people shall go", w, " ");
+             for (i = 0; i < 3000; i++) { line = "And"; for (j = 0; j < 8; j++) line = line " " w[int(rand() * 17) + 1];
+                                          print line "." } }' >"$out/corpus.txt"
+"$fivefold" prepare --text "$out/corpus.txt" --vocab 300 --out "$out/data" >"$log" 2>&1 || fail "prepare failed"
