@@ -24,6 +24,10 @@ namespace ff {
 
 class Comm;
 
+// Rank 0's run folder, on every rank of world: each rank writes its own data file into the run
+// folder, so all must name the same one (the folder must be on a filesystem every rank sees).
+std::string leader_run_dir(const Comm& world, const std::string& mine);
+
 class CheckpointSaver {
  public:
   // world: every rank of the job (null: one process). keep >= 1.

@@ -53,6 +53,7 @@ void check_token_range(const std::vector<int32_t>& tokens, int vocab, const std:
 Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), mesh_(mesh) {
   const MeshDegrees d = mesh_ ? mesh_->degrees() : MeshDegrees{};
+  if (mesh_) out_dir_ = leader_run_dir(mesh_->world(), out_dir_);  // every rank writes into it
   resolve_layout(cfg_, world_size());
   if (cfg_.dp != d.dp || cfg_.cp != d.cp || cfg_.tp != d.tp || cfg_.pp != d.pp)
     throw std::runtime_error(fmt::format(
