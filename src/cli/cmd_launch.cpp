@@ -98,7 +98,8 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   if (a.exit_code == 0) return a;
   // A dead rank or a hang is cured by a restart; an error fivefold itself reported is not (it
   // would recur), unless a rank died first and the error is the others' view of it.
-  a.restartable = !died.empty() || !hang.empty() || error.empty();
+  a.restartable = (!died.empty() || !hang.empty() || error.empty()) && a.exit_code != 127;
+  if (a.exit_code == 127) error = "the command could not be started (exit code 127: not found?)";
   a.reason = !died.empty()    ? died
              : !hang.empty()  ? hang
              : !error.empty() ? error

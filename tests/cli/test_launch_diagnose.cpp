@@ -1,0 +1,85 @@
+// The supervisor's decisions and diagnose's reading of flight records, without MPI: a failing
+// command is restarted up to the budget, an error fivefold reported itself is not restarted, and
+// two ranks waiting in different collectives with one sequence number are named as a mismatch.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_runner.h"
+
+using ff::testkit::run_fivefold;
+
+namespace {
+std::string scratch(const std::string& tag) {
+  const auto p =
+      std::filesystem::temp_directory_path() / ("ff-launch-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+}  // namespace
+
+TEST(Launch, RestartsUpToTheBudgetThenSummarises) {
+  const std::string run = scratch("budget");
+  // A stand-in job that always fails; --out names the run folder whose metrics log the restarts.
+  const auto r = run_fivefold("launch --max-restarts 2 --backoff 0 -- sh -c 'exit 3' --out " + run);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("Restart 1 of 2 in 0.0 s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Restart 2 of 2 in 0.0 s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("giving up: the restart budget is spent after 2 restart(s) of at most 2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("3. the launcher exited with code 3"), std::string::npos) << r.output;
+  const std::string metrics = ff::testkit::read_file(run + "/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"event\":\"restart\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\"restart\":2"), std::string::npos) << metrics;
+}
+
+TEST(Launch, AnErrorFivefoldReportedIsNotRestarted) {
+  const auto r = run_fivefold(
+      "launch --max-restarts 5 --backoff 0 -- sh -c 'echo \"fivefold train: error: config: bad\"; exit 1'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output.find("Restart 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("giving up: this failure would recur on restart after 0 restart(s)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Launch, UsageErrorsNameTheOption) {
+  EXPECT_NE(run_fivefold("launch -- true").output.find("--max-restarts K is required"), std::string::npos);
+  EXPECT_NE(
+      run_fivefold("launch --max-restarts -1 -- true").output.find("--max-restarts must be an integer >= 0"),
+      std::string::npos);
+  EXPECT_NE(run_fivefold("launch --max-restarts 1").output.find("no command after --"), std::string::npos);
+  EXPECT_EQ(run_fivefold("launch --max-restarts 0 -- true").exit_code, 0);
+}
+
+TEST(Diagnose, NamesAMismatchedCollectiveAndAMissingRank) {
+  const std::string run = scratch("diag");
+  std::filesystem::create_directories(run + "/flight");
+  auto dump = [&](int rank, const char* op, int bytes) {
+    std::ofstream(run + "/flight/rank_" + std::to_string(rank) + ".json")
+        << "{\"rank\": " << rank
+        << ", \"world_size\": 3, \"reason\": \"r\", \"dumped_at\": 100.0, \"ops\": [\n"
+        << "{\"id\": 1, \"op\": \"all_reduce\", \"seq\": 0, \"bytes\": 8, \"group\": [0, 1], \"start\": 1, "
+           "\"end\": 2, \"what\": \"\"},\n"
+        << "{\"id\": 2, \"op\": \"" << op << "\", \"seq\": 1, \"bytes\": " << bytes
+        << ", \"group\": [0, 1], \"start\": 3, \"end\": null, \"what\": \"\"},\n"
+        << "{\"id\": 3, \"op\": \"all_reduce\", \"seq\": 0, \"bytes\": 4, \"group\": [0, 2], \"start\": 3, "
+           "\"end\": null, \"what\": \"\"}]}\n";
+  };
+  dump(0, "all_reduce", 400);
+  dump(1, "all_gather", 200);
+  const auto r = run_fivefold("diagnose " + run);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(
+      r.output.find("mismatched operation #1 on world ranks [0, 1]: rank 0 called all_reduce of 400 bytes, "
+                    "rank 1 called all_gather of 200 bytes"),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 0 waits in all_reduce #1 on world ranks [0, 1]"), std::string::npos)
+      << r.output;
+  const auto missing = run_fivefold("diagnose " + run + "/nothing");
+  EXPECT_NE(missing.output.find("holds no flight records"), std::string::npos) << missing.output;
+}
