@@ -1,6 +1,6 @@
 // Context parallelism against the serial spec, under mpirun with CP x TP x DP x PP ranks:
 //   cp_equivalence CP COMM BALANCE TP DP ZERO PP
-// Every rank trains `tiny` at seq_len 64 for 20 steps with each sequence split over the cp group;
+// Every rank trains `tiny` at seq_len 32 (chunks of 8 tokens at cp 2, 4 at cp 4) for 20 steps with each sequence split over the cp group;
 // rank 0 then trains the serial model on the same global batch in-process. Checked:
 //   - per-step losses and gradient norms within 1e-5 relative, final weights within 1e-4,
 //     validation loss 1e-5 (testkit::compare_with_serial);
@@ -34,7 +34,7 @@ struct Layout {
 
 TrainConfig tiny(const std::string& data, const Layout& l, int micro_batch) {
   TrainConfig c = testkit::tiny_config(data);
-  c.model.seq_len = 64;
+  c.model.seq_len = 32;
   c.micro_batch = micro_batch;
   c.cp = l.cp, c.cp_comm = l.comm, c.cp_balance = l.balance;
   c.tp = l.tp, c.dp = l.dp, c.zero = l.zero, c.pp = l.pp;
