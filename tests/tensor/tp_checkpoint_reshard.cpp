@@ -12,6 +12,7 @@
 #include "comm/mesh.h"
 #include "comm/comm_world.h"
 #include "shared_data.h"
+#include "checkpoint_fixtures.h"
 #include "train_fixtures.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -43,25 +44,8 @@ double train_or_load(const std::string& data, const std::string& dir, const Comm
   return t.evaluate();
 }
 
-// A copy of a run's checkpoint in a fresh folder (rank 0 copies; every rank gets the path).
-std::string copy_checkpoint(const Comm& world, const std::string& from) {
-  std::string dir;
-  if (world.rank() == 0) {
-    dir = testkit::temp_dir("load");
-    fs::copy_file(fs::path(from) / checkpoint_file_name(), fs::path(dir) / checkpoint_file_name());
-  }
-  dir = testkit::broadcast_string(world, dir);
-  world.barrier();
-  return dir;
-}
-
-int compare(const char* what, double saved, double loaded) {
-  const double d = std::fabs(loaded - saved) / saved;
-  const bool ok = d <= 1e-5;  // false for NaN
-  std::printf("%s: val loss %.7f saved, %.7f loaded, rel diff %.1e (tol 1e-5): %s\n", what, saved, loaded, d,
-              ok ? "ok" : "FAIL");
-  return ok ? 0 : 1;
-}
+using testkit::copy_checkpoint;
+constexpr auto compare = testkit::compare_val_loss;
 
 }  // namespace
 
