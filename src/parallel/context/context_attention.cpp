@@ -1,6 +1,9 @@
 #include "parallel/context/context_attention.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <string>
 #include <limits>
 #include <utility>
 
@@ -59,7 +62,7 @@ void ContextAttention::wait_exposed(CommRequest& r, const char* what) {
   const auto w0 = std::chrono::steady_clock::now();
   r.wait();
   exposed_us_ += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - w0).count();
-  if (tracer_) {
+  if (tracer_ && r.completed_us() > 0) {  // an empty request (nothing was sent) has no span
     tracer_->span(std::string(what) + " (wait)", "cp wait", t0, tracer_->now_us());
     tracer_->span(what, "cp comm", r.started_us(), r.completed_us());
   }
@@ -122,9 +125,9 @@ void ContextAttention::backward(float* dq, float* dk, float* dv, const float* d_
                                 const AttentionShape& s) {
   if (mode_ == CpComm::a2a) return a2a_backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
   pack_piece(buffer(kv_[0], piece_floats(s)), k, v, s);
-  if (mode_ == CpComm::ring) ring_backward(dq, d_att, q, att, lse, s);
-  else gather_backward(dq, d_att, q, att, lse, s);
-  add_piece(dk, dv, dkv_[0].data(), s);  // this rank's own dK/dV, back from its travels
+  const float* own = mode_ == CpComm::ring ? ring_backward(dq, d_att, q, att, lse, s)
+                                           : gather_backward(dq, d_att, q, att, lse, s);
+  add_piece(dk, dv, own, s);  // this rank's own dK/dV, back from its travels
 }
 
 void ContextAttention::ring_forward(float* att, float* lse, const float* q, const AttentionShape& s) {
@@ -147,36 +150,51 @@ void ContextAttention::ring_forward(float* att, float* lse, const float* q, cons
   }
 }
 
-void ContextAttention::ring_backward(float* dq, const float* d_att, const float* q, const float* att,
-                                     const float* lse, const AttentionShape& s) {
+// Each piece's dK/dV accumulator follows it around the ring. A rank computes its share for the
+// piece it holds into a scratch buffer while the piece's accumulator is still arriving from the
+// previous rank, then adds the two and sends the sum on: the hop overlaps the compute, and only
+// the add waits for it. After cp steps every accumulator is back with its owner.
+const float* ContextAttention::ring_backward(float* dq, const float* d_att, const float* q, const float* att,
+                                             const float* lse, const AttentionShape& s) {
   const int cp = layout_.cp(), r = layout_.rank();
   const size_t n = piece_floats(s);
   float* cur = kv_[0].data();
   float* next = buffer(kv_[1], n);
-  float* dcur = buffer(dkv_[0], n);
-  float* dnext = buffer(dkv_[1], n);
-  for (size_t i = 0; i < n; ++i) dcur[i] = 0;
+  float* acc[2] = {buffer(dkv_[0], n), buffer(dkv_[1], n)};
+  float* mine = buffer(dkv_[2], n);  // this step's share
   const int to = (r + 1) % cp, from = (r + cp - 1) % cp;
+  CommRequest dsend;
   for (int step = 0; step < cp; ++step) {
-    CommRequest send, recv;
+    float* into = acc[step % 2];
+    CommRequest send, recv, drecv;
+    if (step > 0) drecv = group_.recv_async(into, n, from, 1);  // the piece's accumulator so far
     if (step + 1 < cp) {
       send = group_.send_async(cur, n, to, 0);
       recv = group_.recv_async(next, n, from, 0);
     }
-    attend_piece_backward(dq, dcur, d_att, q, cur, att, lse, (r - step + cp) % cp, s);
-    // The accumulator follows its piece; after the last step it reaches the piece's owner.
-    CommRequest dsend = group_.send_async(dcur, n, to, 1), drecv = group_.recv_async(dnext, n, from, 1);
+    float* share = step == 0 ? into : mine;
+    std::fill(share, share + n, 0.0f);
+    attend_piece_backward(dq, share, d_att, q, cur, att, lse, (r - step + cp) % cp, s);
+    if (step > 0) {
+      wait_exposed(drecv, "dK/dV recv");
+      for (size_t i = 0; i < n; ++i) into[i] += mine[i];
+    }
+    wait_exposed(dsend, "dK/dV send");  // the buffer the next step receives into was its source
+    dsend = group_.send_async(into, n, to, 1);
     if (step + 1 < cp) {
       wait_exposed(recv, "K/V recv");
       wait_exposed(send, "K/V send");
       std::swap(cur, next);
     }
-    wait_exposed(drecv, "dK/dV recv");
-    wait_exposed(dsend, "dK/dV send");
-    std::swap(dcur, dnext);
   }
-  // dkv_[0] must hold the owner's accumulator for backward() to add.
-  if (dcur != dkv_[0].data()) std::copy(dcur, dcur + n, dkv_[0].data());
+  // The last hop brings this rank's own piece's accumulator home (into the buffer whose send the
+  // last step waited for). Posted before waiting on this rank's own last send, which the
+  // neighbour receives only here too: waiting first would deadlock on a rendezvous send.
+  float* home = acc[cp % 2];
+  CommRequest last = group_.recv_async(home, n, from, 1);
+  wait_exposed(dsend, "dK/dV send");
+  wait_exposed(last, "dK/dV recv");
+  return home;
 }
 
 void ContextAttention::gather_forward(float* att, float* lse, const float* q, const AttentionShape& s) {
@@ -188,8 +206,8 @@ void ContextAttention::gather_forward(float* att, float* lse, const float* q, co
   for (int src = 0; src < cp; ++src) attend_piece(att, lse, q, all + src * n, src, s);
 }
 
-void ContextAttention::gather_backward(float* dq, const float* d_att, const float* q, const float* att,
-                                       const float* lse, const AttentionShape& s) {
+const float* ContextAttention::gather_backward(float* dq, const float* d_att, const float* q, const float* att,
+                                              const float* lse, const AttentionShape& s) {
   const int cp = layout_.cp();
   const size_t n = piece_floats(s);
   float* all = buffer(full_, n * cp);
@@ -198,8 +216,10 @@ void ContextAttention::gather_backward(float* dq, const float* d_att, const floa
   wait_exposed(g, "K/V all-gather");
   for (size_t i = 0; i < n * cp; ++i) dall[i] = 0;
   for (int src = 0; src < cp; ++src) attend_piece_backward(dq, dall + src * n, d_att, q, all + src * n, att, lse, src, s);
-  CommRequest rs = group_.reduce_scatter_async(dall, buffer(dkv_[0], n), n * cp);
+  float* own = buffer(dkv_[0], n);
+  CommRequest rs = group_.reduce_scatter_async(dall, own, n * cp);
   wait_exposed(rs, "dK/dV reduce-scatter");
+  return own;
 }
 
 }  // namespace ff

@@ -5,7 +5,8 @@
 //   ring       K/V pieces travel around the ring; each step's send/receive is started before the
 //              current piece's blocks are computed, so the transfer hides under the compute. The
 //              backward sends K/V round again, with a dK/dV accumulator travelling beside each
-//              piece; after cp steps the accumulators have come back to the pieces' owners.
+//              piece (a rank's share is computed while the accumulator arrives, then added); after
+//              cp steps the accumulators have come back to the pieces' owners.
 //   allgather  every rank gathers all K/V at once (Llama 3's choice: K/V are small beside Q under
 //              GQA); the backward reduce-scatters the dK/dV of every piece back to its owner.
 //   a2a        Ulysses: an all-to-all turns "all heads, my rows" into "my heads, all rows", the
@@ -46,11 +47,12 @@ class ContextAttention final : public AttentionOp {
   void attend_piece_backward(float* dq, float* dpiece, const float* d_att, const float* q, const float* piece,
                              const float* att, const float* lse, int src, const AttentionShape& s);
   void ring_forward(float* att, float* lse, const float* q, const AttentionShape& s);
-  void ring_backward(float* dq, const float* d_att, const float* q, const float* att, const float* lse,
-                     const AttentionShape& s);
+  // The backward variants return this rank's own dK/dV piece.
+  const float* ring_backward(float* dq, const float* d_att, const float* q, const float* att, const float* lse,
+                             const AttentionShape& s);
   void gather_forward(float* att, float* lse, const float* q, const AttentionShape& s);
-  void gather_backward(float* dq, const float* d_att, const float* q, const float* att, const float* lse,
-                       const AttentionShape& s);
+  const float* gather_backward(float* dq, const float* d_att, const float* q, const float* att,
+                               const float* lse, const AttentionShape& s);
   void a2a_forward(float* att, float* lse, const float* q, const float* k, const float* v,
                    const AttentionShape& s);
   void a2a_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
@@ -64,7 +66,7 @@ class ContextAttention final : public AttentionOp {
   double exposed_us_ = 0;
   // Workspace, grown to the largest call: K/V pieces and their gradients (two each for the ring),
   // the all-gathered pieces, a partial block's out/lse, and the all-to-all's staging.
-  TrackedBuffer<float> kv_[2], dkv_[2], full_, dfull_, part_, part_lse_, a2a_[6];
+  TrackedBuffer<float> kv_[2], dkv_[3], full_, dfull_, part_, part_lse_, a2a_[6];
 };
 
 }  // namespace ff
