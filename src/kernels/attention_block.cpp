@@ -115,7 +115,8 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
       for (int r = 0; r < rows4; ++r) ncols[r] = r < rows ? std::min(key_end(s, t0 + r) - j0, kTile) : 0;
       attn::tile_abt(Qs, Dp, Kt + j0, Tkp, Dp, S, rows4, false);
       masked_online_softmax(S, m, l, O, Dp, rows4, ncols);
-      attn::tile_acc(O, Dp, S, kTile, 1, Vp + static_cast<size_t>(j0) * Dp, Dp, Dp, rows4, kTile, Band::kFull);
+      attn::tile_acc(O, Dp, S, kTile, 1, Vp + static_cast<size_t>(j0) * Dp, Dp, Dp, rows4, kTile,
+                     Band::kFull);
     }
     for (int r = 0; r < rows; ++r) {
       T* o = out + b * s.o_batch + (t0 + r) * s.o_row + static_cast<long>(h) * s.D;

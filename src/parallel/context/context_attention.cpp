@@ -49,7 +49,8 @@ AttentionBlock chunk_block(const AttentionShape& s, int c, int q_pos, int k_pos)
 
 }  // namespace
 
-ContextAttention::ContextAttention(const Comm& group, const ContextLayout& layout, CpComm mode, Tracer* tracer)
+ContextAttention::ContextAttention(const Comm& group, const ContextLayout& layout, CpComm mode,
+                                   Tracer* tracer)
     : group_(group), layout_(layout), mode_(mode), tracer_(tracer) {}
 
 float* ContextAttention::buffer(TrackedBuffer<float>& b, size_t n) {
@@ -82,7 +83,8 @@ void ContextAttention::attend_piece(float* att, float* lse, const float* q, cons
       AttentionBlock blk = chunk_block(s, c, q_pos, k_pos);
       const MergeLayout acc{s.B, c, s.H, s.D, blk.o_batch, blk.o_row, blk.l_batch, blk.l_head};
       // The partial goes to a compact scratch block, then merges into the chunk's rows.
-      blk.o_row = long(s.H) * s.D, blk.o_batch = long(c) * s.H * s.D, blk.l_head = c, blk.l_batch = long(s.H) * c;
+      blk.o_row = long(s.H) * s.D, blk.o_batch = long(c) * s.H * s.D;
+      blk.l_head = c, blk.l_batch = long(s.H) * c;
       const float* kp = piece + size_t(bk) * c * size_t(blk.kv_row);
       attention_block_forward(part, part_lse, q + size_t(a) * c * s.q_stride, kp, kp + s.Hkv * s.D, blk);
       const MergeLayout p{s.B, c, s.H, s.D, blk.o_batch, blk.o_row, blk.l_batch, blk.l_head};
@@ -104,7 +106,8 @@ void ContextAttention::attend_piece_backward(float* dq, float* dpiece, const flo
       const size_t qa = size_t(a) * c, kb = size_t(bk) * c * size_t(blk.kv_row);
       const size_t oa = qa * s.H * s.D;
       attention_block_backward(dq + qa * s.q_stride, dpiece + kb, dpiece + kb + s.Hkv * s.D, d_att + oa,
-                               q + qa * s.q_stride, piece + kb, piece + kb + s.Hkv * s.D, att + oa, lse + qa, blk);
+                               q + qa * s.q_stride, piece + kb, piece + kb + s.Hkv * s.D, att + oa, lse + qa,
+                               blk);
     }
 }
 
@@ -206,8 +209,8 @@ void ContextAttention::gather_forward(float* att, float* lse, const float* q, co
   for (int src = 0; src < cp; ++src) attend_piece(att, lse, q, all + src * n, src, s);
 }
 
-const float* ContextAttention::gather_backward(float* dq, const float* d_att, const float* q, const float* att,
-                                              const float* lse, const AttentionShape& s) {
+const float* ContextAttention::gather_backward(float* dq, const float* d_att, const float* q,
+                                              const float* att, const float* lse, const AttentionShape& s) {
   const int cp = layout_.cp();
   const size_t n = piece_floats(s);
   float* all = buffer(full_, n * cp);
@@ -215,7 +218,8 @@ const float* ContextAttention::gather_backward(float* dq, const float* d_att, co
   CommRequest g = group_.all_gather_async(kv_[0].data(), all, n * cp);
   wait_exposed(g, "K/V all-gather");
   for (size_t i = 0; i < n * cp; ++i) dall[i] = 0;
-  for (int src = 0; src < cp; ++src) attend_piece_backward(dq, dall + src * n, d_att, q, all + src * n, att, lse, src, s);
+  for (int src = 0; src < cp; ++src)
+    attend_piece_backward(dq, dall + src * n, d_att, q, all + src * n, att, lse, src, s);
   float* own = buffer(dkv_[0], n);
   CommRequest rs = group_.reduce_scatter_async(dall, own, n * cp);
   wait_exposed(rs, "dK/dV reduce-scatter");

@@ -42,14 +42,15 @@ class ContextAttention final : public AttentionOp {
  private:
   float* buffer(TrackedBuffer<float>& b, size_t n);
   // Local queries against the K/V piece (B, T, 2 Hkv D) of rank src: blocks merged into att/lse.
-  void attend_piece(float* att, float* lse, const float* q, const float* piece, int src, const AttentionShape& s);
+  void attend_piece(float* att, float* lse, const float* q, const float* piece, int src,
+                    const AttentionShape& s);
   // The backward of attend_piece: into dq (q's strides) and dpiece (the piece's layout).
   void attend_piece_backward(float* dq, float* dpiece, const float* d_att, const float* q, const float* piece,
                              const float* att, const float* lse, int src, const AttentionShape& s);
   void ring_forward(float* att, float* lse, const float* q, const AttentionShape& s);
   // The backward variants return this rank's own dK/dV piece.
-  const float* ring_backward(float* dq, const float* d_att, const float* q, const float* att, const float* lse,
-                             const AttentionShape& s);
+  const float* ring_backward(float* dq, const float* d_att, const float* q, const float* att,
+                             const float* lse, const AttentionShape& s);
   void gather_forward(float* att, float* lse, const float* q, const AttentionShape& s);
   const float* gather_backward(float* dq, const float* d_att, const float* q, const float* att,
                                const float* lse, const AttentionShape& s);

@@ -11,7 +11,8 @@ CpBalance parse_cp_balance(const std::string& name) {
   if (name == "headtail") return CpBalance::headtail;
   if (name == "contiguous") return CpBalance::contiguous;
   throw std::runtime_error(
-      fmt::format("config key 'cp_balance' is '{}'; use headtail (balanced causal work) or contiguous", name));
+      fmt::format("config key 'cp_balance' is '{}'; use headtail (balanced causal work) or contiguous",
+                  name));
 }
 
 CpComm parse_cp_comm(const std::string& name) {

@@ -115,10 +115,12 @@ void ContextAttention::a2a_forward(float* att, float* lse, const float* q, const
     attention_forward(out, l_full, qkv, qkv + hq * D, qkv + (hq + hk) * D, {s.B, T, hq, hk, D, w, w});
   }
   // out (B, T, hq, D) is dense; spread it to rows of Wo with the lse beside each row.
-  for (size_t n = size_t(s.B) * T; n-- > 0;) std::copy_backward(out + n * hq * D, out + (n + 1) * hq * D, out + n * Wo + hq * D);
+  for (size_t n = size_t(s.B) * T; n-- > 0;)
+    std::copy_backward(out + n * hq * D, out + (n + 1) * hq * D, out + n * Wo + hq * D);
   for (int b = 0; b < s.B; ++b)
     for (int h = 0; h < hq; ++h)
-      for (int t = 0; t < T; ++t) out[(size_t(b) * T + t) * Wo + hq * D + h] = l_full[(size_t(b) * hq + h) * T + t];
+      for (int t = 0; t < T; ++t)
+        out[(size_t(b) * T + t) * Wo + hq * D + h] = l_full[(size_t(b) * hq + h) * T + t];
   sequence_to_rows(send, out, layout_, s.B, Wo);
   CommRequest back = group_.all_to_all_async(send, recv, rows * Wo);
   wait_exposed(back, "out all-to-all");
@@ -148,7 +150,8 @@ void ContextAttention::a2a_backward(float* dq, float* dk, float* dv, const float
   wait_exposed(a, "q/k/v all-to-all");
   rows_to_sequence(qkv, recv, layout_, s.B, W);
   lse_to_rows(lrows, lse, s.B, s.H, s.T);
-  pack_heads(send, rows, cp, {{d_att, long(s.H) * D, hq * D}, {att, long(s.H) * D, hq * D}, {lrows, s.H, hq}});
+  pack_heads(send, rows, cp,
+             {{d_att, long(s.H) * D, hq * D}, {att, long(s.H) * D, hq * D}, {lrows, s.H, hq}});
   CommRequest b = group_.all_to_all_async(send, recv, rows * Wo);
   wait_exposed(b, "dout/out/lse all-to-all");
   rows_to_sequence(dqkv, recv, layout_, s.B, Wo);  // (B, T, [dout | out | lse]), staged in dqkv
@@ -165,13 +168,15 @@ void ContextAttention::a2a_backward(float* dq, float* dk, float* dv, const float
   {
     TraceScope scope(tracer_, "attention backward (my heads, whole sequence)", "cp compute");
     const int w = int(W);
-    attention_backward(dqkv, dqkv + hq * D, dqkv + (hq + hk) * D, dout, qkv, qkv + hq * D, qkv + (hq + hk) * D, out,
-                       l_full, {s.B, T, hq, hk, D, w, w});
+    const float *qf = qkv, *kf = qkv + hq * D, *vf = qkv + (hq + hk) * D;
+    attention_backward(dqkv, dqkv + hq * D, dqkv + (hq + hk) * D, dout, qf, kf, vf, out, l_full,
+                       {s.B, T, hq, hk, D, w, w});
   }
   sequence_to_rows(send, dqkv, layout_, s.B, W);
   CommRequest back = group_.all_to_all_async(send, recv, rows * W);
   wait_exposed(back, "dq/dk/dv all-to-all");
-  unpack_heads_add(recv, rows, cp, {{dq, s.q_stride, hq * D}, {dk, s.kv_stride, hk * D}, {dv, s.kv_stride, hk * D}});
+  unpack_heads_add(recv, rows, cp,
+                   {{dq, s.q_stride, hq * D}, {dk, s.kv_stride, hk * D}, {dv, s.kv_stride, hk * D}});
 }
 
 }  // namespace ff
