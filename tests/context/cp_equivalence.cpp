@@ -39,6 +39,9 @@ TrainConfig tiny(const std::string& data, const Layout& l, int micro_batch) {
   c.cp = l.cp, c.cp_comm = l.comm, c.cp_balance = l.balance;
   c.tp = l.tp, c.dp = l.dp, c.zero = l.zero, c.pp = l.pp;
   if (l.pp > 1) c.grad_accum = 2, c.schedule = "1f1b";
+  // a2a spreads the kv heads over the cp ranks: at cp 4 tiny's 2 kv heads become 4 (plain
+  // multi-head attention), in the serial run it is compared with too.
+  if (l.comm == "a2a" && c.model.n_kv_heads % l.cp != 0) c.model.n_kv_heads = c.model.n_heads;
   return c;
 }
 
@@ -77,8 +80,9 @@ int main(int argc, char** argv) {
   }
 
   if (world.rank() == 0) {
-    Layout serial{1, "ring", "headtail", 1, 1, 0, l.pp > 1 ? 1 : 1};
+    Layout serial{1, l.comm, "headtail", 1, 1, 0, 1};
     TrainConfig serial_cfg = tiny(data, serial, mb * l.dp);
+    serial_cfg.model.n_kv_heads = run.config().model.n_kv_heads;
     if (l.pp > 1) serial_cfg.grad_accum = 2;
     const testkit::SerialComparison s = testkit::compare_with_serial(run, weights, val, serial_cfg);
     // Per sequence: the cp rank holds T / cp of every activation the serial model holds (tp
