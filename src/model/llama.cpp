@@ -1,5 +1,6 @@
 #include "model/llama.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -66,6 +67,22 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
 }
 
 Llama::~Llama() = default;
+
+void Llama::set_positions(const std::vector<int>& positions) {
+  const int D = cfg_.head_dim(), half = D / 2;
+  if (positions.size() > size_t(cfg_.seq_len))
+    throw std::invalid_argument("set_positions: more positions than seq_len rows");
+  int end = 1;
+  for (int p : positions) end = std::max(end, p + 1);
+  // The rows of the table a serial model of the longer sequence builds: the same values bit for bit.
+  std::vector<float> cos(size_t(end) * half), sin(size_t(end) * half);
+  rope_tables(cos.data(), sin.data(), end, D, cfg_.rope_theta);
+  for (size_t t = 0; t < positions.size(); ++t)
+    for (int i = 0; i < half; ++i) {
+      rope_cos_.data()[t * half + i] = cos[size_t(positions[t]) * half + i];
+      rope_sin_.data()[t * half + i] = sin[size_t(positions[t]) * half + i];
+    }
+}
 
 void Llama::check_shape(int B, int T) const {
   if (B < 1 || B > max_batch_ || T < 1 || T > cfg_.seq_len)

@@ -14,6 +14,7 @@
 // forward and backward), llama_weight_pass.cpp (recompute and the zero-bubble weight pass).
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/memory.h"
 #include "model/activations.h"
@@ -46,6 +47,10 @@ class Llama {
   // This rank's widths (the serial model's without tensor parallelism).
   const BlockWidths& widths() const { return w_; }
   Recompute policy() const { return policy_; }
+  // RoPE at the given global positions: row t of every sequence (t < positions.size() <= seq_len)
+  // rotates as position positions[t]. Context parallelism hands each rank its chunks of longer
+  // sequences, whose tokens sit at positions other than 0, 1, 2, ...
+  void set_positions(const std::vector<int>& positions);
 
   // ---- the whole model ----
   // One micro-batch of training: forward, loss, backward. Adds grad_scale * d(sum of token

@@ -15,12 +15,14 @@ void ModelHooks::row_output(float* out, const float* resid, const float* x, cons
 
 void ModelHooks::attention(float* att, float* lse, const float* q, const float* k, const float* v,
                            const AttentionShape& s) {
+  if (attention_op) return attention_op->forward(att, lse, q, k, v, s);
   attention_forward(att, lse, q, k, v, s);
 }
 
 void ModelHooks::attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
                                     const float* k, const float* v, const float* att, const float* lse,
                                     const AttentionShape& s) {
+  if (attention_op) return attention_op->backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
   ff::attention_backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
 }
 

@@ -41,8 +41,24 @@ struct DeferredGrads {
   float *d_out, *d_gate_up, *d_mid, *d_qkv, *norms;
 };
 
+// The attention core as a replaceable operation: context parallelism supplies one (ring,
+// all-gather or all-to-all attention over its group) and hands it to whichever hooks the run
+// uses, serial or tensor-parallel, so the two parallelisms compose instead of competing for one
+// subclass. Same contract as ModelHooks::attention and its backward.
+class AttentionOp {
+ public:
+  virtual ~AttentionOp() = default;
+  virtual void forward(float* att, float* lse, const float* q, const float* k, const float* v,
+                       const AttentionShape& s) = 0;
+  virtual void backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
+                        const float* v, const float* att, const float* lse, const AttentionShape& s) = 0;
+};
+
 class ModelHooks {
  public:
+  // Null: the serial flash kernel. Set: attention() and attention_backward() call it.
+  AttentionOp* attention_op = nullptr;
+
   virtual ~ModelHooks() = default;
   virtual size_t resid_rows(size_t N) const { return N; }
   // Throws, naming the fix, when a (B, T) batch cannot be split as the parallelism needs.

@@ -1,5 +1,6 @@
 #include "train/train_config.h"
 
+#include "parallel/context/context_layout.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
 
@@ -68,7 +69,9 @@ const std::vector<Binding>& bindings() {
       {{"pp", "pipeline-parallel stages (layers split by cost; grad_accum = micro-batches per step)"}, FF_FIELD(pp)},
       {{"schedule", "pipeline schedule: gpipe | 1f1b | interleaved | zb-h1"}, FF_FIELD(schedule)},
       {{"chunks", "model chunks per pipeline rank (> 1 only with the interleaved schedule)"}, FF_FIELD(chunks)},
-      {{"cp", "context-parallel degree (not yet available: 1)"}, FF_FIELD(cp)},
+      {{"cp", "context-parallel degree: each sequence split over cp ranks (seq_len divides by 2 x cp)"}, FF_FIELD(cp)},
+      {{"cp_comm", "context-parallel attention: ring (K/V passed around) | allgather (K/V gathered) | a2a (heads)"}, FF_FIELD(cp_comm)},
+      {{"cp_balance", "sequence chunks per cp rank: headtail (r and 2cp-1-r: equal causal work) | contiguous"}, FF_FIELD(cp_balance)},
       {{"zero", "ZeRO stage over the data-parallel group: 0 (DDP), 1, 2 or 3 (FSDP)"}, FF_FIELD(zero)},
       {{"bucket_mb", "DDP gradient bucket size in MiB"}, FF_FIELD(bucket_mb)},
       {{"grad_sync", "DDP all-reduce: overlap (with backward) | after_backward | none (benchmarks only: replicas drift)"}, FF_FIELD(grad_sync)},
@@ -294,7 +297,7 @@ void validate_train_config(const TrainConfig& c) {
   need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
   need(c.tp >= 1, fmt::format("tp must be >= 1 (got {})", c.tp));
   need(!c.sp || c.tp > 1, "sp = true needs tp > 1: sequence parallelism splits tokens over the tp group");
-  need(c.cp == 1, fmt::format("cp = {}: context parallelism is not available in this build; set cp to 1", c.cp));
+  validate_context_parallel(c.cp, c.cp_comm, c.cp_balance, c.model.seq_len, c.model.n_heads, c.model.n_kv_heads, c.tp);
   need(c.pp >= 1, fmt::format("pp must be >= 1 (got {})", c.pp));
   PipeSchedule schedule;
   try {

@@ -41,6 +41,8 @@ struct TrainConfig {
   bool sp = false;              // sequence parallelism over the tp group (norms on 1/tp of rows)
   std::string schedule = "1f1b";  // pipeline schedule: gpipe | 1f1b | interleaved | zb-h1
   int chunks = 1;               // model chunks per pipeline rank (interleaved schedule)
+  std::string cp_comm = "ring";         // context parallel attention: ring | allgather | a2a
+  std::string cp_balance = "headtail";  // chunks per cp rank: headtail (balanced) | contiguous
   int zero = 0;                 // ZeRO stage 0..3 over the data-parallel group
   float bucket_mb = 4.0f;       // DDP gradient bucket size
   GradSync grad_sync = GradSync::overlap;  // DDP: overlap | after_backward | none (benchmarks)

@@ -132,10 +132,18 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     chunks = chunks_of_rank(split_, pp_rank_);
     parts_ = parts_of_rank(split_, pp_rank_);
   }
-  model_ = std::make_unique<Llama>(cfg_.model, cfg_.micro_batch, cfg_.recompute, slicer_.get(),
-                                   tp_group_.get(), pp_size_ > 1 ? &parts_ : nullptr);
-  if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
+  ModelHooks* hooks = tp_group_.get();
+  if (cfg_.cp > 1) {
+    // Each rank runs the model on its seq_len / cp rows; attention alone sees the whole sequence.
+    cp_ = std::make_unique<ContextParallel>(*mesh_, cfg_.model.seq_len, cfg_.cp_comm, cfg_.cp_balance, tracer_.get());
+    if (!hooks) hooks = (cp_hooks_ = std::make_unique<ModelHooks>()).get();
+    hooks->attention_op = &cp_->attention();
+  }
+  model_ = std::make_unique<Llama>(cp_ ? cp_->local_model(cfg_.model) : cfg_.model, cfg_.micro_batch,
+                                   cfg_.recompute, slicer_.get(), hooks, pp_size_ > 1 ? &parts_ : nullptr);
+  if (cp_) model_->set_positions(cp_->layout().positions());
+  if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
@@ -207,20 +215,26 @@ StepRecord Trainer::train_step() {
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
   const float grad_scale = 1.0f / float(size_t(G) * T);
   double loss_sum = 0;
+  const int32_t *inputs = batch_inputs_.data(), *targets = batch_targets_.data();
+  int Tm = T;  // the rows per sequence the model runs: T, or this cp rank's T / cp
+  if (cp_) {
+    const auto rows = cp_->take_rows(inputs, targets, local);
+    inputs = rows.inputs, targets = rows.targets, Tm = cp_->layout().local_len();
+  }
   if (pp_size_ > 1) {
     // The micro-batches go through the stages as the schedule orders them; the last stage
     // computes the loss, which every stage then learns.
     TraceScope scope(tracer_.get(), "pipeline", "step");
-    stages_->begin_step(batch_inputs_.data(), batch_targets_.data(), mb, T, grad_scale);
+    stages_->begin_step(inputs, targets, mb, Tm, grad_scale);
     executor_->run(*stages_);
     loss_sum = sum_over(stages_->loss_sum(), {MeshAxis::pp});  // exact: the other stages add 0
   } else {
     for (int micro = 0; micro < cfg_.grad_accum; ++micro) {
       TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
-      const size_t row0 = size_t(micro) * mb * T;
+      const size_t row0 = size_t(micro) * mb * Tm;
       const bool last = micro + 1 == cfg_.grad_accum;  // only the last micro-batch communicates
-      loss_sum += model_->forward_backward(state_->params(), state_->grads(last), batch_inputs_.data() + row0,
-                                           batch_targets_.data() + row0, mb, T, grad_scale);
+      loss_sum += model_->forward_backward(state_->params(), state_->grads(last), inputs + row0, targets + row0,
+                                           mb, Tm, grad_scale);
     }
   }
   {
@@ -267,8 +281,14 @@ double Trainer::evaluate() {
   double sum = 0;
   for (int b = 0; b < cfg_.eval_batches; ++b) {
     val.next_batch(G, dp_rank_ * mb, mb, in.data(), tgt.data());
-    sum += pp_size_ > 1 ? pipeline_forward_loss(stages_->chunks(), state_->params(), *pp_, in.data(), tgt.data(), mb, T)
-                        : model_->forward_loss(state_->params(), in.data(), tgt.data(), mb, T);
+    const int32_t *x = in.data(), *y = tgt.data();
+    int Tm = T;
+    if (cp_) {
+      const auto rows = cp_->take_rows(x, y, mb);
+      x = rows.inputs, y = rows.targets, Tm = cp_->layout().local_len();
+    }
+    sum += pp_size_ > 1 ? pipeline_forward_loss(stages_->chunks(), state_->params(), *pp_, x, y, mb, Tm)
+                        : model_->forward_loss(state_->params(), x, y, mb, Tm);
   }
   sum = sum_over(sum, {MeshAxis::dp, MeshAxis::cp});
   return sum / (double(cfg_.eval_batches) * G * T);

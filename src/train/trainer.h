@@ -16,6 +16,7 @@
 #include "io/metrics.h"
 #include "io/trace.h"
 #include "model/llama.h"
+#include "parallel/context/context_parallel.h"
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_stages.h"
 #include "parallel/tensor/tensor_hooks.h"
@@ -58,6 +59,7 @@ class Trainer {
 
   const TrainConfig& config() const { return cfg_; }
   const Llama& model() const { return *model_; }
+  ContextParallel* context() { return cp_.get(); }  // null unless cp > 1
   // The full parameters (gathered from the ZeRO-3 shards and tensor-parallel blocks; collective;
   // for tests and inspection, never used by checkpoints).
   std::vector<float> full_params();
@@ -101,6 +103,8 @@ class Trainer {
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
   std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1
   std::unique_ptr<TensorReplicas> tp_replicas_;      // tp > 1
+  std::unique_ptr<ContextParallel> cp_;              // cp > 1
+  std::unique_ptr<ModelHooks> cp_hooks_;             // cp > 1 without tp: serial hooks carrying cp's attention
   std::vector<WeightedRange> norm_weights_;  // beyond the state's replicas: the tied embedding's copies
   std::unique_ptr<Llama> model_;
   std::unique_ptr<PipelineExecutor> executor_;       // pp > 1

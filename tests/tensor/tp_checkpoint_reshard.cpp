@@ -12,6 +12,7 @@
 #include "comm/mesh.h"
 #include "comm/comm_world.h"
 #include "shared_data.h"
+#include "checkpoint_fixtures.h"
 #include "train_fixtures.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -43,13 +44,7 @@ double train_or_load(const std::string& data, const std::string& dir, const Comm
   return t.evaluate();
 }
 
-int compare(const char* what, double saved, double loaded) {
-  const double d = std::fabs(loaded - saved) / saved;
-  const bool ok = d <= 1e-5;  // false for NaN
-  std::printf("%s: val loss %.7f saved, %.7f loaded, rel diff %.1e (tol 1e-5): %s\n", what, saved, loaded, d,
-              ok ? "ok" : "FAIL");
-  return ok ? 0 : 1;
-}
+constexpr auto compare = testkit::compare_val_loss;
 
 }  // namespace
 

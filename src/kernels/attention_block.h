@@ -1,0 +1,80 @@
+#pragma once
+// Attention of one block of queries against one block of keys, the unit ring attention is built
+// from: separate query and key lengths, the global position of each block's first row, and a
+// mask mode. A call returns the block's partial output, normalised over the keys it saw, with
+// its log-sum-exp; partial results over disjoint key blocks merge exactly by log-sum-exp
+// (attention_merge), so a query block attended block by block equals whole-sequence attention.
+// The backward takes the merged (global) output and log-sum-exp: P = exp(S - lse) is then each
+// block's exact share of the softmax, so dq, dk, dv of the blocks simply add up (FlashAttention-2
+// with the statistics of the whole row).
+//
+// Layout with explicit strides (in elements) so a block can be a chunk of a larger buffer:
+//   q (b, t, h, d) at q + b*q_batch + t*q_row + h*D + d;  k, v likewise with kv_batch, kv_row
+//   out (b, t, h, d) at out + b*o_batch + t*o_row + h*D + d
+//   lse (b, h, t) at lse + b*l_batch + h*l_head + t
+// Query head h uses KV head h / (H / Hkv). Scale 1/sqrt(D).
+#include <cstddef>
+#include <cstdint>
+
+namespace ff {
+
+// Which (query, key) pairs are visible, by global position: causal keeps key position <= query
+// position (with the blocks' offsets, so the block may be a diagonal, a full or an empty square);
+// full keeps every pair (a key block wholly before the query block); none keeps nothing.
+enum class AttentionMask { causal, full, none };
+
+struct AttentionBlock {
+  int B, Tq, Tk, H, Hkv, D;
+  long q_batch, q_row;
+  long kv_batch, kv_row;
+  long o_batch, o_row;
+  long l_batch, l_head;
+  int q_pos, k_pos;  // global positions of the first query and the first key
+  AttentionMask mask;
+};
+
+// A block over contiguous (B, T, heads, D) buffers with no padding between heads: the strides a
+// caller of the plain kernels would use (row strides q_row / kv_row given).
+AttentionBlock contiguous_block(int B, int Tq, int Tk, int H, int Hkv, int D, long q_row, long kv_row);
+
+// Visible (query, key) pairs of one head's block; a fully masked query row counts nothing.
+uint64_t visible_pairs(const AttentionBlock& s);
+// Floating-point operations of the block's forward (QK^T and PV over visible pairs, 4 D each,
+// every query head) and of its backward (five such products: 10 D).
+double block_forward_flops(const AttentionBlock& s);
+double block_backward_flops(const AttentionBlock& s);
+
+// The process-wide count of FLOPs the block kernels did (forward and backward), which a
+// context-parallel rank reads to show its share of the attention work.
+double attention_block_flop_count();
+void reset_attention_block_flops();
+
+// out, lse of the block (overwritten). A query row that sees no key gets out = 0, lse = -inf.
+void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                             const AttentionBlock& s);
+void attention_block_forward(double* out, double* lse, const double* q, const double* k, const double* v,
+                             const AttentionBlock& s);
+
+// Merges a partial result into an accumulated one, both laid out as s's out/lse (the part may
+// use its own strides: p_*), in fp32 (double for the twin): lse' = log(e^lse + e^lse_p),
+// out' = out e^(lse - lse') + out_p e^(lse_p - lse'). Rows with lse = -inf are empty.
+struct MergeLayout {
+  int B, T, H, D;
+  long o_batch, o_row, l_batch, l_head;
+};
+void attention_merge(float* out, float* lse, const MergeLayout& acc, const float* out_p, const float* lse_p,
+                     const MergeLayout& part);
+void attention_merge(double* out, double* lse, const MergeLayout& acc, const double* out_p,
+                     const double* lse_p, const MergeLayout& part);
+
+// Accumulates the block's share into dq, dk, dv (q/k/v strides). out and lse are the merged
+// output and log-sum-exp of the whole rows (out strides o_*, lse strides l_*); dout has out's
+// layout.
+void attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                              const float* k, const float* v, const float* out, const float* lse,
+                              const AttentionBlock& s);
+void attention_block_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
+                              const double* k, const double* v, const double* out, const double* lse,
+                              const AttentionBlock& s);
+
+}  // namespace ff
