@@ -23,7 +23,7 @@ std::string RankMemory::describe() const {
   std::string s;
   for (int i = 0; i < kMemCategories; ++i)
     s += fmt::format("{} {}, ", mem_category_name(MemCategory(i)), format_bytes(bytes[size_t(i)]));
-  return s + "total " + format_bytes(total());
+  return s + "checkpoint assembly " + format_bytes(checkpoint_bytes) + ", total " + format_bytes(peak());
 }
 
 namespace {
@@ -129,6 +129,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   }
   const ParamLayout layout(c, slicer.get(), L.pp > 1 ? &parts : nullptr);
   add_model_states(m, layout, L.dp * L.cp, L.zero);
+  m.checkpoint_bytes = 3 * kF * int64_t(L.pp == 1 && L.tp == 1 ? layout.total() : ParamLayout(c).total());
 
   const BlockWidths w = widths_of(layout, c, parts.layers.front());
   const int64_t N = int64_t(L.micro_batch) * c.seq_len / L.cp;
@@ -168,7 +169,7 @@ RankMemory estimate_peak_memory(const ModelConfig& c, const LayoutSpec& L, int t
   RankMemory best;
   for (int r = 0; r < L.pp; ++r) {
     RankMemory m = estimate_rank_memory(c, L, r, threads);
-    if (r == 0 || m.total() > best.total()) best = m;
+    if (r == 0 || m.peak() > best.peak()) best = m;
   }
   return best;
 }

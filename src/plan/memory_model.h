@@ -16,9 +16,13 @@ namespace ff {
 struct RankMemory {
   std::array<int64_t, kMemCategories> bytes{};  // indexed by MemCategory
   int pp_rank = 0;                              // the pipeline rank this is (the largest one's)
-  int64_t total() const;
+  // Outside the ledger: a checkpoint save (and a resume) assembles the full parameters and both
+  // moments on every rank (12 bytes per parameter of the whole model) while the state is alive.
+  int64_t checkpoint_bytes = 0;
+  int64_t total() const;                                  // the ledger's categories
+  int64_t peak() const { return total() + checkpoint_bytes; }  // what must fit
   int64_t operator[](MemCategory c) const { return bytes[size_t(c)]; }
-  // "params 1.2 GiB, grads ..., total ..." on one line.
+  // "params 1.2 GiB, grads ..., checkpoint ..., total ..." on one line (total = peak()).
   std::string describe() const;
 };
 

@@ -17,6 +17,7 @@
 #include "kernels/gemm.h"
 #include "comm/comm.h"
 #include "train/checkpoint.h"
+#include "train/memory_check.h"
 
 namespace ff {
 
@@ -79,6 +80,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         cfg_.model.vocab_size, tok_path, tok_vocab, tok_vocab, cfg_.model.vocab_size));
   cfg_.model.validate();
   validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
+  memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
   if (leader()) fs::create_directories(out_dir_);

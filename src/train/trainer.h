@@ -100,6 +100,7 @@ class Trainer {
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
   int step_ = 0;
+  std::string memory_line_;  // the start-up memory estimate against what the machine has
   double flops_per_token_ = 0, sgemm_peak_flops_ = 0;
   double run_seconds_ = 0;
   int steps_timed_ = 0;
