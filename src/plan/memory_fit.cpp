@@ -69,10 +69,15 @@ std::string memory_refusal(const RankMemory& m, int64_t available, int local_ran
       local_ranks, local_ranks == 1 ? "" : "s", format_bytes(available));
   if (!fits) return s + "no layout up to 1024x the data-parallel ranks with zero = 3 and recompute = full fits: "
                         "make the model smaller (dim, n_layers, ffn_dim, vocab) or micro_batch / seq_len shorter";
-  return s + fmt::format("a layout that fits: {} (about {} per rank; set the keys dp, zero, recompute, "
-                         "grad_accum to match{})",
-                         fits->str(), format_bytes(fit_bytes),
-                         fits->ranks() > 1 ? fmt::format(" and run under mpirun -np {}", fits->ranks()) : "");
+  if (fits->ranks() <= local_ranks)
+    return s + fmt::format("a layout that fits: {} (about {} per rank; set those config keys)", fits->str(),
+                           format_bytes(fit_bytes));
+  // More ranks than this machine runs now: each must still get its budget, so on more machines.
+  const int machines = (fits->ranks() + local_ranks - 1) / local_ranks;
+  return s + fmt::format("a layout that fits: {} (about {} per rank; set those config keys and run {} ranks, "
+                         "{} per machine like this one: {} machine{})",
+                         fits->str(), format_bytes(fit_bytes), fits->ranks(), local_ranks, machines,
+                         machines == 1 ? "" : "s");
 }
 
 }  // namespace ff

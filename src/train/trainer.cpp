@@ -18,6 +18,7 @@
 #include "comm/comm.h"
 #include "train/checkpoint.h"
 #include "train/memory_check.h"
+#include "plan/hardware_peak.h"
 
 namespace ff {
 
@@ -178,8 +179,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming);
   }
   flops_per_token_ = training_flops_per_token(cfg_.model);
-  static const double peak = measure_sgemm_gflops() * 1e9;  // once per process
-  sgemm_peak_flops_ = peak;
+  if (leader()) {  // only the leader reports MFU, so only it measures (once per machine: cached)
+    static const HardwarePeak peak = machine_peak();
+    const int cores = cores_in_use(world_size(), ranks_on_this_machine(), cfg_.threads, peak.cores);
+    peak_flops_ = peak.fma_flops_per_core * cores, gemm_ceiling_flops_ = peak.sgemm_flops_per_core * cores;
+  }
 }
 
 Trainer::~Trainer() = default;

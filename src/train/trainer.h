@@ -101,7 +101,9 @@ class Trainer {
   std::vector<StepRecord> history_;
   int step_ = 0;
   std::string memory_line_;  // the start-up memory estimate against what the machine has
-  double flops_per_token_ = 0, sgemm_peak_flops_ = 0;
+  double flops_per_token_ = 0;
+  // The job's FMA peak and GEMM ceiling: per-core rates times the cores its ranks keep busy.
+  double peak_flops_ = 0, gemm_ceiling_flops_ = 0;
   double run_seconds_ = 0;
   int steps_timed_ = 0;
 };
