@@ -9,5 +9,6 @@ int cmd_sample(const Args& a);
 int cmd_eval(const Args& a);
 int cmd_export(const Args& a);
 int cmd_schedule(const Args& a);
+int cmd_plan(const Args& a);
 
 }  // namespace ff::cli

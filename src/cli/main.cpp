@@ -18,6 +18,7 @@ const char* kUsage =
     "  eval    --ckpt DIR --data FILE               mean loss on a token shard\n"
     "  export  --ckpt DIR --out DIR                 Hugging Face LLaMA folder\n"
     "  schedule --pp P --microbatches M --schedule S [--chunks V]  draw a pipeline schedule\n"
+    "  plan    --config FILE --ranks N [--cluster FILE] [--global-batch B] [--json]  rank layouts\n"
     "`fivefold <command> --help` explains a command.\n";
 }
 
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return ff::cli::cmd_eval(a);
     if (cmd == "export") return ff::cli::cmd_export(a);
     if (cmd == "schedule") return ff::cli::cmd_schedule(a);
+    if (cmd == "plan") return ff::cli::cmd_plan(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const std::exception& e) {
