@@ -10,5 +10,6 @@ int cmd_eval(const Args& a);
 int cmd_export(const Args& a);
 int cmd_schedule(const Args& a);
 int cmd_plan(const Args& a);
+int cmd_verify(const Args& a);
 
 }  // namespace ff::cli

@@ -19,6 +19,7 @@ const char* kUsage =
     "  export  --ckpt DIR --out DIR                 Hugging Face LLaMA folder\n"
     "  schedule --pp P --microbatches M --schedule S [--chunks V]  draw a pipeline schedule\n"
     "  plan    --config FILE --ranks N [--cluster FILE] [--global-batch B] [--json]  rank layouts\n"
+    "  verify  --config FILE --layout \"tp=2,pp=2\" [--steps S]  a layout against the serial run\n"
     "`fivefold <command> --help` explains a command.\n";
 }
 
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     if (cmd == "export") return ff::cli::cmd_export(a);
     if (cmd == "schedule") return ff::cli::cmd_schedule(a);
     if (cmd == "plan") return ff::cli::cmd_plan(a);
+    if (cmd == "verify") return ff::cli::cmd_verify(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const std::exception& e) {

@@ -35,7 +35,7 @@ int positive(const std::string& key, const std::string& v) {
 }
 }  // namespace
 
-LayoutSpec parse_layout(const std::string& text) {
+LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given) {
   LayoutSpec L;
   std::stringstream in(text);
   std::string item;
@@ -43,8 +43,10 @@ LayoutSpec parse_layout(const std::string& text) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
     const std::string k = item.substr(0, eq), v = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const bool named_schedule = k == "gpipe" || k == "1f1b" || k == "interleaved" || k == "zb-h1";
+    if (given) given->insert(named_schedule ? "schedule" : k == "micro_batch" ? "mb" : k == "grad_accum" ? "m" : k);
     if (k == "sp") L.sp = v.empty() || v == "true" || v == "1";
-    else if (k == "gpipe" || k == "1f1b" || k == "interleaved" || k == "zb-h1") L.schedule = k;
+    else if (named_schedule) L.schedule = k;
     else if (k == "schedule") L.schedule = v;
     else if (k == "dp") L.dp = positive(k, v);
     else if (k == "tp") L.tp = positive(k, v);

@@ -2,6 +2,7 @@
 // One parallel layout as the planner sees it: the degrees of the mesh, the pipeline schedule, the
 // batch split, the ZeRO stage and the recompute policy. A plain value, independent of TrainConfig
 // (which lives in the layer above) so the planner can enumerate thousands of them.
+#include <set>
 #include <string>
 
 #include "model/activations.h"
@@ -34,6 +35,7 @@ struct LayoutSpec {
 
 // Parses "tp=2,pp=2,zero=1,sp,schedule=gpipe,mb=2,m=4,dp=1,recompute=full,chunks=2" (any order,
 // unnamed keys keep their defaults); throws naming the unknown key or the malformed value.
-LayoutSpec parse_layout(const std::string& text);
+// given: the keys the text named (a schedule name counts as "schedule", "sp" as "sp").
+LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given = nullptr);
 
 }  // namespace ff
