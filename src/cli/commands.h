@@ -11,5 +11,6 @@ int cmd_export(const Args& a);
 int cmd_schedule(const Args& a);
 int cmd_plan(const Args& a);
 int cmd_verify(const Args& a);
+int cmd_calibrate(const Args& a);
 
 }  // namespace ff::cli

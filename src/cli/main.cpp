@@ -20,6 +20,7 @@ const char* kUsage =
     "  schedule --pp P --microbatches M --schedule S [--chunks V]  draw a pipeline schedule\n"
     "  plan    --config FILE --ranks N [--cluster FILE] [--global-batch B] [--json]  rank layouts\n"
     "  verify  --config FILE --layout \"tp=2,pp=2\" [--steps S]  a layout against the serial run\n"
+    "  calibrate --out cluster.toml                 measure GEMM, memory and links for plan\n"
     "`fivefold <command> --help` explains a command.\n";
 }
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     if (cmd == "schedule") return ff::cli::cmd_schedule(a);
     if (cmd == "plan") return ff::cli::cmd_plan(a);
     if (cmd == "verify") return ff::cli::cmd_verify(a);
+    if (cmd == "calibrate") return ff::cli::cmd_calibrate(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const std::exception& e) {

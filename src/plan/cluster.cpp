@@ -15,7 +15,8 @@ namespace ff {
 namespace {
 const std::set<std::string> kKeys = {"name", "devices_per_node", "peak_flops", "gemm_efficiency", "memory_bytes",
                                      "intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency",
-                                     "precision", "activation_bytes", "flash_attention", "engine"};
+                                     "precision", "activation_bytes", "flash_attention", "engine",
+                                     "measured"};  // calibrate's raw measurements, for people
 }
 
 ClusterSpec load_cluster(const std::string& path) {
