@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -17,7 +18,8 @@ namespace ff::cli {
 int cmd_plan(const Args& a) {
   const char* usage =
       "fivefold plan --config MODEL.toml --ranks N [--cluster cluster.toml] [--global-batch B] [--top K] [--json]\n"
-      "              [--vocab-size V (when the config takes it from a tokenizer)] [--threads T]";
+      "              [--vocab-size V (when the config takes it from a tokenizer)] [--threads T]\n"
+      "              [--layout \"tp=2,pp=2,mb=2,m=4,zero=1\" (predict this one layout only)]";
   if (a.help) {
     std::printf("%s\n\nWithout --cluster the ranks are this machine's (its measured FMA peak, MemAvailable shared "
                 "by the ranks, the engine's exact memory model). configs/clusters/ holds A100 and H100 nodes for "
@@ -26,7 +28,7 @@ int cmd_plan(const Args& a) {
                 usage);
     return 0;
   }
-  a.only({"config", "ranks", "cluster", "global-batch", "top", "json", "threads", "vocab-size"}, usage);
+  a.only({"config", "ranks", "cluster", "global-batch", "top", "json", "threads", "vocab-size", "layout"}, usage);
   TrainConfig cfg = load_train_config(a.require("config", usage), {});
   if (a.has("vocab-size")) cfg.model.vocab_size = a.get_int("vocab-size", 0, 1, 1 << 30, "the vocabulary");
   if (cfg.model.vocab_size <= 0)
@@ -44,8 +46,28 @@ int cmd_plan(const Args& a) {
   req.global_batch = a.get_int("global-batch", cfg.micro_batch * cfg.grad_accum * std::max(1, dp_default), 1, 1 << 24,
                                "sequences per optimizer step");
   const int top = a.get_int("top", 5, 1, 1000000, "layouts to show");
-  const PlanResult r = search_layouts(cfg.model, cl, req);
+  PlanResult r;
+  if (a.has("layout")) {  // one layout, explained (dp: the ranks the others leave)
+    std::set<std::string> given;
+    LayoutSpec L = parse_layout(a.get("layout"), &given);
+    if (!given.count("dp")) L.dp = ranks / (L.tp * L.pp * L.cp);
+    if (L.ranks() != ranks)
+      throw std::runtime_error(fmt::format("layout {} uses {} ranks, not --ranks {}", L.str(), L.ranks(), ranks));
+    L.precision = cl.precision;
+    r.considered = 1;
+    LayoutPrediction p = predict_layout(cfg.model, L, cl, req.threads);
+    if (!p.fits) r.dropped_memory = 1;
+    r.ranked.push_back(p);  // shown even when it does not fit: the user asked for it
+  } else {
+    r = search_layouts(cfg.model, cl, req);
+  }
   if (a.has("json")) std::printf("%s", plan_json(r, top).c_str());
+  if (a.has("json") && a.has("layout") && cl.engine) {  // what each pipeline rank's ledger will show
+    std::string totals;
+    for (int p = 0; p < r.ranked[0].layout.pp; ++p)
+      totals += (p ? ", " : "") + std::to_string(estimate_rank_memory(cfg.model, r.ranked[0].layout, p, req.threads).total());
+    std::printf("{\"ledger_total_by_pp_rank\": [%s]}\n", totals.c_str());
+  }
   else std::printf("%s", plan_table(r, cl, top).c_str());
   return r.ranked.empty() ? 1 : 0;
 }

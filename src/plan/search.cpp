@@ -128,7 +128,8 @@ std::string plan_json(const PlanResult& r, int k) {
     nlohmann::json j = {{"rank", i + 1}, {"layout", p.layout.str()}, {"step_seconds", p.step_seconds},
                         {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu}, {"compute", p.compute},
                         {"bubble", p.bubble}, {"tp_comm", p.tp_comm}, {"pp_comm", p.pp_comm},
-                        {"dp_comm", p.dp_comm}, {"peak_bytes", p.memory.peak()}};
+                        {"dp_comm", p.dp_comm}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
+                        {"largest_pp_rank", p.memory.pp_rank}};
     for (int c = 0; c < kMemCategories; ++c) j["bytes"][mem_category_name(MemCategory(c))] = p.memory.bytes[size_t(c)];
     s += j.dump() + "\n";
   }
