@@ -12,5 +12,6 @@ int cmd_schedule(const Args& a);
 int cmd_plan(const Args& a);
 int cmd_verify(const Args& a);
 int cmd_calibrate(const Args& a);
+int cmd_report(const Args& a);
 
 }  // namespace ff::cli
