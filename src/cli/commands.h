@@ -13,5 +13,6 @@ int cmd_plan(const Args& a);
 int cmd_verify(const Args& a);
 int cmd_calibrate(const Args& a);
 int cmd_report(const Args& a);
+int cmd_import(const Args& a);
 
 }  // namespace ff::cli

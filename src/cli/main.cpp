@@ -22,6 +22,7 @@ const char* kUsage =
     "  verify  --config FILE --layout \"tp=2,pp=2\" [--steps S]  a layout against the serial run\n"
     "  calibrate --out cluster.toml                 measure GEMM, memory and links for plan\n"
     "  report  --runs RUN[,RUN...] --out FILE.png|svg  loss, val loss, tokens/s, memory side by side\n"
+    "  import  --hf DIR --out RUN                   a Hugging Face LLaMA folder into a checkpoint\n"
     "`fivefold <command> --help` explains a command.\n";
 }
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     if (cmd == "verify") return ff::cli::cmd_verify(a);
     if (cmd == "calibrate") return ff::cli::cmd_calibrate(a);
     if (cmd == "report") return ff::cli::cmd_report(a);
+    if (cmd == "import") return ff::cli::cmd_import(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const std::exception& e) {
