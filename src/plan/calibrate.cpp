@@ -103,11 +103,11 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   const int n = world.size();
   if (n > 1) {
     const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
-    c.links.push_back(fit(world, "all_reduce", ar, 256, size_t(1) << 20));
+    c.links.push_back(fit(world, "all_reduce", ar, 256, size_t(1) << 18));
     c.links.push_back(fit(world, "all_gather", other, 256, size_t(1) << 18));
     c.links.push_back(fit(world, "reduce_scatter", other, 256, size_t(1) << 18));
     c.links.push_back(fit(world, "all_to_all", other, 256, size_t(1) << 18));
-    c.links.push_back(fit(world, "p2p", 1.0, 256, size_t(1) << 20));
+    c.links.push_back(fit(world, "p2p", 1.0, 256, size_t(1) << 18));
   }
   ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   cl.name = "calibrated: " + cl.name;
