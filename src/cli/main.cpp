@@ -18,6 +18,11 @@ const char* kUsage =
     "  eval    --ckpt DIR --data FILE               mean loss on a token shard\n"
     "  export  --ckpt DIR --out DIR                 Hugging Face LLaMA folder\n"
     "  schedule --pp P --microbatches M --schedule S [--chunks V]  draw a pipeline schedule\n"
+    "  plan    --config FILE --ranks N [--cluster FILE] [--global-batch B] [--json]  rank layouts\n"
+    "  verify  --config FILE --layout \"tp=2,pp=2\" [--steps S]  a layout against the serial run\n"
+    "  calibrate --out cluster.toml                 measure GEMM, memory and links for plan\n"
+    "  report  --runs RUN[,RUN...] --out FILE.png|svg  loss, val loss, tokens/s, memory side by side\n"
+    "  import  --hf DIR --out RUN                   a Hugging Face LLaMA folder into a checkpoint\n"
     "  launch  --max-restarts K [--backoff S] -- mpirun ... fivefold train ...   restart a failed job\n"
     "  diagnose RUN                                 name the rank behind a hang (watchdog's records)\n"
     "`fivefold <command> --help` explains a command.\n";
@@ -49,6 +54,11 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return ff::cli::cmd_eval(a);
     if (cmd == "export") return ff::cli::cmd_export(a);
     if (cmd == "schedule") return ff::cli::cmd_schedule(a);
+    if (cmd == "plan") return ff::cli::cmd_plan(a);
+    if (cmd == "verify") return ff::cli::cmd_verify(a);
+    if (cmd == "calibrate") return ff::cli::cmd_calibrate(a);
+    if (cmd == "report") return ff::cli::cmd_report(a);
+    if (cmd == "import") return ff::cli::cmd_import(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const ff::AgreedError& e) {

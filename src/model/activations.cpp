@@ -87,21 +87,30 @@ int64_t kept_floats_per_token(const ModelConfig& c, Recompute r) {
 // tensor lives in the kept arena or in scratch, which keeps recomputation bitwise identical.
 static int64_t padded(int64_t floats) { return (floats + 15) / 16 * 16; }
 
+ActivationFloats activation_floats(const BlockWidths& w, const std::vector<BlockKind>& kinds, int64_t max_rows,
+                                   int64_t resid_rows, Recompute policy, bool head) {
+  const int64_t N = max_rows, R = resid_rows;
+  // Kept tensors back to back, block after block; one scratch set, as large as the largest
+  // block's dropped tensors, shared by every block.
+  ActivationFloats f;
+  for (BlockKind kind : kinds) {
+    int64_t dropped = 0;
+    for (const TensorSpec& t : tensor_specs(kind, w, policy))
+      (t.keep ? f.kept : dropped) += padded(t.width * (t.resid ? R : N));
+    f.scratch = std::max(f.scratch, dropped);
+  }
+  if (head) f.kept += 2 * R * w.C + R;  // the final norm's output, input and rstd
+  return f;
+}
+
 Activations::Activations(const BlockWidths& w, const std::vector<BlockKind>& kinds, int max_rows,
                          int resid_rows, Recompute policy, bool head)
     : policy_(policy) {
   const int64_t N = max_rows, R = resid_rows;
   auto size_of = [&](const TensorSpec& t) { return padded(t.width * (t.resid ? R : N)); };
-  // Kept tensors back to back, block after block; one scratch set, as large as the largest
-  // block's dropped tensors, shared by every block.
-  int64_t kept_size = 0, scratch_size = 0;
-  for (BlockKind kind : kinds) {
-    int64_t dropped = 0;
-    for (const TensorSpec& t : tensor_specs(kind, w, policy)) (t.keep ? kept_size : dropped) += size_of(t);
-    scratch_size = std::max(scratch_size, dropped);
-  }
-  kept_.allocate(size_t(kept_size), MemCategory::activations);
-  if (scratch_size > 0) scratch_.allocate(size_t(scratch_size), MemCategory::workspace);
+  const ActivationFloats f = activation_floats(w, kinds, N, R, policy, false);
+  kept_.allocate(size_t(f.kept), MemCategory::activations);
+  if (f.scratch > 0) scratch_.allocate(size_t(f.scratch), MemCategory::workspace);
   if (head) {
     resid_final_.allocate(size_t(R * w.C), MemCategory::activations);
     rstd_final_.allocate(size_t(R), MemCategory::activations);

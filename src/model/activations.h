@@ -65,6 +65,15 @@ int64_t kept_floats_per_token(const ModelConfig& c, Recompute r);
 int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows,
                               BlockKind kind = BlockKind::dense);
 
+// The floats an Activations of these blocks allocates: the kept arena (plus the final norm's
+// tensors when `head`) and the shared recompute scratch, each tensor padded to 64 bytes. The
+// planner predicts the ledger's activation and workspace bytes from this.
+struct ActivationFloats {
+  int64_t kept = 0, scratch = 0;
+};
+ActivationFloats activation_floats(const BlockWidths& w, const std::vector<BlockKind>& kinds, int64_t max_rows,
+                                   int64_t resid_rows, Recompute policy, bool head);
+
 class Activations {
  public:
   // One block per entry of `kinds` (each block's tensors are those of its kind). max_rows tokens

@@ -341,7 +341,7 @@ void validate_train_config(const TrainConfig& c) {
 
 namespace ff {
 
-static int ranks_on_this_machine() {
+int ranks_on_this_machine() {
   for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
     if (const char* v = std::getenv(var)) {
       const int n = std::atoi(v);

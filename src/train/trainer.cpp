@@ -20,6 +20,8 @@
 #include "comm/flight_recorder.h"
 #include "train/checkpoint_meta.h"
 #include "train/resume_check.h"
+#include "train/memory_check.h"
+#include "plan/hardware_peak.h"
 
 namespace ff {
 
@@ -83,6 +85,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         cfg_.model.vocab_size, tok_path, tok_vocab, tok_vocab, cfg_.model.vocab_size));
   cfg_.model.validate();
   validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
+  memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
   if (leader()) fs::create_directories(out_dir_);
@@ -195,8 +198,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                                                resuming ? step_ : -1);
   }
   flops_per_token_ = training_flops_per_token(cfg_.model);
-  static const double peak = measure_sgemm_gflops() * 1e9;  // once per process
-  sgemm_peak_flops_ = peak;
+  if (leader()) {  // only the leader reports MFU, so only it measures (once per machine: cached)
+    static const HardwarePeak peak = machine_peak();
+    const int cores = cores_in_use(world_size(), ranks_on_this_machine(), cfg_.threads, peak.cores);
+    peak_flops_ = peak.fma_flops_per_core * cores, gemm_ceiling_flops_ = peak.sgemm_flops_per_core * cores;
+  }
 }
 
 Trainer::~Trainer() = default;

@@ -123,7 +123,10 @@ class Trainer {
   bool save_deferred_ = false;  // a checkpoint was due right after a loss spike
   std::vector<ConfigChange> resume_changes_;  // accepted config changes against the checkpoint's
   int step_ = 0;
-  double flops_per_token_ = 0, sgemm_peak_flops_ = 0;
+  std::string memory_line_;  // the start-up memory estimate against what the machine has
+  double flops_per_token_ = 0;
+  // The job's FMA peak and GEMM ceiling: per-core rates times the cores its ranks keep busy.
+  double peak_flops_ = 0, gemm_ceiling_flops_ = 0;
   double run_seconds_ = 0;
   int steps_timed_ = 0;
 };

@@ -18,7 +18,8 @@ DIRECT = {
     "io": ["core"],
     "model": ["kernels"],
     "parallel": ["model", "comm", "io"],
-    "train": ["parallel", "model", "io"],
+    "plan": ["parallel"],
+    "train": ["plan", "parallel", "model", "io"],
     "cli": ["train"],
 }
 

@@ -1,0 +1,91 @@
+#include "plan/cluster.h"
+
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "plan/hardware_peak.h"
+#include "plan/memory_fit.h"
+
+namespace ff {
+
+namespace {
+const std::set<std::string> kKeys = {"name", "devices_per_node", "peak_flops", "gemm_efficiency", "memory_bytes",
+                                     "intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency",
+                                     "precision", "activation_bytes", "flash_attention", "engine",
+                                     "measured"};  // calibrate's raw measurements, for people
+}
+
+ClusterSpec load_cluster(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error(fmt::format("cluster file '{}' does not exist; write one with `fivefold calibrate "
+                                         "--out {}` or use configs/clusters/*.toml",
+                                         path, path));
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw std::runtime_error(fmt::format("cluster file '{}': {}", path, std::string(e.description())));
+  }
+  for (const auto& [k, v] : t)
+    if (!kKeys.count(std::string(k.str())))
+      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}'", path, std::string(k.str())));
+  auto num = [&](const char* key, double fallback, bool required) {
+    const auto v = t[key].value<double>();
+    if (!v && required) throw std::runtime_error(fmt::format("cluster file '{}' needs the key '{}'", path, key));
+    const double x = v ? *v : fallback;
+    if (!(x > 0)) throw std::runtime_error(fmt::format("cluster file '{}': '{}' must be positive", path, key));
+    return x;
+  };
+  ClusterSpec c;
+  c.name = t["name"].value_or(std::filesystem::path(path).stem().string());
+  c.devices_per_node = int(num("devices_per_node", 1, true));
+  c.peak_flops = num("peak_flops", 0, true);
+  c.gemm_efficiency = num("gemm_efficiency", 0.5, false);
+  c.memory_bytes = num("memory_bytes", 0, true);
+  c.intra_bandwidth = num("intra_bandwidth", 0, true);
+  c.inter_bandwidth = num("inter_bandwidth", c.intra_bandwidth, false);
+  c.intra_latency = num("intra_latency", 5e-6, false);
+  c.inter_latency = num("inter_latency", 20e-6, false);
+  const std::string prec = t["precision"].value_or(std::string("mixed"));
+  if (prec != "mixed" && prec != "fp32")
+    throw std::runtime_error(fmt::format("cluster file '{}': precision is mixed or fp32 (got '{}')", path, prec));
+  c.precision = prec == "fp32" ? StatePrecision::fp32 : StatePrecision::mixed;
+  c.activation_bytes = int(num("activation_bytes", c.precision == StatePrecision::fp32 ? 4 : 2, false));
+  c.flash_attention = t["flash_attention"].value_or(true);
+  c.engine = t["engine"].value_or(false);
+  return c;
+}
+
+std::string cluster_to_toml(const ClusterSpec& c) {
+  return fmt::format(
+      "name = \"{}\"\ndevices_per_node = {}\npeak_flops = {:.6g}  # per device, FLOP/s\ngemm_efficiency = {:.4f}\n"
+      "memory_bytes = {:.6g}  # per device\nintra_bandwidth = {:.6g}  # bytes/s per device\ninter_bandwidth = {:.6g}\n"
+      "intra_latency = {:.6g}  # seconds\ninter_latency = {:.6g}\nprecision = \"{}\"\nactivation_bytes = {}\n"
+      "flash_attention = {}\nengine = {}\n",
+      c.name, c.devices_per_node, c.peak_flops, c.gemm_efficiency, c.memory_bytes, c.intra_bandwidth,
+      c.inter_bandwidth, c.intra_latency, c.inter_latency, precision_name(c.precision), c.activation_bytes,
+      c.flash_attention, c.engine);
+}
+
+ClusterSpec this_machine(int ranks) {
+  const HardwarePeak p = machine_peak();
+  ClusterSpec c;
+  c.name = "this machine (" + p.cpu + ", " + p.isa + ")";
+  c.devices_per_node = ranks;
+  // A rank's "device" is its share of the cores (less than one core when ranks outnumber them).
+  c.peak_flops = p.fma_flops_per_core * double(p.cores) / std::max(1, ranks);
+  c.gemm_efficiency = p.sgemm_flops_per_core / p.fma_flops_per_core;
+  c.memory_bytes = double(machine_available_bytes()) / ranks;
+  c.intra_bandwidth = c.inter_bandwidth = 5e9;  // shared-memory MPI, until `calibrate` measures it
+  c.intra_latency = c.inter_latency = 5e-6;
+  c.precision = StatePrecision::fp32;
+  c.activation_bytes = 4;
+  c.engine = true;
+  return c;
+}
+
+}  // namespace ff

@@ -1,0 +1,82 @@
+#include "plan/hardware_peak.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "io/atomic_file.h"
+#include "kernels/fma_peak.h"
+#include "kernels/gemm.h"
+
+namespace ff {
+
+namespace fs = std::filesystem;
+
+std::string peak_cache_path() {
+  if (const char* p = std::getenv("FIVEFOLD_PEAK_FILE")) return p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/fivefold/peak.json";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/fivefold/peak.json";
+}
+
+namespace {
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  return "unknown cpu";
+}
+}  // namespace
+
+HardwarePeak machine_peak() {
+  HardwarePeak p;
+  p.cpu = cpu_model();
+  p.cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string path = peak_cache_path();
+  try {
+    std::ifstream f(path);
+    if (f) {
+      const nlohmann::json j = nlohmann::json::parse(f);
+      if (j.at("cpu").get<std::string>() == p.cpu && j.at("fma_flops_per_core").get<double>() > 0 &&
+          j.at("sgemm_flops_per_core").get<double>() > 0) {
+        p.isa = j.at("isa").get<std::string>();
+        p.fma_flops_per_core = j.at("fma_flops_per_core").get<double>();
+        p.sgemm_flops_per_core = j.at("sgemm_flops_per_core").get<double>();
+        p.source = path;
+        return p;
+      }
+    }
+  } catch (const std::exception&) {
+    // A damaged or foreign cache is measured over, not trusted.
+  }
+  const FmaPeak fma = measure_fma_peak();
+  p.isa = fma.isa;
+  p.fma_flops_per_core = fma.flops_per_core;
+  p.sgemm_flops_per_core = measure_sgemm_gflops(384, 1) * 1e9;  // short products: the best is unpreempted
+  p.source = "measured";
+  const nlohmann::json j = {{"cpu", p.cpu}, {"isa", p.isa}, {"fma_flops_per_core", p.fma_flops_per_core},
+                            {"sgemm_flops_per_core", p.sgemm_flops_per_core}, {"cores", p.cores}};
+  try {
+    fs::create_directories(fs::path(path).parent_path());
+    write_file_atomic(path, j.dump(2) + "\n");
+    p.source = "measured, saved to " + path;
+  } catch (const std::exception&) {
+  }
+  return p;
+}
+
+int cores_in_use(int world_ranks, int ranks_per_machine, int threads, int cores_per_machine) {
+  const int per = std::max(1, std::min(ranks_per_machine, world_ranks));
+  const int machines = (world_ranks + per - 1) / per;
+  return machines * std::min(per * std::max(1, threads), cores_per_machine);
+}
+
+}  // namespace ff

@@ -1,0 +1,73 @@
+#include "plan/layout_spec.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ff {
+
+const char* precision_name(StatePrecision p) { return p == StatePrecision::fp32 ? "fp32" : "mixed"; }
+
+std::string LayoutSpec::str() const {
+  std::string s = fmt::format("dp={},tp={}", dp, tp);
+  if (sp) s += ",sp";
+  if (cp > 1) s += fmt::format(",cp={}", cp);
+  s += fmt::format(",pp={}", pp);
+  if (pp > 1) s += "," + schedule + (chunks > 1 ? fmt::format(",chunks={}", chunks) : "");
+  s += fmt::format(",mb={},m={},zero={},recompute={}", micro_batch, grad_accum, zero, recompute_name(recompute));
+  if (precision != StatePrecision::fp32) s += ",precision=mixed";
+  return s;
+}
+
+namespace {
+int positive(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(v, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != v.size() || n < (key == "zero" ? 0 : 1))
+    throw std::runtime_error(fmt::format("layout key '{}' needs a {} integer (got '{}')", key,
+                                         key == "zero" ? "non-negative" : "positive", v));
+  return n;
+}
+}  // namespace
+
+LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given) {
+  LayoutSpec L;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string k = item.substr(0, eq), v = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const bool named_schedule = k == "gpipe" || k == "1f1b" || k == "interleaved" || k == "zb-h1";
+    if (given) given->insert(named_schedule ? "schedule" : k == "micro_batch" ? "mb" : k == "grad_accum" ? "m" : k);
+    if (k == "sp") L.sp = v.empty() || v == "true" || v == "1";
+    else if (named_schedule) L.schedule = k;
+    else if (k == "schedule") L.schedule = v;
+    else if (k == "dp") L.dp = positive(k, v);
+    else if (k == "tp") L.tp = positive(k, v);
+    else if (k == "pp") L.pp = positive(k, v);
+    else if (k == "cp") L.cp = positive(k, v);
+    else if (k == "ep") L.ep = positive(k, v);
+    else if (k == "chunks") L.chunks = positive(k, v);
+    else if (k == "mb" || k == "micro_batch") L.micro_batch = positive(k, v);
+    else if (k == "m" || k == "grad_accum") L.grad_accum = positive(k, v);
+    else if (k == "zero") L.zero = positive(k, v);
+    else if (k == "recompute") L.recompute = parse_recompute(v);
+    else if (k == "precision") {
+      if (v != "fp32" && v != "mixed") throw std::runtime_error("layout key 'precision' is fp32 or mixed (got '" + v + "')");
+      L.precision = v == "fp32" ? StatePrecision::fp32 : StatePrecision::mixed;
+    } else
+      throw std::runtime_error(fmt::format(
+          "unknown layout key '{}' in '{}'; the keys are dp, tp, sp, pp, cp, ep, schedule, chunks, mb, m, "
+          "zero, recompute, precision (e.g. \"tp=2,pp=2,zero=1\")",
+          k, text));
+  }
+  return L;
+}
+
+}  // namespace ff

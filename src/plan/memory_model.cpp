@@ -1,0 +1,177 @@
+#include "plan/memory_model.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/parameters.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/pipeline/pipeline_stages.h"
+#include "parallel/tensor/tensor_plan.h"
+
+namespace ff {
+
+int64_t RankMemory::total() const {
+  int64_t t = 0;
+  for (int64_t b : bytes) t += b;
+  return t;
+}
+
+std::string RankMemory::describe() const {
+  std::string s;
+  for (int i = 0; i < kMemCategories; ++i)
+    s += fmt::format("{} {}, ", mem_category_name(MemCategory(i)), format_bytes(bytes[size_t(i)]));
+  return s + "checkpoint assembly " + format_bytes(checkpoint_bytes) + ", total " + format_bytes(peak());
+}
+
+namespace {
+
+constexpr int64_t kF = sizeof(float);
+
+// This rank's block widths, read off its sliced layout exactly as the model reads them.
+BlockWidths widths_of(const ParamLayout& layout, const ModelConfig& c, int first_layer) {
+  const std::string p = "model.layers." + std::to_string(first_layer) + ".";
+  const int64_t D = c.head_dim();
+  const int64_t H = layout.find(p + "self_attn.q_proj.weight").shape[0] / D;
+  const int64_t Hkv = layout.find(p + "self_attn.k_proj.weight").shape[0] / D;
+  return {c.dim, (H + 2 * Hkv) * D, H * D, H, layout.find(p + "mlp.gate_proj.weight").shape[0]};
+}
+
+int64_t vocab_rows(const ParamLayout& layout) {
+  for (const ParamView& v : layout.views())
+    if (v.name == "model.embed_tokens.weight" || v.name == "lm_head.weight") return v.shape[0];
+  return 0;
+}
+
+// Model states under the layout's ZeRO stage over the shard group (dp x cp), as
+// ReplicatedState / ShardedState allocate them. Rank 0 of the group holds the longest chunks.
+void add_model_states(RankMemory& m, const ParamLayout& layout, int ranks, int zero) {
+  const int64_t psi = int64_t(layout.total());
+  auto& b = m.bytes;
+  if (zero == 0 || ranks == 1) {
+    b[size_t(MemCategory::params)] += psi * kF, b[size_t(MemCategory::grads)] += psi * kF;
+    b[size_t(MemCategory::optimizer)] += 2 * psi * kF;
+    return;
+  }
+  int64_t shard = 0, max_chunk = 1, max_seg = 0;
+  for (const ParamSegment& s : layout.segments()) {
+    const int64_t chunk = (int64_t(s.count) + ranks - 1) / ranks;  // chunk_range's first ranks
+    shard += chunk, max_chunk = std::max(max_chunk, chunk), max_seg = std::max(max_seg, int64_t(s.count));
+  }
+  b[size_t(MemCategory::optimizer)] += 2 * shard * kF;
+  b[size_t(MemCategory::params)] += (zero == 3 ? shard : psi) * kF;
+  if (zero == 1) {
+    b[size_t(MemCategory::grads)] += psi * kF;        // the full gradient
+    b[size_t(MemCategory::workspace)] += shard * kF;  // the reduce-scatter's output
+    return;
+  }
+  b[size_t(MemCategory::grads)] += shard * kF;
+  b[size_t(MemCategory::workspace)] += 2 * (max_seg + max_chunk) * kF;  // two staging buffers
+  if (zero == 3) b[size_t(MemCategory::workspace)] += 3 * max_seg * kF;  // the gather pool
+}
+
+// Per chunk of a pipeline rank, the most micro-batches whose stash is alive at once: a forward
+// takes a slot, the backward (ZB-H1: the weight pass) gives it back, as LlamaStages does.
+std::vector<int> stashes_in_flight(const LayoutSpec& L, int pp_rank) {
+  const PipeScheduleSpec spec{parse_pipe_schedule(L.schedule), L.pp, L.grad_accum, L.chunks};
+  std::vector<int> live(size_t(L.chunks), 0), peak(size_t(L.chunks), 0);
+  const auto lists = make_schedule(spec);
+  for (const PipeAction& a : lists[size_t(pp_rank)]) {
+    if (a.peer_rank >= 0) continue;  // a send or receive
+    int& n = live[size_t(a.chunk)];
+    if (a.op == PipeOp::forward) peak[size_t(a.chunk)] = std::max(peak[size_t(a.chunk)], ++n);
+    if (a.op == PipeOp::backward || a.op == PipeOp::backward_weight) --n;
+  }
+  return peak;
+}
+
+// The kernels' per-thread scratch (kernels/scratch.h): one float buffer per thread, grown to the
+// largest request among flash attention's forward and backward and, on the calling thread, the
+// transposed weight gradient oneDNN's linear_backward uses when out >= 4 in.
+int64_t kernel_scratch_floats(const ModelConfig& c, const BlockWidths& w, int64_t vocab, bool head, int B,
+                              int threads) {
+  const int64_t lanes = 16, tile = 64;
+  const int64_t Dp = (c.head_dim() + lanes - 1) / lanes * lanes, Tp = (c.seq_len + tile - 1) / tile * tile;
+  const int64_t fwd = 2 * Tp * Dp + 2 * tile * Dp + tile * tile, bwd = 8 * Tp * Dp + 2 * Tp + 2 * tile * tile;
+  const int64_t kv_heads = (w.Q - w.A) / (2 * c.head_dim());
+  // Threads that get a task: forward runs (batch, head) pairs, backward (batch, kv head) pairs.
+  const int64_t fwd_threads = std::min<int64_t>(threads, B * w.H), bwd_threads = std::min<int64_t>(threads, B * kv_heads);
+  int64_t per_thread_peak = 0;
+  for (int64_t t = 0; t < threads; ++t)
+    per_thread_peak += std::max(t < fwd_threads ? fwd : 0, t < bwd_threads ? bwd : 0);
+  int64_t main = std::max(fwd, bwd);
+#if defined(FIVEFOLD_GEMM_ONEDNN)
+  if (2 * w.F >= 4 * w.C) main = std::max(main, w.C * 2 * w.F);
+  if (head && vocab >= 4 * w.C) main = std::max(main, w.C * vocab);
+#else
+  (void)vocab, (void)head;
+#endif
+  return per_thread_peak - std::max(fwd, bwd) + main;  // thread 0 is the calling thread
+}
+
+}  // namespace
+
+RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int pp_rank, int threads) {
+  RankMemory m;
+  m.pp_rank = pp_rank;
+  std::unique_ptr<PlanSlicer> slicer;
+  if (L.tp > 1) slicer = std::make_unique<PlanSlicer>(c, L.tp, 0);
+  ModelParts parts = ModelParts::all(c);
+  std::vector<ModelChunk> chunks;
+  if (L.pp > 1) {
+    const StageSplit split = split_model(c, L.pp, L.chunks);
+    parts = parts_of_rank(split, pp_rank);
+    chunks = chunks_of_rank(split, pp_rank);
+  } else {
+    chunks.push_back(ModelChunk{0, c.n_layers, true, true});
+  }
+  const ParamLayout layout(c, slicer.get(), L.pp > 1 ? &parts : nullptr);
+  add_model_states(m, layout, L.dp * L.cp, L.zero);
+  m.checkpoint_bytes = 3 * kF * int64_t(L.pp == 1 && L.tp == 1 ? layout.total() : ParamLayout(c).total());
+
+  const BlockWidths w = widths_of(layout, c, parts.layers.front());
+  const int64_t N = int64_t(L.micro_batch) * c.seq_len / L.cp;
+  const int64_t R = L.sp ? N / L.tp : N, C = c.dim;
+  const int64_t V = vocab_rows(layout);
+  const bool head = layout.head_segment().count > 0;
+  int64_t acts = 0, ws = 0;
+  std::vector<int> in_flight(chunks.size(), 1);
+  if (L.pp > 1) in_flight = stashes_in_flight(L, pp_rank);
+  const int64_t deferred_per_block = N * (2 * C + 2 * w.F + w.Q) + 2 * C;  // Llama::deferred_floats_per_block
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    const ModelChunk& ch = chunks[k];
+    std::vector<BlockKind> kinds;
+    for (int l = ch.first_layer; l < ch.last_layer; ++l) kinds.push_back(layout.block_kind(l));
+    const ActivationFloats f = activation_floats(w, kinds, N, R, L.recompute, ch.head);
+    const int64_t stashes = std::max(1, in_flight[k]);
+    acts += stashes * f.kept, ws += stashes * f.scratch;  // every stash has its own scratch
+    if (L.pp > 1 && ch.head && !ch.embedding) acts += stashes * R * C;  // the head's output gradient
+    if (L.pp > 1 && L.schedule == "zb-h1")
+      acts += stashes * (int64_t(kinds.size()) * deferred_per_block + (ch.embedding ? R * C : 0));
+  }
+  // Llama's own scratch: RoPE tables, logits and losses (head), the backward's gradient buffers.
+  ws += c.seq_len * c.head_dim();
+  if (head) ws += N * V + N;
+  ws += R * C + N * C + N * w.A + N * w.Q + 3 * N * w.F;
+  if (L.tp > 1) ws += 3 * N + N * C + (L.sp ? N * C : 0);  // TensorParallelHooks::reserve
+  // Pipeline boundary buffers (executor's pool): the receive and send buffers of the activations
+  // and gradients of about one micro-batch per direction and chunk.
+  if (L.pp > 1) ws += 4 * int64_t(chunks.size()) * R * C;
+  ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads));
+  m.bytes[size_t(MemCategory::activations)] += acts * kF;
+  m.bytes[size_t(MemCategory::workspace)] += ws * kF;
+  return m;
+}
+
+RankMemory estimate_peak_memory(const ModelConfig& c, const LayoutSpec& L, int threads) {
+  RankMemory best;
+  for (int r = 0; r < L.pp; ++r) {
+    RankMemory m = estimate_rank_memory(c, L, r, threads);
+    if (r == 0 || m.peak() > best.peak()) best = m;
+  }
+  return best;
+}
+
+}  // namespace ff

@@ -1,0 +1,35 @@
+#pragma once
+// Per-rank memory of a training run, predicted from the config and the layout before anything is
+// allocated, by category as the MemoryLedger counts it. It mirrors the engine's allocations (the
+// same ParamLayout, shard chunks, activation arenas, pipeline stashes and scratch buffers), so a
+// test can hold it to the ledger's measured peaks; paper_formulas.h has the published closed forms.
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "core/memory.h"
+#include "model/model_config.h"
+#include "plan/layout_spec.h"
+
+namespace ff {
+
+struct RankMemory {
+  std::array<int64_t, kMemCategories> bytes{};  // indexed by MemCategory
+  int pp_rank = 0;                              // the pipeline rank this is (the largest one's)
+  // Outside the ledger: a checkpoint save (and a resume) assembles the full parameters and both
+  // moments on every rank (12 bytes per parameter of the whole model) while the state is alive.
+  int64_t checkpoint_bytes = 0;
+  int64_t total() const;                                  // the ledger's categories
+  int64_t peak() const { return total() + checkpoint_bytes; }  // what must fit
+  int64_t operator[](MemCategory c) const { return bytes[size_t(c)]; }
+  // "params 1.2 GiB, grads ..., checkpoint ..., total ..." on one line (total = peak()).
+  std::string describe() const;
+};
+
+// One pipeline rank's bytes (tp rank 0 and data-parallel rank 0, which hold the largest shards).
+// threads: OpenMP threads per rank (the kernels' per-thread scratch).
+RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int pp_rank, int threads);
+// The largest of the pipeline ranks: what must fit on every rank.
+RankMemory estimate_peak_memory(const ModelConfig& c, const LayoutSpec& L, int threads);
+
+}  // namespace ff

@@ -1,0 +1,139 @@
+#include "plan/search.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/tensor/tensor_plan.h"
+
+namespace ff {
+
+namespace {
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+// Whether the engine (or, at paper scale, Megatron's rules) can cut the model this way.
+bool tp_valid(const ModelConfig& c, const LayoutSpec& L, bool engine) {
+  if (L.tp == 1) return true;
+  if (c.n_heads % L.tp || c.ffn_dim % L.tp) return false;
+  if (L.sp && c.seq_len % L.tp) return false;
+  if (!engine) return true;
+  try {
+    validate_tensor_parallel(c, L.tp, L.sp);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+bool schedule_valid(const ModelConfig& c, const LayoutSpec& L) {
+  if (L.pp == 1) return true;
+  if (L.pp * L.chunks > c.n_layers) return false;
+  try {
+    validate_schedule_spec({parse_pipe_schedule(L.schedule), L.pp, L.grad_accum, L.chunks});
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const PlanRequest& req) {
+  PlanResult out;
+  const std::vector<std::string> schedules = {"1f1b", "gpipe", "interleaved", "zb-h1"};
+  for (int tp : divisors(req.ranks)) {
+    if (tp > cl.devices_per_node) continue;  // tensor parallelism stays on the fast links
+    for (int pp : divisors(req.ranks / tp)) {
+      if (pp > c.n_layers) continue;
+      const int dp = req.ranks / (tp * pp);
+      const int G = req.global_batch > 0 ? req.global_batch : dp;
+      if (G % dp) continue;
+      const int per_replica = G / dp;
+      for (int mb = 1; mb <= std::min(req.max_micro_batch, per_replica); mb *= 2) {
+        if (per_replica % mb) continue;
+        for (const std::string& sched : pp > 1 ? schedules : std::vector<std::string>{"1f1b"}) {
+          for (int chunks : sched == "interleaved" ? std::vector<int>{2, 4} : std::vector<int>{1}) {
+            for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+              for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+                for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+                  LayoutSpec L;
+                  L.dp = dp, L.tp = tp, L.pp = pp, L.sp = sp, L.schedule = sched, L.chunks = chunks;
+                  L.micro_batch = mb, L.grad_accum = per_replica / mb, L.zero = zero, L.recompute = rc;
+                  L.precision = cl.precision;
+                  if (!tp_valid(c, L, cl.engine) || !schedule_valid(c, L)) continue;
+                  ++out.considered;
+                  LayoutPrediction p = predict_layout(c, L, cl, req.threads);
+                  if (!p.fits) {
+                    ++out.dropped_memory;
+                    continue;
+                  }
+                  out.ranked.push_back(std::move(p));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::stable_sort(out.ranked.begin(), out.ranked.end(), [](const LayoutPrediction& a, const LayoutPrediction& b) {
+    if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+    return a.memory.peak() < b.memory.peak();
+  });
+  return out;
+}
+
+namespace {
+std::string seconds(double s) {
+  if (s >= 1) return fmt::format("{:.2f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
+  return fmt::format("{:.0f} us", s * 1e6);
+}
+}  // namespace
+
+std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
+  std::string t = fmt::format("{} layouts considered on {}, {} dropped for memory (budget {} per rank), {} fit.\n\n",
+                              r.considered, cl.name, r.dropped_memory, format_bytes(int64_t(cl.memory_bytes)),
+                              r.ranked.size());
+  if (r.ranked.empty()) return t + "no layout fits: more ranks, a smaller model or a shorter sequence\n";
+  t += fmt::format("{:>2}  {:<64} {:>10} {:>10} {:>9} {:>6} | {:>9} {:>9} {:>9} {:>9} {:>9}\n", "#", "layout",
+                   "step", "tokens/s", "memory", "MFU", "compute", "bubble", "tp comm", "pp comm", "dp comm");
+  for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) {
+    const LayoutPrediction& p = r.ranked[size_t(i)];
+    t += fmt::format("{:>2}  {:<64} {:>10} {:>10.0f} {:>9} {:>5.1f}% | {:>9} {:>9} {:>9} {:>9} {:>9}\n", i + 1,
+                     p.layout.str(), seconds(p.step_seconds), p.tokens_per_s, format_bytes(p.memory.peak()),
+                     100 * p.mfu, seconds(p.compute), seconds(p.bubble), seconds(p.tp_comm), seconds(p.pp_comm),
+                     seconds(p.dp_comm));
+  }
+  const LayoutPrediction& best = r.ranked.front();
+  t += fmt::format("\n#1 per rank: {}\n", best.memory.describe());
+  t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide; memory is the largest "
+       "rank's peak (checkpoint assembly included).\n";
+  return t;
+}
+
+std::string plan_json(const PlanResult& r, int k) {
+  std::string s;
+  for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) {
+    const LayoutPrediction& p = r.ranked[size_t(i)];
+    nlohmann::json j = {{"rank", i + 1}, {"layout", p.layout.str()}, {"step_seconds", p.step_seconds},
+                        {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu}, {"compute", p.compute},
+                        {"bubble", p.bubble}, {"tp_comm", p.tp_comm}, {"pp_comm", p.pp_comm},
+                        {"dp_comm", p.dp_comm}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
+                        {"largest_pp_rank", p.memory.pp_rank}};
+    for (int c = 0; c < kMemCategories; ++c) j["bytes"][mem_category_name(MemCategory(c))] = p.memory.bytes[size_t(c)];
+    s += j.dump() + "\n";
+  }
+  return s;
+}
+
+}  // namespace ff

@@ -1,0 +1,126 @@
+#include "plan/step_time.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/paper_formulas.h"
+
+namespace ff {
+
+namespace {
+
+double block_parameters(const ModelConfig& c) {
+  const double h = c.dim, kv = double(c.n_kv_heads) * c.head_dim();
+  return h * (h + 2 * kv) + h * h + 3 * h * c.ffn_dim + 2 * h;
+}
+
+// Parameters of the largest pipeline stage on one tensor-parallel rank: its share of the blocks
+// (the first virtual stages take the remainder) plus the embedding or the head.
+double stage_parameters(const ModelConfig& c, const LayoutSpec& L) {
+  const int stages = L.pp * L.chunks;
+  const double blocks = std::ceil(double(c.n_layers) / stages) * L.chunks;
+  const double vocab = double(c.vocab_size) * c.dim;
+  const double ends = L.pp == 1 ? vocab * (c.tied_embeddings ? 1 : 2) + c.dim : vocab + c.dim;
+  return (blocks * block_parameters(c) + ends) / L.tp;
+}
+
+// Micro-batches whose activations the first stage keeps at once.
+double in_flight(const LayoutSpec& L) {
+  if (L.pp == 1) return 1;
+  const double m = L.grad_accum, p = L.pp;
+  if (L.schedule == "gpipe") return m;
+  if (L.schedule == "interleaved") return std::min(m, p) * (1 + (p - 1) / (p * L.chunks));
+  return std::min(m, p);
+}
+
+// One ring collective of `bytes` per rank over n ranks moving (n-1)/n of it per pass, `passes`
+// passes (all-reduce 2, all-gather or reduce-scatter 1).
+double ring(double bytes, int n, double passes, double bandwidth, double latency) {
+  if (n <= 1) return 0;
+  return passes * ((n - 1) * latency + double(n - 1) / n * bytes / bandwidth);
+}
+
+}  // namespace
+
+RankMemory paper_memory(const ModelConfig& c, const LayoutSpec& L, const ClusterSpec& cl) {
+  RankMemory m;
+  const double psi = stage_parameters(c, L);
+  const int n = L.dp * L.cp;
+  const double P = cl.precision == StatePrecision::fp32 ? 4 : 2, O = cl.precision == StatePrecision::fp32 ? 8 : 12;
+  const double shard = L.zero == 0 || n == 1 ? 1.0 : 1.0 / n;
+  auto& b = m.bytes;
+  b[size_t(MemCategory::params)] = int64_t(psi * P * (L.zero == 3 ? shard : 1));
+  b[size_t(MemCategory::grads)] = int64_t(psi * P * (L.zero >= 2 ? shard : 1));
+  b[size_t(MemCategory::optimizer)] = int64_t(psi * O * (L.zero >= 1 ? shard : 1));
+  const double s = double(c.seq_len) / L.cp, mb = L.micro_batch, h = c.dim;
+  const double layers = std::ceil(double(c.n_layers) / (L.pp * L.chunks)) * L.chunks;
+  const double per_layer = korthikanti_layer_bytes(s, mb, h, c.n_heads, L.tp, activation_setting(L), cl.flash_attention) *
+                           cl.activation_bytes / 2.0;
+  double acts = per_layer * layers * in_flight(L);
+  if (L.recompute == Recompute::full)  // one layer's full working set while it is recomputed
+    acts += korthikanti_layer_bytes(s, mb, h, c.n_heads, L.tp, ActivationSetting::tp, cl.flash_attention);
+  b[size_t(MemCategory::activations)] = int64_t(acts);
+  // fp32 logits and their gradient on the last stage, plus collective buffers of a segment.
+  b[size_t(MemCategory::workspace)] = int64_t(2 * 4 * s * mb * c.vocab_size / L.tp + 2 * P * block_parameters(c) / L.tp);
+  return m;
+}
+
+LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const ClusterSpec& cl, int threads) {
+  LayoutPrediction r;
+  r.layout = L;
+  r.memory = cl.engine ? estimate_peak_memory(c, L, threads) : paper_memory(c, L, cl);
+  r.fits = double(r.memory.peak()) <= cl.memory_bytes * (cl.engine ? 1.0 : 0.9);  // GPU: allocator slack
+
+  const double s = double(c.seq_len) / L.cp, mb = L.micro_batch, h = c.dim, m = L.grad_accum;
+  const double tokens = double(L.global_batch()) * c.seq_len;
+  const double fpt = training_flops_per_token(c);
+  double flops = fpt * tokens / L.ranks();
+  // Recompute: full re-runs each block's forward (a third of the FLOPs); selective re-runs the
+  // attention core (Megatron; this engine recomputes it with the norms and SwiGLU, no GEMM).
+  const double attn_fwd = 4.0 * c.n_layers * h * c.seq_len;
+  if (L.recompute == Recompute::full) flops *= 4.0 / 3;  // 2N + 4Lhs more per token: a third
+  if (L.recompute == Recompute::selective) flops *= 1 + attn_fwd / fpt;
+  // Narrow GEMMs (few rows per micro-batch, thin tensor-parallel slices) run below the ceiling.
+  const double rows = mb * s, width = h / L.tp;
+  const double efficiency = cl.gemm_efficiency * rows / (rows + 128) * width / (width + 128);
+  r.compute = flops / (cl.peak_flops * efficiency);
+
+  if (L.pp > 1) {
+    const double share = (L.pp - 1) / m / (L.schedule == "interleaved" ? L.chunks : 1);
+    r.bubble = r.compute * share / (L.schedule == "zb-h1" ? 3 : 1);
+  }
+  const double layers = double(c.n_layers) / L.pp;
+  const double act = mb * s * h * cl.activation_bytes;  // one (b s, h) tensor
+  const bool tp_inside = L.tp <= cl.devices_per_node;
+  const double tp_bw = tp_inside ? cl.intra_bandwidth : cl.inter_bandwidth;
+  const double tp_lat = tp_inside ? cl.intra_latency : cl.inter_latency;
+  // Megatron: per layer two all-reduces forward, two backward (all-gather + reduce-scatter under
+  // sp: the same bytes); a full recompute repeats the forward's.
+  const double per_layer = 4 * ring(act, L.tp, 2, tp_bw, tp_lat) * (L.recompute == Recompute::full ? 1.5 : 1);
+  r.tp_comm = per_layer * layers * m;
+  if (L.pp > 1) {
+    const bool pp_inside = L.tp * L.dp * L.cp * L.pp <= cl.devices_per_node;
+    const double bw = pp_inside ? cl.intra_bandwidth : cl.inter_bandwidth;
+    const double lat = pp_inside ? cl.intra_latency : cl.inter_latency;
+    r.pp_comm = 2 * m * L.chunks * (lat + act / (L.sp ? L.tp : 1) / bw);
+  }
+  const int n = L.dp * L.cp;
+  if (n > 1) {
+    const bool dp_inside = L.tp * n <= cl.devices_per_node;
+    const double bw = dp_inside ? cl.intra_bandwidth : cl.inter_bandwidth;
+    const double lat = dp_inside ? cl.intra_latency : cl.inter_latency;
+    const double grad = stage_parameters(c, L) * (cl.precision == StatePrecision::fp32 ? 4 : 2);
+    double comm = ring(grad, n, 2, bw, lat);                                   // all-reduce, or RS + AG
+    if (L.zero >= 2) comm += (m - 1) * ring(grad, n, 1, bw, lat);              // RS every micro-batch
+    if (L.zero == 3) comm += (2 * m - 1) * ring(grad, n, 1, bw, lat);          // gathers fwd + bwd
+    // Buckets overlap the last micro-batch's backward; ZeRO-3's prefetched gathers the compute.
+    const double hidden = L.zero == 3 ? 0.5 * r.compute : r.compute / m * 2 / 3;
+    r.dp_comm = std::max(0.0, comm - hidden);
+  }
+  r.step_seconds = r.compute + r.bubble + r.tp_comm + r.pp_comm + r.dp_comm;
+  r.tokens_per_s = tokens / r.step_seconds;
+  r.mfu = r.tokens_per_s * fpt / (cl.peak_flops * L.ranks());
+  return r;
+}
+
+}  // namespace ff

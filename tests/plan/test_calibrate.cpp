@@ -1,0 +1,42 @@
+// `fivefold calibrate` under mpirun writes a cluster.toml with every measured class and link fit,
+// and `fivefold plan` plans with it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include "cli_runner.h"
+#include "test_data.h"
+
+using namespace ff::testkit;
+
+TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string dir = temp_dir("calibrate"), file = dir + "/cluster.toml";
+  const std::string cmd = std::string(MPIEXEC) + " --oversubscribe -np 2 " + FIVEFOLD_BIN + " calibrate --out " + file +
+                          " --threads 1 > " + dir + "/log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(dir + "/log");
+  const std::string t = read_file(file);
+  for (const char* op : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"})
+    for (const char* what : {"_alpha", "_beta", "_busbw"}) {
+      const std::regex re(std::string(op) + what + R"( = ([0-9.e+-]+))");
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(t, m, re)) << op << what << " missing in\n" << t;
+      EXPECT_GE(std::stod(m[1]), 0.0) << op << what;
+      if (std::string(what) == "_busbw") EXPECT_GT(std::stod(m[1]), 1e6) << op;  // > 1 MB/s: a real number
+    }
+  for (const char* key : {"gemm_1024x1024x1024", "gemm_256x1024x1024", "gemm_1024x4096x512", "memory_bandwidth"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(t, m, std::regex(std::string(key) + R"( = ([0-9.e+-]+))"))) << key;
+    EXPECT_GT(std::stod(m[1]), 1e8) << key;
+  }
+  const std::string model = dir + "/model.toml";
+  std::FILE* f = std::fopen(model.c_str(), "w");
+  std::fputs("vocab_size = 320\ndim = 64\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nffn_dim = 160\nseq_len = 32\n", f);
+  std::fclose(f);
+  const CliResult plan = run_fivefold("plan --config " + model + " --ranks 2 --global-batch 8 --cluster " + file);
+  EXPECT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("calibrated: this machine"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find(" 1  dp="), std::string::npos) << plan.output;
+}

@@ -1,0 +1,62 @@
+// Honest MFU (issue 15): the progress line's MFU is tokens/s x FLOPs per token over the FMA peak
+// of the cores in use, all three recorded in metrics.jsonl, and stays below 100% when the ranks
+// outnumber the cores (it used to divide by each rank's own sgemm reading, taken while the other
+// ranks started, times the ranks: "MFU 97%").
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "test_data.h"
+
+using namespace ff::testkit;
+
+TEST(Mfu, PrintedEqualsRecomputedFromMetricsAndStaysBelowOneWithMoreRanksThanCores) {
+  const std::string out = temp_dir("mfu"), peak = out + "/peak.json";
+  ::setenv("FIVEFOLD_PEAK_FILE", peak.c_str(), 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const int cores = int(std::thread::hardware_concurrency()), ranks = 2 * cores;
+  const std::string cmd = std::string(MPIEXEC) + " --oversubscribe -np " + std::to_string(ranks) + " " + FIVEFOLD_BIN +
+                          " train --config " + config_path("tiny.toml") + " --data " + tiny_data_dir() +
+                          " --out " + out + "/run --steps 4 --eval-every 0 --threads 1 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << text;
+
+  // tiny: C 64, L 2, 4 heads over 2 kv heads (D 16), F 160, V 320 (untied), T 32. Matrix weights:
+  // per block q 64x64, k and v 32x64 each, o 64x64, gate/up/down 3x64x160; the LM head 320x64;
+  // the embedding lookup is no matrix product. 6 per weight plus attention 12 L C T.
+  const double per_block = 64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 64 * 160;
+  const double flops_per_token = 6 * (2 * per_block + 320 * 64) + 12.0 * 2 * 64 * 32;
+
+  const nlohmann::json cached = nlohmann::json::parse(read_file(peak));
+  const double fma = cached.at("fma_flops_per_core").get<double>();
+  std::ifstream metrics(out + "/run/metrics.jsonl");
+  std::string line;
+  std::vector<nlohmann::json> recs;
+  while (std::getline(metrics, line)) recs.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(recs.size(), 4u);
+  std::regex printed_re(R"(step +(\d+)/4 .* MFU ([0-9.]+)% \(GEMM ceiling)");
+  int matched = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), printed_re), end; it != end; ++it) {
+    const auto& r = recs.at(size_t(std::stoi((*it)[1]) - 1));
+    EXPECT_DOUBLE_EQ(r.at("flops_per_token").get<double>(), flops_per_token);
+    // The job's peak: the FMA peak of every core, since 2x cores ranks x 1 thread fill them all.
+    EXPECT_DOUBLE_EQ(r.at("peak_flops").get<double>(), fma * cores);
+    const double recomputed = 100 * r.at("tokens_per_s").get<double>() * flops_per_token / (fma * cores);
+    EXPECT_NEAR(std::stod((*it)[2]), recomputed, 0.051) << line;
+    EXPECT_LT(recomputed, 100.0);
+    EXPECT_NEAR(r.at("mfu").get<double>() * 100, recomputed, 1e-9);
+    ++matched;
+  }
+  EXPECT_EQ(matched, 4) << text;
+  ::unsetenv("FIVEFOLD_PEAK_FILE");
+}
