@@ -79,7 +79,10 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
     }
   if (cfg_.moe.enabled()) router_bias_.assign(size_t(cfg_.n_layers) * size_t(w_.E), 0.0f);
   // The whole model's activations exist from the start, so their bytes are in the ledger at once.
-  if (!parts) whole_ = make_activations(0, cfg_.n_layers, true);
+  // (Parts that hold every block, the embedding and the head are the whole model: expert
+  // parallelism's, which differ only in the experts.)
+  if (!parts || (parts_.embedding && parts_.head && int(parts_.layers.size()) == cfg_.n_layers))
+    whole_ = make_activations(0, cfg_.n_layers, true);
 }
 
 Llama::~Llama() = default;

@@ -22,6 +22,7 @@
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
 #include "train/lr_schedule.h"
+#include "train/moe_training.h"
 #include "train/train_config.h"
 
 namespace ff {
@@ -54,6 +55,8 @@ class Trainer {
   ModelState& state() { return *state_; }
   int step() const { return step_; }
   const std::vector<StepRecord>& history() const { return history_; }
+  // The last step's routing over all ranks (null: a dense model).
+  const MoeStepSummary* moe_summary() const { return moe_ ? &moe_->last() : nullptr; }
   bool quiet = false;  // tests silence the progress lines
   // Test-only: called on the fully reduced gradients, before the norm and the optimizer step, so
   // a test can inject a gradient-scale error and prove the parity checks catch it.
@@ -89,6 +92,7 @@ class Trainer {
   std::unique_ptr<TensorReplicas> tp_replicas_;      // tp > 1
   std::vector<WeightedRange> norm_weights_;  // beyond the state's replicas: the tied embedding's copies
   std::unique_ptr<Llama> model_;
+  std::unique_ptr<MoeTraining> moe_;                 // a model with MoE blocks
   std::unique_ptr<PipelineExecutor> executor_;       // pp > 1
   std::unique_ptr<LlamaStages> stages_;              // pp > 1
   Comm tied_;  // pp > 1 with tied embeddings: the first and last stage, which both hold the embedding

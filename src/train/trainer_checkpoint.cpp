@@ -19,6 +19,7 @@ void Trainer::gather_full_state(std::vector<float>& p, std::vector<float>& m, st
   // This rank's blocks -> its stage's whole tensors -> the whole model.
   const ParamLayout stage(cfg_.model, nullptr, &parts_);
   for (std::vector<float>* x : {&p, &m, &v}) {
+    if (moe_) moe_->assemble(*x, parts_);  // every expert (collective over ep)
     if (slicer_) {
       std::vector<float> whole(stage.total());
       assemble_full_tensors(*tp_, cfg_.model, model_->layout(), x->data(), whole.data(), &parts_);
@@ -36,7 +37,7 @@ void Trainer::load_full_state(std::vector<float>& p, std::vector<float>& m, std:
   // A checkpoint loads under any layout: keep this stage's tensors, then this rank's blocks.
   const ParamLayout whole(cfg_.model), stage(cfg_.model, nullptr, &parts_);
   for (std::vector<float>* x : {&p, &m, &v}) {
-    if (pp_size_ > 1) {
+    if (pp_size_ > 1 || parts_.expert_count >= 0) {  // by name: this stage's tensors, this rank's experts
       std::vector<float> mine(stage.total());
       copy_views_by_name(whole, x->data(), stage, mine.data());
       x->swap(mine);
