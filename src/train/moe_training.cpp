@@ -66,11 +66,23 @@ const MoeStepSummary& MoeTraining::finish_step() {
     // over-loaded ones', once per optimizer step from the whole step's counts (so gradient
     // accumulation and the layout do not change it). Every rank moves its copy the same way.
     float* bias = model_->router_bias(layers[i]);
-    if (mc.moe.router_bias_update > 0 && bias && !st.layers[size_t(layers[i])].routed.empty())
+    if (mc.moe.router_bias_update > 0 && bias)  // every block's, held or not: checkpoints save rank 0's
       for (int e = 0; e < E; ++e)
         bias[e] += mc.moe.router_bias_update * float((b[e] < mean) - (b[e] > mean));
   }
   return last_;
+}
+
+std::vector<float> MoeTraining::router_bias() const {
+  const float* b = model_->router_bias(0);
+  return std::vector<float>(b, b + size_t(cfg_.model.n_layers) * size_t(cfg_.model.moe.n_experts));
+}
+
+void MoeTraining::set_router_bias(const std::vector<float>& b) {
+  if (b.empty()) return;
+  if (b.size() != size_t(cfg_.model.n_layers) * size_t(cfg_.model.moe.n_experts))
+    throw std::runtime_error("checkpoint: router_bias has the wrong length for this model");
+  std::copy(b.begin(), b.end(), model_->router_bias(0));
 }
 
 nlohmann::json MoeTraining::metrics() const {

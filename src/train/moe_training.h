@@ -39,6 +39,10 @@ class MoeTraining {
   const MoeStepSummary& finish_step();
   const MoeStepSummary& last() const { return last_; }
   nlohmann::json metrics() const;
+  // The router selection bias of every block (n_layers x n_experts; the same on every rank), for
+  // checkpoints.
+  std::vector<float> router_bias() const;
+  void set_router_bias(const std::vector<float>& b);
   std::string progress() const;  // " | moe max/mean 1.31"
   // This rank's flat buffer (its experts) <-> the same parts with every expert (collective over ep).
   void assemble(std::vector<float>& x, const ModelParts& parts) const;

@@ -162,6 +162,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     resume = load_checkpoint(ckpt.string(), p.data(), m.data(), v.data(), n);
     load_full_state(p, m, v);
     step_ = resume.step;
+    if (moe_) moe_->set_router_bias(resume.router_bias);
     loader_->set_position(resume.data);
   } else {
     state_->init_parameters(cfg_.model, cfg_.seed);

@@ -62,7 +62,8 @@ void Trainer::save() {
   gather_full_state(p, m, v);
   const size_t n = p.size();
   if (!leader()) return;
-  CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
+  CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_), 0, {}};
+  if (moe_) s.router_bias = moe_->router_bias();
   // The run folder's copy is the tokenizer that sample, eval and export will decode with.
   s.tokenizer_checksum = Tokenizer((fs::path(out_dir_) / "tokenizer.model").string()).checksum();
   save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, p.data(), m.data(),

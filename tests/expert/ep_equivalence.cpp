@@ -25,11 +25,11 @@ using namespace ff;
 
 namespace {
 
-constexpr int kSteps = 10, kMicro = 2;
+constexpr int kSteps = 10, kResumed = 2, kMicro = 2;
 
 TrainConfig moe_tiny(const std::string& data, int dp, int ep, int pp, int accum, int zero, bool capacity) {
   TrainConfig c = testkit::tiny_config(data);
-  c.steps = kSteps;
+  c.steps = kSteps + kResumed;  // the loops below run the steps; the schedule spans them all
   c.micro_batch = kMicro;
   c.grad_accum = accum;
   c.dp = dp, c.ep = ep, c.pp = pp, c.zero = zero;
@@ -75,6 +75,25 @@ int check_bytes(Trainer& t, const Mesh& mesh) {
   return ok ? 0 : 1;
 }
 
+// The serial trainer resumed from the parallel run's checkpoint (rank 0's folder, where the
+// leader wrote it): bitwise the parallel run's weights, then the same two steps.
+int check_resumed(const Trainer& run, const std::vector<float>& weights, const TrainConfig& serial_cfg,
+                  const std::string& out) {
+  Trainer resumed(serial_cfg, out, nullptr);
+  resumed.quiet = true;
+  const bool same_weights = resumed.full_params() == weights && resumed.step() == kSteps;
+  double worst = 0;
+  for (int s = 0; s < kResumed; ++s) {
+    const StepRecord r = resumed.train_step();
+    const StepRecord& p = run.history()[size_t(kSteps + s)];
+    worst = std::max({worst, rel(p.loss, r.loss), rel(p.grad_norm, r.grad_norm)});
+  }
+  const bool ok = same_weights && worst <= 1e-5;
+  std::printf("checkpoint resumed serially: weights %s, next %d steps' loss and grad norm worst rel diff %.2e: %s\n",
+              same_weights ? "bitwise equal" : "DIFFER", kResumed, worst, ok ? "ok" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,7 +106,8 @@ int main(int argc, char** argv) {
   const std::string data = testkit::shared_tiny_data_dir(world);
   const Mesh mesh(world, MeshDegrees{.dp = dp, .pp = pp, .ep = ep});
 
-  Trainer run(moe_tiny(data, dp, ep, pp, accum, zero, capacity), testkit::temp_dir("ep"), &mesh);
+  const std::string out = testkit::temp_dir("ep");
+  Trainer run(moe_tiny(data, dp, ep, pp, accum, zero, capacity), out, &mesh);
   run.quiet = true;
   std::vector<std::vector<double>> routed;
   for (int s = 0; s < kSteps; ++s) {
@@ -95,6 +115,10 @@ int main(int argc, char** argv) {
     routed.push_back(routed_now(run));
   }
   const std::vector<float> weights = run.full_params();
+  // A checkpoint of this layout, then two more steps: the serial run resumed from it must take
+  // the same two (parameters and AdamW moments moved from ep ranks to one).
+  run.save();
+  for (int s = 0; s < kResumed; ++s) run.train_step();
   int failures = 0;
   if (world.rank() == 0) {
     Trainer serial(moe_tiny(data, 1, 1, 1, accum * dp, 0, capacity), testkit::temp_dir("ep_serial"), nullptr);
@@ -123,6 +147,7 @@ int main(int argc, char** argv) {
                 ep, dp, pp, zero, capacity ? " capacity 1.5" : "", worst_loss, worst_norm, worst_routed, worst_weight,
                 dropped, serial.history().front().loss, serial.history().back().loss, ok ? "ok" : "FAIL");
     failures += !ok;
+    failures += check_resumed(run, weights, moe_tiny(data, 1, 1, 1, accum * dp, 0, capacity), out);
   }
   if (ep == dp && pp == 1 && !capacity) failures += check_bytes(run, mesh);
   world.all_reduce(&failures, 1);
