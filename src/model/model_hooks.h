@@ -60,6 +60,11 @@ class ModelHooks {
   ModelHooks& operator=(const ModelHooks&) = delete;
   virtual ~ModelHooks() = default;
   virtual size_t resid_rows(size_t N) const { return N; }
+  // The first of this rank's residual-stream rows (rank * R under sequence parallelism).
+  virtual size_t resid_row0(size_t /*N*/) const { return 0; }
+  // Ranks whose column_input_backward contributions are summed (tp). A computation every one of
+  // them repeats whole (an MoE block: its experts are replicated over tp) hands in 1/this each.
+  virtual int column_ranks() const { return 1; }
   // Throws, naming the fix, when a (B, T) batch cannot be split as the parallelism needs.
   virtual void check_batch(int /*B*/, int /*T*/) const {}
   // Scratch for batches of up to max_rows tokens of residual width C; the model calls it once.

@@ -7,7 +7,11 @@
 //   out = mid + sum_j gate_j * y(route j) + shared experts (one dense SwiGLU, always active).
 //
 // Experts are held whole on every rank that holds them (expert parallelism splits experts, not
-// their matrices). Shapes: N tokens, E experts (El local), k routes per token, M the rows at this
+// their matrices). Under tensor parallelism the block is replicated: every tp rank holds the
+// router, its experts and the shared experts whole and runs the block on all N tokens of the
+// micro-batch (gathered under sequence parallelism), so routing is the serial model's; it keeps
+// its own residual rows of the output, and hands back 1/tp of the input gradient, which the tp
+// sum of column_input_backward makes whole. Shapes: N tokens, E experts (El local), k routes per token, M the rows at this
 // rank's experts, Fe an expert's width, Fs the shared experts' width.
 #include <cstring>
 #include <stdexcept>
@@ -53,7 +57,7 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   const MoeMlpActs& a = m.a->moe;
   const BlockWidths& w = *m.w;
   const int N = m.N, C = m.C, E = int(w.E), K = int(w.K), Fe = int(w.Fe), Fs = int(w.Fs), ep = int(w.EP);
-  const float* x = m.a->ln2;                                                        // (N, C)
+  const float* x = h.column_input(m.a->ln2, size_t(N), C);                          // (N, C)
   matmul_xwt(a.logits, x, m.P + m.o->moe.router, N, C, E);                          // (N, E)
   // Statistics only from the pass that produces the output (a recomputation would count twice).
   route_tokens(*m.moe, {N, E, K}, m.router_bias, a, out ? m.stats : nullptr);
@@ -82,15 +86,19 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
     swiglu_forward(a.shared_h, a.shared_gate_up, N, Fs);                            // (N, Fs)
   }
   if (!out) return;
-  copy_rows(out, m.a->mid, size_t(N) * C);
-  if (Fs > 0) gemm(false, true, N, C, Fs, 1.0f, a.shared_h, Fs, m.P + m.o->moe.shared_down, Fs, 1.0f, out, C);
-  for (int t = 0; t < N; ++t)
+  // This rank's residual rows [row0, row0 + R) of the output.
+  const int R = int(h.resid_rows(size_t(N))), row0 = int(h.resid_row0(size_t(N)));
+  copy_rows(out, m.a->mid, size_t(R) * C);
+  if (Fs > 0)
+    gemm(false, true, R, C, Fs, 1.0f, a.shared_h + size_t(row0) * Fs, Fs, m.P + m.o->moe.shared_down, Fs, 1.0f,
+         out, C);
+  for (int t = row0; t < row0 + R; ++t)
     for (int j = 0; j < K; ++j) {
       const int32_t s = slot[size_t(t) * K + j];
       if (s < 0) continue;
       const float g = a.gates[size_t(t) * K + j];
       const float* y = a.y_send + size_t(s) * C;
-      float* o = out + size_t(t) * C;
+      float* o = out + size_t(t - row0) * C;
       for (int c = 0; c < C; ++c) o[c] += g * y[c];
     }
 }
@@ -104,8 +112,8 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   const BlockWidths& w = *m.w;
   const int N = m.N, C = m.C, E = int(w.E), K = int(w.K), Fe = int(w.Fe), Fs = int(w.Fs), ep = int(w.EP);
   const size_t NK = size_t(N) * K, M = NK * size_t(ep);
-  const float* x = m.a->ln2;
-  const float* d_out = d_resid;  // (N, C): out = mid + moe(x), so the residual's gradient
+  // (N, C): out = mid + moe(x), so the residual's gradient, all rows of it.
+  const float* d_out = h.row_output_backward(d_resid, size_t(N), C);
   float* d_gates = m.moe_scratch;                   // (N, k)
   float* d_y_send = d_gates + NK;                   // (N k, C)
   float* d_x_send = d_y_send + NK * C;              // (N k, C)
@@ -116,6 +124,7 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   float* d_logits = d_gate_up + M * 2 * Fe;         // (N, E)
   float* d_sh = d_logits + size_t(N) * E;           // (N, Fs)
   float* d_sgu = d_sh + size_t(N) * Fs;             // (N, 2Fs)
+  const float* x = h.column_input(m.a->ln2, size_t(N), C);  // (N, C), after row_output_backward
   // Shared experts: a dense SwiGLU on every token; its input gradient starts d_ln.
   if (Fs > 0) {
     matmul_dyw(d_sh, d_out, m.P + m.o->moe.shared_down, N, Fs, C);                  // (N, Fs)
@@ -167,6 +176,12 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   route_backward(*m.moe, {N, E, K}, a, d_gates, m.loss_scale, d_logits);            // (N, E)
   gemm(false, false, N, C, E, 1.0f, d_logits, E, m.P + m.o->moe.router, C, 1.0f, d_ln, C);
   accumulate_dw(G + m.o->moe.router, d_logits, x, N, C, E);
+  // Every tp rank computed the whole gradient; the tp sum that follows must count it once
+  // (a power-of-two scale: exact).
+  if (const int t = h.column_ranks(); t > 1) {
+    const float inv = 1.0f / float(t);
+    for (size_t i = 0; i < size_t(N) * C; ++i) d_ln[i] *= inv;
+  }
 }
 
 }  // namespace ff

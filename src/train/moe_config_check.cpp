@@ -25,8 +25,6 @@ void validate_moe_layout(const TrainConfig& c) {
   if (!m.enabled()) return;
   need(c.schedule != "zb-h1" || c.pp == 1,
        "MoE blocks have no split backward: schedule = zb-h1 needs n_experts = 0; use 1f1b, gpipe or interleaved");
-  need(c.tp == 1, fmt::format("tp = {} with MoE blocks is not built yet; use tp = 1 (ep and dp split the experts "
-                              "and the tokens)", c.tp));
 }
 
 }  // namespace ff

@@ -95,24 +95,11 @@ nlohmann::json MoeTraining::metrics() const {
 
 std::string MoeTraining::progress() const { return fmt::format(" | moe max/mean {:.2f}", last_.imbalance); }
 
-void MoeTraining::assemble(std::vector<float>& x, const ModelParts& parts) const {
+void MoeTraining::assemble(std::vector<float>& x, const ParamLayout& all) const {
   if (!ep_) return;
-  ModelParts all = parts;
-  all.expert_first = 0, all.expert_count = -1;
-  const ParamLayout whole(cfg_.model, nullptr, &all);
-  std::vector<float> out(whole.total());
-  assemble_experts(*ep_, model_->layout(), x.data(), whole, out.data());
+  std::vector<float> out(all.total());
+  assemble_experts(*ep_, model_->layout(), x.data(), all, out.data());
   x.swap(out);
-}
-
-void MoeTraining::extract(std::vector<float>& x, const ModelParts& parts) const {
-  if (!ep_) return;
-  ModelParts all = parts;
-  all.expert_first = 0, all.expert_count = -1;
-  const ParamLayout whole(cfg_.model, nullptr, &all);
-  std::vector<float> mine(model_->layout().total());
-  extract_experts(whole, x.data(), model_->layout(), mine.data());
-  x.swap(mine);
 }
 
 }  // namespace ff

@@ -44,9 +44,14 @@ class MoeTraining {
   std::vector<float> router_bias() const;
   void set_router_bias(const std::vector<float>& b);
   std::string progress() const;  // " | moe max/mean 1.31"
-  // This rank's flat buffer (its experts) <-> the same parts with every expert (collective over ep).
-  void assemble(std::vector<float>& x, const ModelParts& parts) const;
-  void extract(std::vector<float>& x, const ModelParts& parts) const;
+  // This rank's flat buffer (its experts) -> `all`: the same parts and tensor slices with every
+  // expert (collective over ep).
+  void assemble(std::vector<float>& x, const ParamLayout& all) const;
+  // `parts` with every expert.
+  static ModelParts all_experts(ModelParts parts) {
+    parts.expert_first = 0, parts.expert_count = -1;
+    return parts;
+  }
 
  private:
   Llama* model_;

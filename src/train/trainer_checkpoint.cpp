@@ -16,13 +16,14 @@ void Trainer::gather_full_state(std::vector<float>& p, std::vector<float>& m, st
   const size_t n = model_->layout().total();
   p.resize(n), m.resize(n), v.resize(n);
   state_->gather_full(p.data(), m.data(), v.data());
-  // This rank's blocks -> its stage's whole tensors -> the whole model.
-  const ParamLayout stage(cfg_.model, nullptr, &parts_);
+  // This rank's experts -> every expert -> its stage's whole tensors -> the whole model.
+  const ModelParts parts = MoeTraining::all_experts(parts_);
+  const ParamLayout stage(cfg_.model, nullptr, &parts), sliced(cfg_.model, slicer_.get(), &parts);
   for (std::vector<float>* x : {&p, &m, &v}) {
-    if (moe_) moe_->assemble(*x, parts_);  // every expert (collective over ep)
+    if (moe_) moe_->assemble(*x, sliced);  // collective over ep
     if (slicer_) {
       std::vector<float> whole(stage.total());
-      assemble_full_tensors(*tp_, cfg_.model, model_->layout(), x->data(), whole.data(), &parts_);
+      assemble_full_tensors(*tp_, cfg_.model, sliced, x->data(), whole.data(), &parts);
       x->swap(whole);
     }
     if (pp_size_ > 1) {

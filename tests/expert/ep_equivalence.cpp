@@ -1,8 +1,8 @@
 // Expert parallelism against the serial MoE run, under mpirun:
-//   ep_equivalence EP ZERO PP [capacity]
+//   ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp]
 // Every rank trains `tiny` with both blocks MoE (4 experts, top-2, a shared expert; capacity
 // factor 1.5 with `capacity`, else dropless) for 10 steps, experts split over ep ranks of
-// dp = world / pp. Rank 0 then trains the serial model on the same micro-batches (micro-batch 2,
+// dp = world / (pp tp); tp2: tensor parallel 2 (MoE blocks replicated over it), tp2sp with sp. Rank 0 then trains the serial model on the same micro-batches (micro-batch 2,
 // accumulation = the parallel run's micro-batches per step x dp) and compares, step by step, the
 // loss and gradient norm (1e-5 relative) and the tokens routed to every expert of every block
 // (1e-5 relative: the routing decisions), and the final weights (1e-4). With dp = ep (one expert
@@ -27,12 +27,13 @@ namespace {
 
 constexpr int kSteps = 10, kResumed = 2, kMicro = 2;
 
-TrainConfig moe_tiny(const std::string& data, int dp, int ep, int pp, int accum, int zero, bool capacity) {
+TrainConfig moe_tiny(const std::string& data, int dp, int ep, int pp, int accum, int zero, bool capacity,
+                     int tp = 1, bool sp = false) {
   TrainConfig c = testkit::tiny_config(data);
   c.steps = kSteps + kResumed;  // the loops below run the steps; the schedule spans them all
   c.micro_batch = kMicro;
   c.grad_accum = accum;
-  c.dp = dp, c.ep = ep, c.pp = pp, c.zero = zero;
+  c.dp = dp, c.ep = ep, c.pp = pp, c.zero = zero, c.tp = tp, c.sp = sp;
   c.model.moe.n_experts = 4;
   c.model.moe.top_k = 2;
   c.model.moe.expert_ffn_dim = 48;
@@ -99,15 +100,17 @@ int check_resumed(const Trainer& run, const std::vector<float>& weights, const T
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   Comm& world = comm_world();
-  if (argc < 4) return std::fprintf(stderr, "usage: ep_equivalence EP ZERO PP [capacity]\n"), 2;
+  if (argc < 4) return std::fprintf(stderr, "usage: ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp]\n"), 2;
   const int ep = std::atoi(argv[1]), zero = std::atoi(argv[2]), pp = std::atoi(argv[3]);
-  const bool capacity = argc > 4 && std::string(argv[4]) == "capacity";
-  const int dp = world.size() / pp, accum = pp > 1 ? pp : 1;
+  const std::string extra = argc > 4 ? argv[4] : "";
+  const bool capacity = extra == "capacity", sp = extra == "tp2sp";
+  const int tp = extra.rfind("tp2", 0) == 0 ? 2 : 1;
+  const int dp = world.size() / (pp * tp), accum = pp > 1 ? pp : 1;
   const std::string data = testkit::shared_tiny_data_dir(world);
-  const Mesh mesh(world, MeshDegrees{.dp = dp, .pp = pp, .ep = ep});
+  const Mesh mesh(world, MeshDegrees{.dp = dp, .tp = tp, .pp = pp, .ep = ep});
 
   const std::string out = testkit::temp_dir("ep");
-  Trainer run(moe_tiny(data, dp, ep, pp, accum, zero, capacity), out, &mesh);
+  Trainer run(moe_tiny(data, dp, ep, pp, accum, zero, capacity, tp, sp), out, &mesh);
   run.quiet = true;
   std::vector<std::vector<double>> routed;
   for (int s = 0; s < kSteps; ++s) {
@@ -142,9 +145,9 @@ int main(int argc, char** argv) {
     const bool drops_right = capacity ? dropped > 0 : dropped == 0;
     const bool ok = worst_loss <= 1e-5 && worst_norm <= 1e-5 && worst_routed <= 1e-5 && worst_weight <= 1e-4 &&
                     learned && drops_right;
-    std::printf("ep=%d dp=%d pp=%d zero=%d%s: worst step-loss rel diff %.2e, grad-norm %.2e, tokens-per-expert "
+    std::printf("ep=%d dp=%d tp=%d%s pp=%d zero=%d%s: worst step-loss rel diff %.2e, grad-norm %.2e, tokens-per-expert "
                 "%.2e (tol 1e-5), weights %.2e (tol 1e-4), max dropped fraction %.3f, serial loss %.4f -> %.4f: %s\n",
-                ep, dp, pp, zero, capacity ? " capacity 1.5" : "", worst_loss, worst_norm, worst_routed, worst_weight,
+                ep, dp, tp, sp ? " (sp)" : "", pp, zero, capacity ? " capacity 1.5" : "", worst_loss, worst_norm, worst_routed, worst_weight,
                 dropped, serial.history().front().loss, serial.history().back().loss, ok ? "ok" : "FAIL");
     failures += !ok;
     failures += check_resumed(run, weights, moe_tiny(data, 1, 1, 1, accum * dp, 0, capacity), out);
