@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Check a fivefold MoE model dump against an independent float64 PyTorch mixture of experts.
 
-Usage: /usr/bin/python3 tests/oracle/check_moe_against_torch.py DIR [--tol 1e-4] [--verbose]
+Usage: /usr/bin/python3 tests/oracle/check_moe_against_torch.py DIR... [--tol 1e-4] [--verbose]
 
 DIR is what tests/model/moe_oracle_dump.cpp writes. The attention half of each block is the
 dense oracle's (check_against_torch.py); the MoE block below is written from its definition
@@ -25,40 +25,31 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_against_torch import attention, compare, rms_norm, rope_cos_sin  # noqa: E402
+from check_against_torch import expected_shapes as dense_shapes  # noqa: E402
 
 
 def expected_shapes(cfg, moe):
-    V, C, F_, L = cfg["vocab_size"], cfg["dim"], cfg["ffn_dim"], cfg["n_layers"]
-    H, Hkv = cfg["n_heads"], cfg["n_kv_heads"]
-    D = C // H
-    E, Fe, S = moe["n_experts"], moe["expert_ffn_dim"], moe["shared_experts"]
-    shapes = {"model.embed_tokens.weight": (V, C)}
-    for i in range(L):
-        p = f"model.layers.{i}."
-        shapes[p + "input_layernorm.weight"] = (C,)
-        shapes[p + "self_attn.q_proj.weight"] = (H * D, C)
-        shapes[p + "self_attn.k_proj.weight"] = (Hkv * D, C)
-        shapes[p + "self_attn.v_proj.weight"] = (Hkv * D, C)
-        shapes[p + "self_attn.o_proj.weight"] = (C, H * D)
-        shapes[p + "post_attention_layernorm.weight"] = (C,)
-        if i in moe["moe_layers"]:
-            m = p + "block_sparse_moe."
-            shapes[m + "gate.weight"] = (E, C)
-            if S:
-                shapes[m + "shared_expert.gate_proj.weight"] = (S * Fe, C)
-                shapes[m + "shared_expert.up_proj.weight"] = (S * Fe, C)
-                shapes[m + "shared_expert.down_proj.weight"] = (C, S * Fe)
-            for e in range(E):
-                shapes[m + f"experts.{e}.w1.weight"] = (Fe, C)
-                shapes[m + f"experts.{e}.w3.weight"] = (Fe, C)
-                shapes[m + f"experts.{e}.w2.weight"] = (C, Fe)
-        else:
-            shapes[p + "mlp.gate_proj.weight"] = (F_, C)
-            shapes[p + "mlp.up_proj.weight"] = (F_, C)
-            shapes[p + "mlp.down_proj.weight"] = (C, F_)
-    shapes["model.norm.weight"] = (C,)
-    if not cfg["tied_embeddings"]:
-        shapes["lm_head.weight"] = (V, C)
+    """The dense oracle's tensors, with each MoE block's MLP in Mixtral's (and the shared
+    expert's) names."""
+    C, E, Fe, S = cfg["dim"], moe["n_experts"], moe["expert_ffn_dim"], moe["shared_experts"]
+    shapes = {}
+    for name, shape in dense_shapes(cfg).items():
+        parts = name.split(".")
+        if parts[1] != "layers" or int(parts[2]) not in moe["moe_layers"] or parts[3] != "mlp":
+            shapes[name] = shape
+            continue
+        if parts[4] != "gate_proj":
+            continue
+        m = f"model.layers.{parts[2]}.block_sparse_moe."
+        shapes[m + "gate.weight"] = (E, C)
+        if S:
+            shapes[m + "shared_expert.gate_proj.weight"] = (S * Fe, C)
+            shapes[m + "shared_expert.up_proj.weight"] = (S * Fe, C)
+            shapes[m + "shared_expert.down_proj.weight"] = (C, S * Fe)
+        for e in range(E):
+            shapes[m + f"experts.{e}.w1.weight"] = (Fe, C)
+            shapes[m + f"experts.{e}.w3.weight"] = (Fe, C)
+            shapes[m + f"experts.{e}.w2.weight"] = (C, Fe)
     return shapes
 
 
@@ -138,11 +129,14 @@ def forward(p, inputs, cfg, moe):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dump")
+    ap.add_argument("dumps", nargs="+", help="one or more dump folders (one process: torch loads once)")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    d = args.dump
+    return max(check_dump(d, args) for d in args.dumps)
+
+
+def check_dump(d, args):
     try:
         man = json.load(open(os.path.join(d, "manifest.json")))
         cfg, moe = man["config"], man["moe"]
@@ -191,7 +185,7 @@ def main(argv=None):
     for name, rel, mx in rows:
         if args.verbose or not rel <= args.tol:
             print(f"{'FAIL' if not rel <= args.tol else 'ok':4} {name}: rel {rel:.3e} max abs {mx:.3e}")
-    print(f"{'PASS' if not failed else 'FAIL'}: {len(rows) - len(failed)}/{len(rows)} checks within rel tol "
+    print(f"{'PASS' if not failed else 'FAIL'} {d}: {len(rows) - len(failed)}/{len(rows)} checks within rel tol "
           f"{args.tol:g} (loss {loss.item():.6f}, aux+z {float(aux_total):.6f})")
     return 0 if not failed else 1
 
