@@ -17,10 +17,15 @@ void validate_moe_layout(const TrainConfig& c) {
     need(m.n_experts % c.ep == 0,
          fmt::format("n_experts ({}) must be divisible by ep ({}): each expert-parallel rank holds n_experts / ep "
                      "experts; change n_experts or ep", m.n_experts, c.ep));
-    if (c.dp > 0)
+    if (c.dp > 0) {
       need((c.dp * c.cp) % c.ep == 0,
            fmt::format("ep ({}) must divide dp x cp = {} x {}: the experts are split over blocks of ep ranks that "
                        "hold the same dense weights; change ep or dp", c.ep, c.dp, c.cp));
+      // One rank per expert group keeps whole expert gradients, ZeRO 2/3's dense group per-micro-batch ones.
+      need(c.zero < 2 || c.dp * c.cp > c.ep,
+           fmt::format("zero = {} with ep = dp x cp = {} leaves each expert on one rank, which cannot shard it; "
+                       "use zero <= 1, or more data-parallel ranks than ep", c.zero, c.ep));
+    }
   }
   if (!m.enabled()) return;
   need(c.schedule != "zb-h1" || c.pp == 1,

@@ -44,5 +44,6 @@ TEST(MoeConfig, BadInputNamesTheKeys) {
   expect_error({{"n_experts", "4"}, {"router", "relu"}}, {"router", "softmax or sigmoid"});
   expect_error({{"n_experts", "4"}, {"moe_layers", "0,7"}}, {"moe_layers", "'7'", "[0, 2)"});
   expect_error({{"ep", "2"}, {"dp", "2"}}, {"ep = 2", "n_experts"});
+  expect_error({{"n_experts", "4"}, {"ep", "2"}, {"dp", "2"}, {"zero", "3"}}, {"zero = 3", "ep", "zero <= 1"});
   expect_error({{"n_experts", "4"}, {"pp", "2"}, {"grad_accum", "2"}, {"schedule", "zb-h1"}}, {"zb-h1", "MoE"});
 }
