@@ -1,7 +1,7 @@
 // Expert parallelism against the serial MoE run, under mpirun:
 //   ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp]
 // Every rank trains `tiny` with both blocks MoE (4 experts, top-2, a shared expert; capacity
-// factor 1.5 with `capacity`, else dropless) for 10 steps, experts split over ep ranks of
+// factor 1.5 with `capacity`, else dropless) for 6 steps, experts split over ep ranks of
 // dp = world / (pp tp); tp2: tensor parallel 2 (MoE blocks replicated over it), tp2sp with sp. Rank 0 then trains the serial model on the same micro-batches (micro-batch 2,
 // accumulation = the parallel run's micro-batches per step x dp) and compares, step by step, the
 // loss and gradient norm (1e-5 relative) and the tokens routed to every expert of every block
@@ -25,7 +25,7 @@ using namespace ff;
 
 namespace {
 
-constexpr int kSteps = 10, kResumed = 2, kMicro = 2;
+constexpr int kSteps = 6, kResumed = 2, kMicro = 2;
 
 TrainConfig moe_tiny(const std::string& data, int dp, int ep, int pp, int accum, int zero, bool capacity,
                      int tp = 1, bool sp = false) {
