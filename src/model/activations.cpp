@@ -23,7 +23,12 @@ Recompute parse_recompute(const std::string& s) {
 }
 
 BlockWidths block_widths(const ModelConfig& c) {
-  return {c.dim, c.qkv_dim(), int64_t(c.n_heads) * c.head_dim(), c.n_heads, c.ffn_dim};
+  BlockWidths w{c.dim, c.qkv_dim(), int64_t(c.n_heads) * c.head_dim(), c.n_heads, c.ffn_dim};
+  if (c.moe.enabled()) {
+    w.E = c.moe.n_experts, w.K = c.moe.top_k, w.Fe = c.moe.expert_width(c.ffn_dim);
+    w.Fs = int64_t(c.moe.shared_experts) * w.Fe;
+  }
+  return w;
 }
 
 namespace {
@@ -49,7 +54,9 @@ struct TensorSpec {
   int64_t width;
   bool resid;
   float* BlockActs::*attn;     // an attention-half tensor, or
-  float* DenseMlpActs::*mlp;   // a dense MLP's
+  float* DenseMlpActs::*mlp;   // a dense MLP's, or
+  float* MoeMlpActs::*moe = nullptr;  // an MoE block's
+  int64_t fixed = 0;           // floats independent of the rows (width 0)
 };
 // A block's tensors in layout order: the attention half's, then its MLP's (by kind).
 std::vector<TensorSpec> tensor_specs(BlockKind kind, const BlockWidths& w, Recompute r) {
@@ -65,17 +72,35 @@ std::vector<TensorSpec> tensor_specs(BlockKind kind, const BlockWidths& w, Recom
       t.push_back({k.gate_up, 2 * w.F, false, nullptr, &DenseMlpActs::gate_up});
       t.push_back({k.h, w.F, false, nullptr, &DenseMlpActs::h});
       break;
+    case BlockKind::moe: {
+      // Routing is cheap but its all-to-alls are not: everything is kept unless the whole block
+      // is recomputed.
+      const bool keep = r != Recompute::full;
+      const int64_t E = w.E, K = w.K, KE = w.K * w.EP;
+      auto moe = [&](int64_t width, float* MoeMlpActs::*m, int64_t fixed = 0) {
+        t.push_back({keep, width, false, nullptr, nullptr, m, fixed});
+      };
+      moe(E, &MoeMlpActs::logits), moe(E, &MoeMlpActs::scores), moe(K, &MoeMlpActs::gates);
+      moe(K, &MoeMlpActs::route), moe(K, &MoeMlpActs::slot), moe(0, &MoeMlpActs::counts, 2 * E);
+      moe(K * w.C, &MoeMlpActs::x_send), moe(KE * w.C, &MoeMlpActs::x_exp);
+      moe(KE * 2 * w.Fe, &MoeMlpActs::gate_up), moe(KE * w.Fe, &MoeMlpActs::h);
+      moe(KE * w.C, &MoeMlpActs::y_exp), moe(K * w.C, &MoeMlpActs::y_send);
+      moe(2 * w.Fs, &MoeMlpActs::shared_gate_up), moe(w.Fs, &MoeMlpActs::shared_h);
+      break;
+    }
   }
   return t;
 }
-float*& slot_of(BlockActs& b, const TensorSpec& t) { return t.attn ? b.*t.attn : b.mlp.*t.mlp; }
+float*& slot_of(BlockActs& b, const TensorSpec& t) {
+  return t.attn ? b.*t.attn : t.mlp ? b.mlp.*t.mlp : b.moe.*t.moe;
+}
 }  // namespace
 
 int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows,
                               BlockKind kind) {
   int64_t n = 0;
   for (const TensorSpec& t : tensor_specs(kind, w, r))
-    if (t.keep) n += t.width * (t.resid ? resid_rows : rows);
+    if (t.keep) n += t.width * (t.resid ? resid_rows : rows) + t.fixed;
   return n;
 }
 
@@ -96,7 +121,7 @@ ActivationFloats activation_floats(const BlockWidths& w, const std::vector<Block
   for (BlockKind kind : kinds) {
     int64_t dropped = 0;
     for (const TensorSpec& t : tensor_specs(kind, w, policy))
-      (t.keep ? f.kept : dropped) += padded(t.width * (t.resid ? R : N));
+      (t.keep ? f.kept : dropped) += padded(t.width * (t.resid ? R : N) + t.fixed);
     f.scratch = std::max(f.scratch, dropped);
   }
   if (head) f.kept += 2 * R * w.C + R;  // the final norm's output, input and rstd
@@ -107,7 +132,7 @@ Activations::Activations(const BlockWidths& w, const std::vector<BlockKind>& kin
                          int resid_rows, Recompute policy, bool head)
     : policy_(policy) {
   const int64_t N = max_rows, R = resid_rows;
-  auto size_of = [&](const TensorSpec& t) { return padded(t.width * (t.resid ? R : N)); };
+  auto size_of = [&](const TensorSpec& t) { return padded(t.width * (t.resid ? R : N) + t.fixed); };
   const ActivationFloats f = activation_floats(w, kinds, N, R, policy, false);
   kept_.allocate(size_t(f.kept), MemCategory::activations);
   if (f.scratch > 0) scratch_.allocate(size_t(f.scratch), MemCategory::workspace);

@@ -36,6 +36,27 @@ struct DenseMlpActs {
   float* h;        // (N, F)  silu(gate) * up
 };
 
+// An MoE block's kept tensors (model/moe_mlp.h). Integers (routes, slots, counts) are int32
+// stored in float-sized slots of the same arena. Rows of the expert-side tensors: the tokens this
+// rank's experts receive, at most N*k*ep (every rank of the ep group sending all its N*k routes).
+struct MoeMlpActs {
+  float* logits;          // (N, E) router logits
+  float* scores;          // (N, E) softmax or sigmoid of the logits
+  float* gates;           // (N, k) the chosen experts' scores renormalised over the chosen
+  float* route;           // (N, k) int32: the chosen experts, best first
+  float* slot;            // (N, k) int32: the route's row in the dispatched order; -1 dropped
+  float* counts;          // (2E) int32: routes kept per global expert (sent), then received per
+                          //      (source rank, local expert)
+  float* x_send;          // (N*k, C) the routed tokens sorted by expert (stable)
+  float* x_exp;           // (N*k*ep, C) the tokens at this rank's experts, by local expert
+  float* gate_up;         // (N*k*ep, 2Fe)
+  float* h;               // (N*k*ep, Fe)
+  float* y_exp;           // (N*k*ep, C) the experts' outputs
+  float* y_send;          // (N*k, C) the outputs back in dispatched order
+  float* shared_gate_up;  // (N, 2Fs)
+  float* shared_h;        // (N, Fs)
+};
+
 // Pointers to one block's tensors for the current batch: (B*T, width) row-major; R = the
 // residual-stream rows this rank holds (B*T, or B*T/t under sequence parallelism).
 struct BlockActs {
@@ -49,12 +70,15 @@ struct BlockActs {
   float* rstd2;    // (R)
   float* ln2;      // (R, C)
   DenseMlpActs mlp;
+  MoeMlpActs moe;  // an MoE block's, in place of mlp
 };
 
 // One rank's block widths: C the residual width; Q, A, H, F its share of the qkv width, the
-// attention output width, the heads and the FFN width.
+// attention output width, the heads and the FFN width. MoE blocks: E experts, k routes per token,
+// Fe an expert's width, Fs the shared experts' width, EP the expert-parallel degree.
 struct BlockWidths {
   int64_t C, Q, A, H, F;
+  int64_t E = 0, K = 0, Fe = 0, Fs = 0, EP = 1;
 };
 BlockWidths block_widths(const ModelConfig& c);  // the serial model's
 

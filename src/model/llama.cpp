@@ -22,7 +22,15 @@ BlockWidths local_widths(const ParamLayout& layout, const ModelConfig& c, const 
   const std::string p = "model.layers." + std::to_string(parts.layers.front()) + ".";
   const int D = c.head_dim(), H = rows_of(layout, p + "self_attn.q_proj.weight") / D,
             Hkv = rows_of(layout, p + "self_attn.k_proj.weight") / D;
-  return {c.dim, int64_t(H + 2 * Hkv) * D, int64_t(H) * D, H, rows_of(layout, p + "mlp.gate_proj.weight")};
+  BlockWidths w = block_widths(c);
+  w.Q = int64_t(H + 2 * Hkv) * D, w.A = int64_t(H) * D, w.H = H;
+  for (int l : parts.layers)  // the FFN width of a dense block (an all-MoE model has none)
+    if (layout.block_kind(l) == BlockKind::dense) {
+      w.F = rows_of(layout, "model.layers." + std::to_string(l) + ".mlp.gate_proj.weight");
+      break;
+    }
+  if (layout.local_experts() > 0) w.EP = c.moe.n_experts / layout.local_experts();
+  return w;
 }
 // The vocabulary rows this rank holds: the embedding's, or (a last stage without it) the head's.
 VocabRange vocab_of(const ParamLayout& layout) {
@@ -62,8 +70,20 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
   d_qkv_.allocate(N * Q, MemCategory::workspace);
   d_gate_up_.allocate(N * 2 * F, MemCategory::workspace);
   d_h_.allocate(N * F, MemCategory::workspace);
+  // MoE blocks: their routing statistics, selection bias (zero until the aux-loss-free update moves
+  // it) and one backward scratch shared by every MoE block.
+  moe_stats_.layers.resize(size_t(cfg_.n_layers));
+  for (int l : parts_.layers)
+    if (layout_.block_kind(l) == BlockKind::moe) {
+      moe_stats_.layers[size_t(l)].routed.assign(size_t(w_.E), 0.0);
+      if (moe_scratch_.size() == 0) moe_scratch_.allocate(moe_scratch_floats(w_, N), MemCategory::workspace);
+    }
+  if (cfg_.moe.enabled()) router_bias_.assign(size_t(cfg_.n_layers) * size_t(w_.E), 0.0f);
   // The whole model's activations exist from the start, so their bytes are in the ledger at once.
-  if (!parts) whole_ = make_activations(0, cfg_.n_layers, true);
+  // (Parts that hold every block, the embedding and the head are the whole model: expert
+  // parallelism's, which differ only in the experts.)
+  if (!parts || (parts_.embedding && parts_.head && int(parts_.layers.size()) == cfg_.n_layers))
+    whole_ = make_activations(0, cfg_.n_layers, true);
 }
 
 Llama::~Llama() = default;

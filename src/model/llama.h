@@ -68,6 +68,19 @@ class Llama {
   // Logits (V) of the last position of one sequence: what sampling needs.
   const float* forward_last_logits(const float* params, const int32_t* tokens, int T);
 
+  // ---- mixture of experts ----
+  // The routing statistics of the MoE blocks this rank holds since the last reset.
+  MoeStats& moe_stats() { return moe_stats_; }
+  // Layer l's selection bias (E floats; DeepSeek-V3's aux-loss-free balancing), or null if dense.
+  float* router_bias(int layer) {
+    return router_bias_.empty() ? nullptr : router_bias_.data() + size_t(layer) * size_t(w_.E);
+  }
+  // The gradient scale of the balancing losses: forward_backward sets it to its grad_scale; a
+  // pipeline stage (which runs no whole forward_backward) sets it per step.
+  void set_loss_scale(float s) { loss_scale_ = s; }
+  // How routed tokens reach the experts (expert parallelism); null: this rank holds them all.
+  void set_expert_exchange(ExpertExchange* x) { hooks_->set_expert_exchange(x); }
+
   // ---- runs of the model over caller-owned activations (what a pipeline stage needs) ----
   void check_shape(int B, int T) const;  // throws naming the limits
   // Storage for blocks [first, last) (each shaped by its kind), plus the final norm's tensors if
@@ -143,6 +156,15 @@ class Llama {
   TrackedBuffer<float> losses_;               // (N)
   // Backward scratch, reused by every block.
   TrackedBuffer<float> d_resid_, d_ln_, d_att_, d_qkv_, d_gate_up_, d_h_;
+  // MoE blocks: routing statistics, selection bias (n_layers x E), backward scratch, the loss
+  // terms' gradient scale, and the current block's expert parameters and gradients (set where a
+  // block's segments are acquired, read by mlp_call).
+  MoeStats moe_stats_;
+  std::vector<float> router_bias_;
+  TrackedBuffer<float> moe_scratch_;
+  float loss_scale_ = 0;
+  const float* experts_ = nullptr;
+  float* expert_grads_ = nullptr;
 };
 
 }  // namespace ff

@@ -30,6 +30,7 @@ double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* 
   check_shape(B, T);
   Activations& acts = whole();
   const int N = B * T, L = cfg_.n_layers;
+  loss_scale_ = grad_scale;
   embed(src, acts, tokens, N, 0);                                                     // (R, C)
   blocks_forward(src, acts, 0, L, acts.final_out(), B, T, layout_.head_segment());    // (R, C)
   float* tied_emb_grad = nullptr;
@@ -63,7 +64,12 @@ void Llama::blocks_forward(ParamSource& src, Activations& acts, int first, int l
     const ParamSegment seg = layout_.block_segment(l);
     const ParamSegment next = l + 1 < last ? layout_.block_segment(l + 1) : after;
     float* y = l + 1 < last ? acts.block(l + 1 - first).x_in : out;  // the next block's input
-    block_forward(src.acquire(seg, next).f32(), l, acts.block(l - first), y, B, T);
+    const float* P = src.acquire(seg, next).f32();
+    const ParamSegment ex = layout_.expert_segment(l);  // an MoE block's routed experts
+    experts_ = ex.count ? src.acquire(ex, l + 1 < last ? layout_.expert_segment(l + 1) : ParamSegment{}).f32()
+                        : nullptr;
+    block_forward(P, l, acts.block(l - first), y, B, T);
+    if (ex.count) src.release(ex);
     src.release(seg);
   }
 }
@@ -163,6 +169,9 @@ void Llama::blocks_backward(ParamSource& src, GradSink& sink, Activations& acts,
     const ParamSegment seg = layout_.block_segment(l);
     const ParamSegment next = l > first ? layout_.block_segment(l - 1) : before;
     const float* P = src.acquire(seg, next).f32();
+    const ParamSegment ex = layout_.expert_segment(l);
+    experts_ = ex.count ? src.acquire(ex, l > first ? layout_.expert_segment(l - 1) : ParamSegment{}).f32()
+                        : nullptr;
     const BlockActs& a = acts.block(l - first);
     if (part == BackwardPart::weight) {
       block_weight_grads(P, sink.acquire(seg).f32(), l, a, B, T,
@@ -173,10 +182,13 @@ void Llama::blocks_backward(ParamSource& src, GradSink& sink, Activations& acts,
       float* G = part == BackwardPart::all ? sink.acquire(seg).f32() : nullptr;
       DeferredGrads def{};
       if (part == BackwardPart::input) def = deferred_at(deferred + size_t(l - first) * per_block, B * T);
+      expert_grads_ = G && ex.count ? sink.acquire(ex).f32() : nullptr;
       recompute_block(P, l, a, B, T);
       block_backward(P, G, l, a, B, T, part == BackwardPart::input ? &def : nullptr);
+      if (expert_grads_) sink.release(ex);  // above the block's segment: released first
       if (G) sink.release(seg);
     }
+    if (ex.count) src.release(ex);
     src.release(seg);
   }
 }
@@ -243,7 +255,12 @@ AttentionShape Llama::attention_shape(int B, int T) const {
 }
 
 MlpCall Llama::mlp_call(const float* P, int l, const BlockActs& a, int N) {
-  return {P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data()};
+  MlpCall m{P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data()};
+  if (layout_.block_kind(l) == BlockKind::moe) {
+    m.PE = experts_, m.GE = expert_grads_, m.moe = &cfg_.moe, m.w = &w_, m.router_bias = router_bias(l);
+    m.stats = &moe_stats_.layers[size_t(l)], m.loss_scale = loss_scale_, m.moe_scratch = moe_scratch_.data();
+  }
+  return m;
 }
 
 }  // namespace ff

@@ -19,7 +19,7 @@ void Llama::recompute_block(const float* P, int l, const BlockActs& a, int B, in
       rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);
       hooks_->attention(a.att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T));
       rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);
-      swiglu_forward(a.mlp.h, a.mlp.gate_up, N, int(w_.F));
+      if (o.kind == BlockKind::dense) swiglu_forward(a.mlp.h, a.mlp.gate_up, N, int(w_.F));  // MoE keeps all
       return;
     }
   }

@@ -28,6 +28,7 @@ void ModelConfig::validate() const {
                       n_heads, n_kv_heads));
   require(rms_eps > 0, "rms_eps must be positive");
   require(rope_theta > 0, "rope_theta must be positive");
+  moe.validate(n_layers);
 }
 
 double training_flops_per_token(const ModelConfig& c) {

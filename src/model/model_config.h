@@ -3,6 +3,8 @@
 // so export and import are a rename, not a translation.
 #include <string>
 
+#include "model/moe_config.h"
+
 namespace ff {
 
 struct ModelConfig {
@@ -17,6 +19,7 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   bool tied_embeddings = false;  // LM head shares the embedding matrix
   float init_std = 0.02f;   // std of the normal init of matrices (GPT-2 / LLaMA practice)
+  MoeConfig moe;            // mixture-of-experts blocks (n_experts 0: none)
 
   int head_dim() const { return dim / n_heads; }
   int qkv_dim() const { return (n_heads + 2 * n_kv_heads) * head_dim(); }

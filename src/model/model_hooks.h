@@ -11,9 +11,12 @@
 // (N, or its N/t chunk under sequence parallelism: rows [rank * R, rank * R + R)).
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "kernels/flash_attention.h"
 #include "model/activations.h"
+#include "model/expert_exchange.h"
+#include "model/moe_stats.h"
 #include "model/parameters.h"
 
 namespace ff {
@@ -31,6 +34,15 @@ struct MlpCall {
   const BlockActs* a;
   int N, C, F;            // F: this rank's FFN width
   float *d_h, *d_gate_up; // backward scratch (N, F), (N, 2F)
+  // MoE blocks only (model/moe_mlp.cpp):
+  const float* PE = nullptr;           // this rank's routed experts (the layer's expert segment)
+  float* GE = nullptr;                 // their gradients (backward with weights)
+  const MoeConfig* moe = nullptr;
+  const BlockWidths* w = nullptr;      // E, K, Fe, Fs, EP
+  const float* router_bias = nullptr;  // (E) selection-only bias, or null
+  MoeLayerStats* stats = nullptr;      // the step's routing statistics of this layer
+  float loss_scale = 0;                // gradient scale of the balancing losses (the CE's)
+  float* moe_scratch = nullptr;        // backward scratch, moe_scratch_floats(w, N)
 };
 
 // What the input pass of a zero-bubble split keeps for the weight pass, per block: the output
@@ -56,11 +68,19 @@ class AttentionOp {
 
 class ModelHooks {
  public:
+  ModelHooks() = default;
+  ModelHooks(const ModelHooks&) = delete;  // experts_ may point into this object
+  ModelHooks& operator=(const ModelHooks&) = delete;
   // Null: the serial flash kernel. Set: attention() and attention_backward() call it.
   AttentionOp* attention_op = nullptr;
 
   virtual ~ModelHooks() = default;
   virtual size_t resid_rows(size_t N) const { return N; }
+  // The first of this rank's residual-stream rows (rank * R under sequence parallelism).
+  virtual size_t resid_row0(size_t /*N*/) const { return 0; }
+  // Ranks whose column_input_backward contributions are summed (tp). A computation every one of
+  // them repeats whole (an MoE block: its experts are replicated over tp) hands in 1/this each.
+  virtual int column_ranks() const { return 1; }
   // Throws, naming the fix, when a (B, T) batch cannot be split as the parallelism needs.
   virtual void check_batch(int /*B*/, int /*T*/) const {}
   // Scratch for batches of up to max_rows tokens of residual width C; the model calls it once.
@@ -87,18 +107,28 @@ class ModelHooks {
                                   const AttentionShape& s);
 
   // The MLP sub-layer (out null: only the tensors its backward needs, for recomputation).
-  virtual void mlp(const MlpCall& m, float* out) { dense_mlp_forward(*this, m, out); }
+  virtual void mlp(const MlpCall& m, float* out) {
+    if (m.o->kind == BlockKind::moe) moe_mlp_forward(*this, m, out);
+    else dense_mlp_forward(*this, m, out);
+  }
   // Dual: from d_resid (R, C), the gradient of out, leaves this rank's part of ln2's gradient in
   // d_ln (N, C); weight gradients are added into G (the block's segment) or, deferred, their
   // GEMMs' output gradients stashed in *def.
   virtual void mlp_backward(const MlpCall& m, const float* d_resid, float* d_ln, float* G,
                             const DeferredGrads* def) {
-    dense_mlp_backward(*this, m, d_resid, d_ln, G, def);
+    if (m.o->kind == BlockKind::moe) moe_mlp_backward(*this, m, d_resid, d_ln, G, def);
+    else dense_mlp_backward(*this, m, d_resid, d_ln, G, def);
   }
   // The weight GEMMs mlp_backward deferred.
   virtual void mlp_weight_grads(const MlpCall& m, float* G, const DeferredGrads& def) {
+    if (m.o->kind == BlockKind::moe) throw std::logic_error("MoE blocks have no zero-bubble weight pass");
     dense_mlp_weight_grads(*this, m, G, def);
   }
+
+  // The MLP delegate of MoE blocks: how routed tokens reach the experts (the identity serially;
+  // expert parallelism's all-to-all). Not owned; null restores the serial one.
+  void set_expert_exchange(ExpertExchange* x) { experts_ = x ? x : &local_experts_; }
+  ExpertExchange& expert_exchange() { return *experts_; }
 
   // Embedding lookup: x (R, C) = rows `tokens` (N) of E (the `vocab` rows this rank holds).
   virtual void embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange vocab);
@@ -117,6 +147,17 @@ class ModelHooks {
   static void dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float* d_resid, float* d_ln, float* G,
                                  const DeferredGrads* def);
   static void dense_mlp_weight_grads(ModelHooks& h, const MlpCall& m, float* G, const DeferredGrads& def);
+  // The MoE block (moe_mlp.cpp): router, dispatch, the local experts, combine, shared experts.
+  static void moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out);
+  static void moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* d_resid, float* d_ln, float* G,
+                               const DeferredGrads* def);
+
+ private:
+  ExpertExchange local_experts_;
+  ExpertExchange* experts_ = &local_experts_;
 };
+
+// Floats of backward scratch an MoE block of widths w needs for N tokens.
+size_t moe_scratch_floats(const BlockWidths& w, size_t N);
 
 }  // namespace ff

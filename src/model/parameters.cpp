@@ -42,10 +42,10 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
     views_.push_back(v);
     return views_.back().offset;
   };
-  auto segment = [&](ParamSegment seg, std::string name) {
+  auto segment = [&](ParamSegment seg, std::string name, ParamGroupKind group = ParamGroupKind::dense) {
     segments_.push_back(seg);
     segment_names_.push_back(std::move(name));
-    segment_groups_.push_back(ParamGroupKind::dense);
+    segment_groups_.push_back(group);
     return seg;
   };
   auto add_embedding = [&] {
@@ -55,6 +55,10 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
   if (parts->embedding) add_embedding();
   blocks_.assign(size_t(c.n_layers), ParamSegment{});
   block_offsets_.assign(size_t(c.n_layers), BlockOffsets{});
+  experts_.assign(size_t(c.n_layers), ParamSegment{});
+  const int E = c.moe.n_experts;
+  expert_first_ = parts->expert_count < 0 ? 0 : parts->expert_first;
+  local_experts_ = parts->expert_count < 0 ? E : parts->expert_count;
   for (int l : parts->layers) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     const size_t start = total_;
@@ -66,11 +70,35 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
     add(p + "self_attn.v_proj.weight", {c.n_kv_heads * D, C});
     b.o = add(p + "self_attn.o_proj.weight", {C, c.n_heads * D}) - start;
     b.mlp_norm = add(p + "post_attention_layernorm.weight", {C}) - start;
-    b.mlp.gate_up = add(p + "mlp.gate_proj.weight", {F, C}) - start;
-    add(p + "mlp.up_proj.weight", {F, C});
-    b.mlp.down = add(p + "mlp.down_proj.weight", {C, F}) - start;
+    if (c.moe.is_moe_layer(l, c.n_layers)) {
+      const int64_t Fe = c.moe.expert_width(c.ffn_dim), Fs = int64_t(c.moe.shared_experts) * Fe;
+      b.kind = BlockKind::moe;
+      b.moe.router = add(p + "block_sparse_moe.gate.weight", {E, C}) - start;
+      if (Fs > 0) {
+        b.moe.shared_gate_up = add(p + "block_sparse_moe.shared_expert.gate_proj.weight", {Fs, C}) - start;
+        add(p + "block_sparse_moe.shared_expert.up_proj.weight", {Fs, C});
+        b.moe.shared_down = add(p + "block_sparse_moe.shared_expert.down_proj.weight", {C, Fs}) - start;
+      }
+      b.moe.expert_stride = size_t(3 * Fe * C);
+    } else {
+      b.mlp.gate_up = add(p + "mlp.gate_proj.weight", {F, C}) - start;
+      add(p + "mlp.up_proj.weight", {F, C});
+      b.mlp.down = add(p + "mlp.down_proj.weight", {C, F}) - start;
+    }
     block_offsets_[size_t(l)] = b;
     blocks_[size_t(l)] = segment({start, total_ - start}, "block " + std::to_string(l));
+    if (b.kind == BlockKind::moe) {
+      // The routed experts in Mixtral's names, w1/w3 adjacent so each expert runs one gate/up GEMM.
+      const int64_t Fe = c.moe.expert_width(c.ffn_dim);
+      const size_t first = total_;
+      for (int e = expert_first_; e < expert_first_ + local_experts_; ++e) {
+        const std::string x = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
+        add(x + "w1.weight", {Fe, C});
+        add(x + "w3.weight", {Fe, C});
+        add(x + "w2.weight", {C, Fe});
+      }
+      experts_[size_t(l)] = segment({first, total_ - first}, "experts " + std::to_string(l), ParamGroupKind::expert);
+    }
   }
   if (parts->head) {
     head_.offset = add("model.norm.weight", {C});
@@ -90,7 +118,8 @@ const ParamView& ParamLayout::find(const std::string& name) const {
 }
 
 static bool is_residual_output(const std::string& name) {
-  return name.find("o_proj") != std::string::npos || name.find("down_proj") != std::string::npos;
+  return name.find("o_proj") != std::string::npos || name.find("down_proj") != std::string::npos ||
+         name.find(".w2.") != std::string::npos;  // an expert's down projection
 }
 
 void init_parameter_range(float* dst, size_t begin, size_t end, const ParamLayout& layout,

@@ -44,14 +44,23 @@ struct ParamView {
   size_t full_index(size_t i) const;
 };
 
-// What a decoder block's MLP is. Every block is dense today; a mixture-of-experts kind (router
-// and experts in place of gate/up/down, its parameters in the expert group) joins later, and each
-// layer may be either.
-enum class BlockKind { dense };
+// What a decoder block's MLP is: dense (gate/up/down), or a mixture of experts (a router, routed
+// experts whose parameters form a segment of their own in the expert group, and optional shared
+// experts). Each layer may be either (MoeConfig::moe_layers).
+enum class BlockKind { dense, moe };
 
 // Offsets of a dense MLP's tensors relative to the start of its block's segment.
 struct DenseMlpOffsets {
   size_t gate_up = 0, down = 0;  // fused (2F, C) gate and up, then (C, F) down
+};
+
+// Offsets of an MoE block's dense-group tensors relative to the start of its block segment; the
+// routed experts live in the layer's expert segment, expert e (of this rank's) at
+// e * expert_stride: fused (2Fe, C) w1/w3, then (C, Fe) w2.
+struct MoeMlpOffsets {
+  size_t router = 0;                       // (E, C) block_sparse_moe.gate
+  size_t shared_gate_up = 0, shared_down = 0;  // (2Fs, C), (C, Fs); Fs = shared_experts * Fe
+  size_t expert_stride = 0;                // 3 * Fe * C
 };
 
 // Offsets of one block's tensors relative to the start of its segment. Kept per block: blocks of
@@ -60,6 +69,7 @@ struct BlockOffsets {
   BlockKind kind = BlockKind::dense;
   size_t attn_norm = 0, qkv = 0, o = 0, mlp_norm = 0;
   DenseMlpOffsets mlp;  // kind == dense
+  MoeMlpOffsets moe;    // kind == moe
 };
 
 // The parts of the model one pipeline stage holds: some decoder blocks, and the embedding (first
@@ -69,6 +79,9 @@ struct ModelParts {
   std::vector<int> layers;  // ascending global layer indices
   bool embedding = true;
   bool head = true;
+  // The routed experts this rank holds in every MoE block: [expert_first, expert_first +
+  // expert_count) of n_experts (expert parallelism); -1 = all of them.
+  int expert_first = 0, expert_count = -1;
   static ModelParts all(const ModelConfig& c);
 };
 
@@ -94,6 +107,11 @@ class ParamLayout {
   // Block `layer`'s kind and tensor offsets (a layer this layout holds).
   const BlockOffsets& block_offsets(int layer) const { return block_offsets_[size_t(layer)]; }
   BlockKind block_kind(int layer) const { return block_offsets(layer).kind; }
+  // An MoE block's routed experts (this rank's), a segment of the expert group right above the
+  // block's own segment; count 0 for a dense block.
+  ParamSegment expert_segment(int layer) const { return experts_[size_t(layer)]; }
+  int expert_first() const { return expert_first_; }  // global index of this rank's first expert
+  int local_experts() const { return local_experts_; }
   // The parameter group segment i belongs to (ModelState reduces and shards each group over its
   // own communicator). Every segment is dense until MoE blocks bring expert segments.
   ParamGroupKind segment_group(size_t i) const { return segment_groups_[i]; }
@@ -102,6 +120,8 @@ class ParamLayout {
  private:
   std::vector<ParamView> views_;
   std::vector<ParamSegment> blocks_;  // by global layer; count 0 where absent
+  std::vector<ParamSegment> experts_;  // by global layer; count 0 for dense or absent blocks
+  int expert_first_ = 0, local_experts_ = 0;
   std::vector<ParamSegment> segments_;
   std::vector<std::string> segment_names_;
   std::vector<ParamGroupKind> segment_groups_;

@@ -65,7 +65,7 @@ GroupedState::GroupedState(const std::vector<ParamGroupSpec>& groups, const Para
                            const AdamWConfig& adam, const DataParallelConfig& cfg, Tracer* tracer) {
   if (groups.empty()) throw std::invalid_argument("a model state needs at least one parameter group");
   for (size_t g = 0; g < groups.size(); ++g) {
-    Group group{std::make_unique<GroupLayout>(groups[g], model), nullptr, nullptr};
+    Group group{std::make_unique<GroupLayout>(groups[g], model), nullptr, nullptr, groups[g].norm_sum};
     group.state = make_group_state(*group.layout, groups[g].comm, adam, cfg, tracer);
     group.sum = std::make_unique<ReplicaSum>(*group.layout);
     if (group.sum->empty()) group.sum.reset();
@@ -142,7 +142,9 @@ double GroupedState::grad_square_sum(const std::vector<WeightedRange>& weights) 
         const size_t lo = std::max(w.offset, f.offset), hi = std::min(w.offset + w.count, f.end());
         if (lo < hi) local.push_back({l.segments()[i].offset + (lo - f.offset), hi - lo, w.weight});
       }
-    sq += g.state->grad_square_sum(local);  // each summed over its own group of ranks
+    double group_sq = g.state->grad_square_sum(local);  // each summed over its own group of ranks
+    if (g.norm_sum) g.norm_sum->all_reduce(&group_sq, 1);
+    sq += group_sq;
   }
   return sq;
 }

@@ -46,6 +46,7 @@ class GroupedState final : public ModelState {
     std::unique_ptr<GroupLayout> layout;  // the state holds a reference: keep its address
     std::unique_ptr<ModelState> state;
     std::unique_ptr<ReplicaSum> sum;  // null: no replica gradient to sum
+    const Comm* norm_sum = nullptr;   // ParamGroupSpec::norm_sum
   };
   struct Where {
     size_t group;

@@ -135,6 +135,8 @@ std::vector<ParamGroupSpec> model_param_groups(const ParamLayout& layout, const 
     if (g.segments.empty()) continue;
     const MeshGroup over = g.kind == ParamGroupKind::dense ? MeshGroup::dp_cp : MeshGroup::edp;
     if (mesh && mesh->size(over) > 1) g.comm = &mesh->group(over);
+    if (mesh && g.kind == ParamGroupKind::expert && mesh->size(MeshGroup::ep) > 1)
+      g.norm_sum = &mesh->group(MeshGroup::ep);
     present.push_back(std::move(g));
   }
   return present;

@@ -50,6 +50,9 @@ struct ParamGroupSpec {
   std::vector<ParamTensorSpan> tensors;    // tile the segments exactly
   const Comm* comm = nullptr;              // reduced and sharded over it; null: one process
   std::vector<ReplicaRange> replicas;      // ascending; summed before the reduction over comm
+  // The gradient norm's squares are summed over these ranks too: they hold other parameters of
+  // the same group (expert parallelism's ep group: the other experts). Null: none.
+  const Comm* norm_sum = nullptr;
   DType param = DType::f32;                // the working copy the model reads
   DType master = DType::f32;               // what AdamW updates
 };

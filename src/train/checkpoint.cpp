@@ -79,10 +79,18 @@ class MetaFields {
 }  // namespace
 
 nlohmann::json model_config_to_json(const ModelConfig& c) {
-  return {{"vocab_size", c.vocab_size}, {"dim", c.dim},           {"n_layers", c.n_layers},
+  nlohmann::json j = {{"vocab_size", c.vocab_size}, {"dim", c.dim},           {"n_layers", c.n_layers},
           {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads}, {"ffn_dim", c.ffn_dim},
           {"seq_len", c.seq_len},       {"rms_eps", c.rms_eps},   {"rope_theta", c.rope_theta},
           {"tied_embeddings", c.tied_embeddings}, {"init_std", c.init_std}};
+  // Only an MoE model writes the section, so a dense model's meta is what it always was.
+  const MoeConfig& m = c.moe;
+  if (m.enabled())
+    j["moe"] = {{"n_experts", m.n_experts}, {"top_k", m.top_k}, {"expert_ffn_dim", m.expert_ffn_dim},
+                {"moe_layers", m.moe_layers}, {"shared_experts", m.shared_experts}, {"router", m.router},
+                {"aux_loss_coeff", m.aux_loss_coeff}, {"z_loss_coeff", m.z_loss_coeff},
+                {"router_bias_update", m.router_bias_update}, {"capacity_factor", m.capacity_factor}};
+  return j;
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source) {
@@ -99,6 +107,19 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   c.rope_theta = f.real("rope_theta", false, 1e12);
   c.tied_embeddings = f.boolean("tied_embeddings");
   c.init_std = f.real("init_std", true, 10.0);
+  if (j.contains("moe")) {
+    const MetaFields m(j.at("moe"), source, "model.moe");
+    c.moe.n_experts = int(m.integer("n_experts", 1, 1 << 16));
+    c.moe.top_k = int(m.integer("top_k", 1, 1 << 16));
+    c.moe.expert_ffn_dim = int(m.integer("expert_ffn_dim", 0, 16 * kMaxDim));
+    c.moe.moe_layers = m.text("moe_layers");
+    c.moe.shared_experts = int(m.integer("shared_experts", 0, 1 << 16));
+    c.moe.router = m.text("router");
+    c.moe.aux_loss_coeff = m.real("aux_loss_coeff", true, 1e6);
+    c.moe.z_loss_coeff = m.real("z_loss_coeff", true, 1e6);
+    c.moe.router_bias_update = m.real("router_bias_update", true, 1e6);
+    c.moe.capacity_factor = m.real("capacity_factor", true, 1e6);
+  }
   try {
     c.validate();
   } catch (const std::exception& e) {
@@ -116,6 +137,8 @@ std::string describe_model_difference(const ModelConfig& a, const ModelConfig& b
     diff += fmt::format("{}{} {} vs {}", diff.empty() ? "" : ", ", key, value.dump(),
                         jb[key].dump());
   }
+  for (auto& [key, value] : jb.items())  // a section only b has (moe)
+    if (!ja.contains(key)) diff += fmt::format("{}{} null vs {}", diff.empty() ? "" : ", ", key, value.dump());
   return diff;
 }
 
@@ -141,20 +164,31 @@ CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std
   s.config_toml = meta.contains("config") ? f.text("config") : "";
   if (meta.contains("tokenizer_checksum"))
     s.tokenizer_checksum = f.unsigned_integer("tokenizer_checksum", std::numeric_limits<uint64_t>::max());
+  if (meta.contains("router_bias")) {
+    const nlohmann::json& b = f.at("router_bias");
+    const size_t want = size_t(s.model.n_layers) * size_t(s.model.moe.n_experts);
+    if (!b.is_array() || b.size() != want) f.fail("router_bias", fmt::format("is not an array of {} numbers", want));
+    for (const auto& x : b) {
+      if (!x.is_number() || !std::isfinite(x.get<double>())) f.fail("router_bias", "holds a value that is not a finite number");
+      s.router_bias.push_back(x.get<float>());
+    }
+  }
   return s;
 }
 
 void save_checkpoint(const std::string& path, const CheckpointState& s, const float* params,
                      const float* adam_m, const float* adam_v, size_t n) {
   CheckpointWriter w;
-  w.set_meta({{"format", "fivefold-train-checkpoint"},
-              {"step", s.step},
-              {"model", model_config_to_json(s.model)},
-              {"data_epoch", s.data.epoch},
-              {"data_cursor", s.data.cursor},
-              {"num_params", n},
-              {"config", s.config_toml},
-              {"tokenizer_checksum", s.tokenizer_checksum}});
+  nlohmann::json meta = {{"format", "fivefold-train-checkpoint"},
+                         {"step", s.step},
+                         {"model", model_config_to_json(s.model)},
+                         {"data_epoch", s.data.epoch},
+                         {"data_cursor", s.data.cursor},
+                         {"num_params", n},
+                         {"config", s.config_toml},
+                         {"tokenizer_checksum", s.tokenizer_checksum}};
+  if (!s.router_bias.empty()) meta["router_bias"] = s.router_bias;
+  w.set_meta(meta);
   w.add_section_view("params", params, n * sizeof(float));
   w.add_section_view("adam_m", adam_m, n * sizeof(float));
   w.add_section_view("adam_v", adam_v, n * sizeof(float));

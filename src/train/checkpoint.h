@@ -7,6 +7,7 @@
 // so resuming continues bit-identically.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,7 @@ struct CheckpointState {
   DataLoader::Position data;
   std::string config_toml;  // the resolved config of the run that wrote it, for humans
   uint64_t tokenizer_checksum = 0;  // Tokenizer::checksum() of the run's tokenizer; 0 = unrecorded
+  std::vector<float> router_bias;   // MoE: the selection bias (n_layers x n_experts); empty = zero
 };
 
 // Bounds a checkpoint's fields must meet on top of ModelConfig::validate: a forged but

@@ -23,6 +23,7 @@ CheckpointInfo checkpoint_info(const CheckpointState& s, const nlohmann::json& l
                 {"num_params", ParamLayout(s.model).total()},
                 {"config", s.config_toml},
                 {"tokenizer_checksum", s.tokenizer_checksum}};
+  if (!s.router_bias.empty()) info.state["router_bias"] = s.router_bias;  // MoE's selection bias
   return info;
 }
 

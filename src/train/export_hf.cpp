@@ -1,6 +1,7 @@
 #include "train/export_hf.h"
 
 #include <filesystem>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,20 @@ namespace fs = std::filesystem;
 void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
                          const ParamLayout& layout, const float* params,
                          const std::string& tokenizer_model, int bos_id, int eos_id) {
+  const MoeConfig& m = c.moe;
+  if (m.enabled()) {
+    // Mixtral's layout is ours (block_sparse_moe.gate, experts.N.w1/w2/w3); its model is every
+    // block MoE, softmax top-k renormalised, no shared experts and no selection bias, dropless.
+    std::string why;
+    if (parse_moe_layers(m.moe_layers, c.n_layers).size() != size_t(c.n_layers)) why = "moe_layers is not all";
+    else if (m.router != "softmax") why = "router is " + m.router;
+    else if (m.shared_experts > 0) why = "shared_experts > 0";
+    else if (m.router_bias_update > 0) why = "router_bias_update > 0 (a selection bias)";
+    if (!why.empty())
+      throw std::runtime_error("export: the Hugging Face Mixtral layout cannot describe this MoE model (" + why +
+                               "); only models with every block MoE, router softmax, no shared experts and "
+                               "router_bias_update 0 export");
+  }
   fs::create_directories(out_dir);
   std::vector<SafeTensor> tensors;
   for (const ParamView& v : layout.views())
@@ -38,6 +53,15 @@ void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
       {"bos_token_id", bos_id},
       {"eos_token_id", eos_id},
       {"torch_dtype", "float32"}};
+  if (m.enabled()) {
+    config["architectures"] = {"MixtralForCausalLM"};
+    config["model_type"] = "mixtral";
+    config["intermediate_size"] = m.expert_width(c.ffn_dim);
+    config["num_local_experts"] = m.n_experts;
+    config["num_experts_per_tok"] = m.top_k;
+    config["router_aux_loss_coef"] = m.aux_loss_coeff;
+    config["output_router_logits"] = false;
+  }
   write_file_atomic((fs::path(out_dir) / "config.json").string(), config.dump(2) + "\n");
   fs::copy_file(tokenizer_model, fs::path(out_dir) / "tokenizer.model",
                 fs::copy_options::overwrite_existing);

@@ -15,6 +15,9 @@
 #include "io/tokenizer.h"
 #include "model/parameters.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_meta.h"
+#include "train/checkpoint_saver.h"
+#include "train/state_pieces.h"
 
 namespace ff {
 
@@ -111,8 +114,14 @@ size_t import_hugging_face(const std::string& hf_dir, const std::string& out_dir
   CheckpointState s;
   s.model = c;
   s.tokenizer_checksum = tokenizer.checksum();
-  save_checkpoint((fs::path(out_dir) / checkpoint_file_name()).string(), s, params.data(), zeros.data(), zeros.data(),
-                  params.size());
+  // A step-0 checkpoint of one serial rank: the moments are zero, as a fresh AdamW's are.
+  StateRuns runs;
+  runs.params = {{0, params.size(), params.data()}};
+  runs.m = runs.v = {{0, zeros.size(), zeros.data()}};
+  const nlohmann::json serial = {{"ranks", 1}, {"dp", 1}, {"cp", 1}, {"tp", 1}, {"pp", 1}, {"zero", 0}};
+  CheckpointSaver saver(out_dir, nullptr, 1, false);
+  saver.save(checkpoint_info(s, serial), state_save_pieces(layout, runs, {}));
+  saver.finish();
   fs::copy_file(tok, fs::path(out_dir) / "tokenizer.model", fs::copy_options::overwrite_existing);
   return params.size();
 }

@@ -3,6 +3,7 @@
 #include "parallel/context/context_layout.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
+#include "train/moe_config_check.h"
 
 #include <algorithm>
 #include <charconv>
@@ -42,6 +43,16 @@ const std::vector<Binding>& bindings() {
       {{"rope_theta", "rotary embedding base"}, FF_FIELD(model.rope_theta)},
       {{"tied_embeddings", "LM head shares the embedding matrix"}, FF_FIELD(model.tied_embeddings)},
       {{"init_std", "std of the normal init of weight matrices"}, FF_FIELD(model.init_std)},
+      {{"n_experts", "routed experts per MoE block (0 = a dense model)"}, FF_FIELD(model.moe.n_experts)},
+      {{"top_k", "experts each token is routed to"}, FF_FIELD(model.moe.top_k)},
+      {{"expert_ffn_dim", "SwiGLU width of one expert (0 = ffn_dim)"}, FF_FIELD(model.moe.expert_ffn_dim)},
+      {{"moe_layers", "which blocks are MoE: \"all\" or a comma list such as \"1,3\" (others dense)"}, FF_FIELD(model.moe.moe_layers)},
+      {{"shared_experts", "always-active experts per MoE block (their SwiGLU is shared_experts x expert_ffn_dim wide)"}, FF_FIELD(model.moe.shared_experts)},
+      {{"router", "router scores: softmax | sigmoid (gates renormalised over the chosen top_k)"}, FF_FIELD(model.moe.router)},
+      {{"aux_loss_coeff", "Switch load-balancing loss coefficient (coeff * E * sum f_i P_i)"}, FF_FIELD(model.moe.aux_loss_coeff)},
+      {{"z_loss_coeff", "router z-loss coefficient (coeff * mean logsumexp(logits)^2)"}, FF_FIELD(model.moe.z_loss_coeff)},
+      {{"router_bias_update", "aux-loss-free balancing (DeepSeek-V3): selection-bias step per optimizer step (0 = off)"}, FF_FIELD(model.moe.router_bias_update)},
+      {{"capacity_factor", "tokens an expert takes per micro-batch = ceil(cf * N * top_k / E), the rest dropped (0 = dropless)"}, FF_FIELD(model.moe.capacity_factor)},
       {{"steps", "optimizer steps; the LR schedule spans exactly these"}, FF_FIELD(steps)},
       {{"stop_at", "stop after this step with a checkpoint, as if interrupted (0 = run all steps)"}, FF_FIELD(stop_at)},
       {{"seed", "seed of the weight init and the data order"}, FF_FIELD(seed)},
@@ -66,6 +77,7 @@ const std::vector<Binding>& bindings() {
       {{"dp", "data-parallel replicas (0 = all ranks left by tp, pp, cp)"}, FF_FIELD(dp)},
       {{"tp", "tensor-parallel degree (Megatron column/row split; heads, kv heads, ffn_dim, vocab divide by it)"}, FF_FIELD(tp)},
       {{"sp", "sequence parallelism over the tp group: norms and residuals on 1/tp of the tokens"}, FF_FIELD(sp)},
+      {{"ep", "expert-parallel degree: n_experts split over blocks of ep ranks of dp x cp (divides dp x cp and n_experts)"}, FF_FIELD(ep)},
       {{"pp", "pipeline-parallel stages (layers split by cost; grad_accum = micro-batches per step)"}, FF_FIELD(pp)},
       {{"schedule", "pipeline schedule: gpipe | 1f1b | interleaved | zb-h1"}, FF_FIELD(schedule)},
       {{"chunks", "model chunks per pipeline rank (> 1 only with the interleaved schedule)"}, FF_FIELD(chunks)},
@@ -335,6 +347,7 @@ void validate_train_config(const TrainConfig& c) {
   if (probe.vocab_size == 0) probe.vocab_size = c.tp;
   probe.validate();
   validate_tensor_parallel(probe, c.tp, c.sp);
+  validate_moe_layout(c);
 }
 
 }  // namespace ff

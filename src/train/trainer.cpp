@@ -57,11 +57,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   const MeshDegrees d = mesh_ ? mesh_->degrees() : MeshDegrees{};
   if (mesh_) out_dir_ = leader_run_dir(mesh_->world(), out_dir_);  // every rank writes into it
   resolve_layout(cfg_, world_size());
-  if (cfg_.dp != d.dp || cfg_.cp != d.cp || cfg_.tp != d.tp || cfg_.pp != d.pp)
+  if (cfg_.dp != d.dp || cfg_.cp != d.cp || cfg_.tp != d.tp || cfg_.pp != d.pp || cfg_.ep != d.ep)
     throw std::runtime_error(fmt::format(
-        "config dp = {}, cp = {}, tp = {}, pp = {} but the mesh has dp = {}, cp = {}, tp = {}, pp = {}; "
-        "build the mesh from the config's degrees",
-        cfg_.dp, cfg_.cp, cfg_.tp, cfg_.pp, d.dp, d.cp, d.tp, d.pp));
+        "config dp = {}, cp = {}, tp = {}, pp = {}, ep = {} but the mesh has dp = {}, cp = {}, tp = {}, pp = {}, "
+        "ep = {}; build the mesh from the config's degrees",
+        cfg_.dp, cfg_.cp, cfg_.tp, cfg_.pp, cfg_.ep, d.dp, d.cp, d.tp, d.pp, d.ep));
   if (mesh_) {
     dp_rank_ = mesh_->rank(MeshGroup::dp), dp_size_ = d.dp;
     tp_rank_ = mesh_->rank(MeshGroup::tp), tp_size_ = d.tp;
@@ -135,6 +135,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     chunks = chunks_of_rank(split_, pp_rank_);
     parts_ = parts_of_rank(split_, pp_rank_);
   }
+  MoeTraining::place_experts(parts_, cfg_, mesh_);
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   ModelHooks* hooks = tp_group_.get();
   if (cfg_.cp > 1) {
@@ -144,8 +145,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     hooks->attention_op = &cp_->attention();
   }
   model_ = std::make_unique<Llama>(cp_ ? cp_->local_model(cfg_.model) : cfg_.model, cfg_.micro_batch,
-                                   cfg_.recompute, slicer_.get(), hooks, pp_size_ > 1 ? &parts_ : nullptr);
+                                   cfg_.recompute, slicer_.get(), hooks,
+                                   pp_size_ > 1 || parts_.expert_count >= 0 ? &parts_ : nullptr);
   if (cp_) model_->set_positions(cp_->layout().positions());
+  if (cfg_.model.moe.enabled()) moe_ = std::make_unique<MoeTraining>(*model_, cfg_, mesh_);
   if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
@@ -178,6 +181,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     // Each rank reads only what its layout holds, whatever layout saved it.
     load_checkpoint_state(resume->dir);
     step_ = saved_step_ = resume->state.step;
+    if (moe_) moe_->set_router_bias(resume->state.router_bias);
     loader_->set_position(resume->state.data);
   } else {
     state_->init_parameters(cfg_.model, cfg_.seed);
@@ -220,6 +224,7 @@ StepRecord Trainer::train_step() {
   // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
   const float grad_scale = 1.0f / float(size_t(G) * T);
+  if (moe_) moe_->begin_step(grad_scale);
   double loss_sum = 0;
   const int32_t *inputs = batch_inputs_.data(), *targets = batch_targets_.data();
   int Tm = T;  // the rows per sequence the model runs: T, or this cp rank's T / cp
@@ -233,7 +238,8 @@ StepRecord Trainer::train_step() {
     TraceScope scope(tracer_.get(), "pipeline", "step");
     stages_->begin_step(inputs, targets, mb, Tm, grad_scale);
     executor_->run(*stages_);
-    loss_sum = sum_over(stages_->loss_sum(), {MeshAxis::pp});  // exact: the other stages add 0
+    // (Exact: the other stages add 0.) MoE blocks add their balancing losses where they are.
+    loss_sum = sum_over(stages_->loss_sum() + (moe_ ? moe_->local_loss_sum() : 0.0), {MeshAxis::pp});
   } else {
     for (int micro = 0; micro < cfg_.grad_accum; ++micro) {
       TraceScope scope(tracer_.get(), "micro-batch " + std::to_string(micro), "step");
@@ -242,6 +248,7 @@ StepRecord Trainer::train_step() {
       loss_sum += model_->forward_backward(state_->params(), state_->grads(last), inputs + row0, targets + row0,
                                            mb, Tm, grad_scale);
     }
+    if (moe_) loss_sum += moe_->local_loss_sum();
   }
   {
     TraceScope scope(tracer_.get(), "wait gradients", "step");
@@ -270,6 +277,7 @@ StepRecord Trainer::train_step() {
     TraceScope scope(tracer_.get(), "optimizer", "step");
     state_->optimizer_step(lr, step_);
   }
+  if (moe_) moe_->finish_step();  // after the step: the router bias moves once per optimizer step
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   StepRecord r{step_, loss, norm, lr, seconds};
   history_.push_back(r);

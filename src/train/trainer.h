@@ -25,6 +25,7 @@
 #include "parallel/tensor/tensor_replicas.h"
 #include "train/checkpoint_saver.h"
 #include "train/lr_schedule.h"
+#include "train/moe_training.h"
 #include "train/nonfinite.h"
 #include "train/resume_check.h"
 #include "train/train_config.h"
@@ -66,6 +67,8 @@ class Trainer {
   ModelState& state() { return *state_; }
   int step() const { return step_; }
   const std::vector<StepRecord>& history() const { return history_; }
+  // The last step's routing over all ranks (null: a dense model).
+  const MoeStepSummary* moe_summary() const { return moe_ ? &moe_->last() : nullptr; }
   bool quiet = false;  // tests silence the progress lines
   // Test-only: called on the fully reduced gradients, before the norm and the optimizer step, so
   // a test can inject a gradient-scale error and prove the parity checks catch it.
@@ -107,6 +110,7 @@ class Trainer {
   std::unique_ptr<ModelHooks> cp_hooks_;             // cp > 1 without tp: serial hooks carrying cp's attention
   std::vector<WeightedRange> norm_weights_;  // beyond the state's replicas: the tied embedding's copies
   std::unique_ptr<Llama> model_;
+  std::unique_ptr<MoeTraining> moe_;                 // a model with MoE blocks
   std::unique_ptr<PipelineExecutor> executor_;       // pp > 1
   std::unique_ptr<LlamaStages> stages_;              // pp > 1
   Comm tied_;  // pp > 1 with tied embeddings: the first and last stage, which both hold the embedding

@@ -19,11 +19,13 @@ std::vector<float> Trainer::full_params() {
   const size_t n = model_->layout().total();
   std::vector<float> p(n), m(n), v(n);
   state_->gather_full(p.data(), m.data(), v.data());
-  // This rank's blocks -> its stage's whole tensors -> the whole model.
-  const ParamLayout stage(cfg_.model, nullptr, &parts_);
+  // This rank's experts -> every expert -> its stage's whole tensors -> the whole model.
+  const ModelParts parts = MoeTraining::all_experts(parts_);
+  const ParamLayout stage(cfg_.model, nullptr, &parts), sliced(cfg_.model, slicer_.get(), &parts);
+  if (moe_) moe_->assemble(p, sliced);  // collective over ep
   if (slicer_) {
     std::vector<float> whole(stage.total());
-    assemble_full_tensors(*tp_, cfg_.model, model_->layout(), p.data(), whole.data(), &parts_);
+    assemble_full_tensors(*tp_, cfg_.model, sliced, p.data(), whole.data(), &parts);
     p.swap(whole);
   }
   if (pp_size_ > 1) {
@@ -43,6 +45,7 @@ void Trainer::load_checkpoint_state(const std::string& step_dir) {
 void Trainer::save() {
   if (step_ == saved_step_) return;  // resumed at the last step: that checkpoint is this state
   CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
+  if (moe_) s.router_bias = moe_->router_bias();
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only
   // rank 0's info reaches the manifest.
   if (leader())

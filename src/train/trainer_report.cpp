@@ -47,11 +47,13 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
   for (int i = 0; i < kMemCategories; ++i) bytes[mem_category_name(MemCategory(i))] = mem.current[i];
   bytes["peak_total"] = mem.total_peak;
   rec["bytes"] = bytes;
+  if (moe_) rec["moe"] = moe_->metrics();
   metrics_->write(rec);
   if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
   std::string line = fmt::format(
       "step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% (GEMM ceiling {:.0f}%) | ETA {}", r.step,
       cfg_.steps, r.loss, r.lr, tokens_per_s, 100 * mfu, 100 * gemm_share, format_duration(eta));
+  if (moe_) line += moe_->progress();
   if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f}", val_loss);
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);

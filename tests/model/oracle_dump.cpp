@@ -8,13 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "model_fixture.h"
+#include "oracle_dump_util.h"
 
 using namespace ff;
-
-static void write_bin(const std::string& path, const void* data, size_t bytes) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(static_cast<const char*>(data), std::streamsize(bytes));
-}
 
 int main(int argc, char** argv) {
   if (argc < 2 || argc > 3) return std::fprintf(stderr, "usage: oracle_dump DIR [--tied]\n"), 2;
@@ -37,21 +33,10 @@ int main(int argc, char** argv) {
                                        B, T, 1.0f / N) / N;
 
   nlohmann::json manifest;
-  manifest["config"] = {{"vocab_size", c.vocab_size}, {"dim", c.dim},
-                        {"n_layers", c.n_layers},     {"n_heads", c.n_heads},
-                        {"n_kv_heads", c.n_kv_heads}, {"ffn_dim", c.ffn_dim},
-                        {"seq_len", c.seq_len},       {"rms_eps", c.rms_eps},
-                        {"rope_theta", c.rope_theta}, {"tied_embeddings", c.tied_embeddings}};
+  manifest["config"] = testkit::oracle_config_json(c);
   manifest["batch"] = {{"B", B}, {"T", T}};
   manifest["loss"] = loss;
-  for (const auto& v : model.layout().views())
-    manifest["params"].push_back({{"name", v.name}, {"shape", v.shape}, {"offset", v.offset}});
-  std::ofstream(dir + "/manifest.json") << manifest.dump(1);
-  write_bin(dir + "/params.bin", params.data(), n * 4);
-  write_bin(dir + "/grads.bin", grads.data(), n * 4);
-  write_bin(dir + "/inputs.bin", tokens.data(), tokens.size() * 4);
-  write_bin(dir + "/targets.bin", targets.data(), targets.size() * 4);
-  write_bin(dir + "/logits.bin", logits.data(), logits.size() * 4);
+  testkit::write_oracle_dump(dir, manifest, model.layout(), params, grads, tokens, targets, logits);
   std::printf("dumped %zu parameters, loss %.6f, to %s\n", n, loss, dir.c_str());
   return 0;
 }

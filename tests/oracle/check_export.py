@@ -27,6 +27,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_against_torch as oracle  # noqa: E402
+import check_moe_against_torch as moe_oracle  # noqa: E402
 
 EXIT_PASS, EXIT_FAIL, EXIT_MALFORMED = 0, 1, 2
 
@@ -147,6 +148,15 @@ def read_config(path):
         cfg = oracle.parse_config(cfg)
     except oracle.MalformedDump as e:
         raise Malformed(f"{path}: {e}")
+    # Mixtral: every block an MoE of softmax top-k experts (check_moe_against_torch.py's block;
+    # evaluation is the token loss alone, dropless).
+    if raw.get("model_type") == "mixtral":
+        cfg["moe"] = {"n_experts": _pos_int(raw, "num_local_experts"),
+                      "top_k": _pos_int(raw, "num_experts_per_tok"),
+                      "expert_ffn_dim": cfg["ffn_dim"], "shared_experts": 0, "router": "softmax",
+                      "aux_loss_coeff": 0.0, "z_loss_coeff": 0.0, "capacity_factor": 0,
+                      "moe_layers": list(range(cfg["n_layers"])),
+                      "router_bias": [0.0] * (cfg["n_layers"] * raw["num_local_experts"])}
     # The oracle implements exactly SiLU and no biases; a different declared activation or
     # biased attention would mean HF builds another model than the one checked here.
     if raw.get("hidden_act", "silu") != "silu" or raw.get("attention_bias", False) is not False:
@@ -189,7 +199,7 @@ def read_shard(path, vocab_size):
 
 def check_tensors(tensors, cfg):
     """Exactly the expected names, each F32 with the HF shape; params by name in float64."""
-    want = oracle.expected_shapes(cfg)
+    want = moe_oracle.expected_shapes(cfg, cfg["moe"]) if "moe" in cfg else oracle.expected_shapes(cfg)
     missing = [n for n in want if n not in tensors]
     extra = [n for n in tensors if n not in want]
     wrong = [f"{n} {tensors[n][0]}{list(tensors[n][1])} (want F32{list(s)})"
@@ -223,7 +233,7 @@ def mean_window_loss(params, cfg, ids, max_windows, batch=8):
             ws = range(w0, min(windows, w0 + batch))
             x = torch.stack([ids[w * T: w * T + T] for w in ws])
             y = torch.stack([ids[w * T + 1: w * T + T + 1] for w in ws])
-            logits = oracle.forward(params, x, cfg)
+            logits = moe_oracle.forward(params, x, cfg, cfg["moe"])[0] if "moe" in cfg else oracle.forward(params, x, cfg)
             total += float(torch.nn.functional.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="sum"))
     return total / (windows * T), windows

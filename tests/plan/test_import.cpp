@@ -9,6 +9,8 @@
 #include "model/parameters.h"
 #include "test_data.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_meta.h"
+#include "train/state_pieces.h"
 
 using namespace ff;
 using namespace ff::testkit;
@@ -22,15 +24,23 @@ TEST(Import, ExportImportRoundTripIsBitwiseAndTrains) {
   ASSERT_EQ(ex.exit_code, 0) << ex.output;
   const CliResult im = run_fivefold("import --hf " + hf + " --out " + back);
   ASSERT_EQ(im.exit_code, 0) << im.output;
-  const CheckpointState a = load_checkpoint(run + "/checkpoint.bin", nullptr, nullptr, nullptr, 0);
-  const size_t n = ParamLayout(a.model).total();
-  std::vector<float> pa(n), pb(n), mb(n, 1.0f), vb(n, 1.0f);
-  load_checkpoint(run + "/checkpoint.bin", pa.data(), nullptr, nullptr, n);
-  const CheckpointState b = load_checkpoint(back + "/checkpoint.bin", pb.data(), mb.data(), vb.data(), n);
+  // Both read back through the sharded reader, every buffer of the imported one.
+  const CheckpointMeta a = checkpoint_meta_in(run), b = checkpoint_meta_in(back);
+  const ParamLayout layout(a.state.model);
+  const size_t n = layout.total();
+  std::vector<float> pa(n), pb(n), mb(n, 1.0f), vb(n, 1.0f), unused_m(n), unused_v(n);
+  auto read_all = [&](const std::string& dir, float* p, float* m, float* v) {
+    ShardedCheckpointReader reader(dir);
+    StateRuns runs;
+    runs.params = {{0, n, p}}, runs.m = {{0, n, m}}, runs.v = {{0, n, v}};
+    read_state_pieces(reader, layout, runs);
+  };
+  read_all(a.dir, pa.data(), unused_m.data(), unused_v.data());
+  read_all(b.dir, pb.data(), mb.data(), vb.data());
   EXPECT_EQ(std::memcmp(pa.data(), pb.data(), n * sizeof(float)), 0);
-  EXPECT_EQ(b.step, 0);
-  EXPECT_EQ(b.tokenizer_checksum, a.tokenizer_checksum);
-  EXPECT_TRUE(describe_model_difference(a.model, b.model).empty());
+  EXPECT_EQ(b.state.step, 0);
+  EXPECT_EQ(b.state.tokenizer_checksum, a.state.tokenizer_checksum);
+  EXPECT_TRUE(describe_model_difference(a.state.model, b.state.model).empty());
   for (size_t i = 0; i < n; ++i) ASSERT_TRUE(mb[i] == 0.0f && vb[i] == 0.0f) << i;
   const CliResult tuned = run_fivefold(train + back + " --steps 2");
   EXPECT_EQ(tuned.exit_code, 0) << tuned.output;

@@ -17,6 +17,8 @@ class TensorParallelHooks final : public ModelHooks {
   const Comm& comm() const { return tp_; }
 
   size_t resid_rows(size_t N) const override { return sp_ ? N / size_t(tp_.size()) : N; }
+  size_t resid_row0(size_t N) const override { return sp_ ? size_t(tp_.rank()) * resid_rows(N) : 0; }
+  int column_ranks() const override { return tp_.size(); }
   void check_batch(int B, int T) const override;
   void reserve(size_t max_rows, int C) override;
   // Without sp: copy_to_tp before a column GEMM, reduce_from_tp after a row GEMM. With sp:

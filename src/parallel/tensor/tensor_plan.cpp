@@ -30,6 +30,14 @@ const std::vector<PlanRule>& llama_tensor_plan() {
       {"post_attention_layernorm.weight", TensorStyle::replicated},
       {"model.norm.weight", TensorStyle::replicated},
       {"lm_head.weight", TensorStyle::vocab},
+      // MoE blocks are replicated over tp whole (model/moe_mlp.cpp): router, experts, shared experts.
+      {"block_sparse_moe.gate.weight", TensorStyle::replicated},
+      {".w1.weight", TensorStyle::replicated},
+      {".w2.weight", TensorStyle::replicated},
+      {".w3.weight", TensorStyle::replicated},
+      {"shared_expert.gate_proj.weight", TensorStyle::replicated},
+      {"shared_expert.up_proj.weight", TensorStyle::replicated},
+      {"shared_expert.down_proj.weight", TensorStyle::replicated},
   };
   return plan;
 }
@@ -107,6 +115,8 @@ TensorSlice PlanSlicer::slice(const std::string& name, const std::vector<int64_t
 
 bool replica_grads_are_partial(const ParamView& v, bool sequence_parallel) {
   if (v.replicas <= 1) return false;
+  // Every tp rank runs an MoE block whole, on all tokens: its gradients are whole on each.
+  if (v.name.find("block_sparse_moe.") != std::string::npos) return false;
   return style_of(v.name) == TensorStyle::replicated ? sequence_parallel : true;
 }
 
