@@ -17,8 +17,8 @@ bool step_is_nonfinite(double loss, double grad_norm) {
 }
 
 std::string describe_nonfinite(double loss, double grad_norm) {
-  if (!std::isfinite(grad_norm)) return fmt::format("the gradient norm is {} (the loss {})", grad_norm, loss);
-  if (!std::isfinite(loss)) return fmt::format("the loss is {}", loss);
+  if (!std::isfinite(grad_norm)) return fmt::format("the gradient norm became {}", grad_norm);
+  if (!std::isfinite(loss)) return "the loss is not finite";
   return "the gradient norm is exactly 0 (the gradient vanished: an overflow inside the forward, "
          "typically an RMSNorm's sum of squares, zeroes every gradient behind it)";
 }

@@ -35,10 +35,10 @@ StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
         "with pp = 1 and the same data to locate it";
   }
   throw AgreedError(fmt::format(
-      "step {}: {}. First point that went bad: {}. Stopped before the update (on_nonfinite = stop); no "
-      "checkpoint follows this step, the last one in '{}' is from before it. Lower lr (now {}), set "
-      "grad_clip, or on_nonfinite = skip",
-      step_ + 1, what, where, out_dir_, cfg_.lr));
+      "step {}: {}; the loss became {}. First point that went bad: {}. Stopped before the update "
+      "(on_nonfinite = stop); no checkpoint follows this step, the last one in '{}' is from before it; "
+      "lower lr (now {}), set grad_clip, or on_nonfinite = skip",
+      step_ + 1, what, loss, where, out_dir_, cfg_.lr));
 }
 
 void Trainer::checkpoint_if_due(const StepRecord& r, int last) {

@@ -7,7 +7,7 @@
 mpiexec=$1
 fivefold=$2
 config=$3
-timeout_s=3
+timeout_s=5
 . "$(dirname "$0")/tiny_job_setup.sh"
 echo "STOP 1 3" >"$out/plan"
 FF_FAULT_PLAN=$out/plan "$mpiexec" --oversubscribe -np 2 "$fivefold" train --config "$config" --data "$out/data" \

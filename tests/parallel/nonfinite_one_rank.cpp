@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
     message = e.what();
   }
   const bool ok =
-      message.find("step 2: the gradient norm is ") != std::string::npos &&
-      message.find("nan (the loss") != std::string::npos &&
+      message.find("step 2: the gradient norm became ") != std::string::npos &&
+      message.find("nan; the loss became ") != std::string::npos &&
       message.find("micro-batch 0, layer 1, input_layernorm output, on rank 1") != std::string::npos &&
       t.step() == 1;
   std::printf("rank %d: %s: %s\n", world.rank(), ok ? "PASS" : "FAIL", message.c_str());

@@ -8,6 +8,9 @@
 #include <iterator>
 #include <functional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "test_data.h"
 #include "train/resume_check.h"
@@ -92,17 +95,25 @@ TEST(ResumeCheck, AcceptsDeliberateChangesAndNamesThem) {
   EXPECT_EQ(describe_changes(split), "dp 2 -> 1, micro_batch 4 -> 8");
 }
 
-TEST(ResumeCheck, TrainerKeepsTheOldConfigAndRefusesASeed) {
+// One run folder for both checks of a resume (a trainer costs seconds): the config check, and
+// metrics.jsonl holding each step once (issue 10): the rows a killed run wrote after its last
+// checkpoint are dropped when the run resumes from it.
+TEST(ResumeCheck, TrainerKeepsTheOldConfigRefusesASeedAndLogsEachStepOnce) {
   TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
   c.data = testkit::tiny_data_dir();
   c.eval_every = 0;
   c.steps = 4;
-  c.stop_at = 2;
+  c.stop_at = 2;  // the checkpoint a killed run left
   const std::string dir = testkit::temp_dir("resume_check");
   {
     Trainer t(c, dir);
     t.quiet = true;
     t.run();
+  }
+  {
+    // What the killed run logged after that checkpoint: steps 3 and 4, and a torn line.
+    std::ofstream m(dir + "/metrics.jsonl", std::ios::app);
+    m << "{\"step\":3,\"loss\":1}\n{\"step\":4,\"loss\":1}\n{\"step\":5,\"lo";
   }
   TrainConfig seed = c;
   seed.stop_at = 0, seed.seed = 99;
@@ -115,8 +126,18 @@ TEST(ResumeCheck, TrainerKeepsTheOldConfigAndRefusesASeed) {
   TrainConfig lr = c;
   lr.stop_at = 0, lr.lr = 2e-3f;
   Trainer t(lr, dir);
+  t.quiet = true;
   EXPECT_EQ(t.step(), 2);
   const std::string old = text_of(dir + "/config.step_2.toml");
   EXPECT_NE(old.find("lr = 0.001 "), std::string::npos);
   EXPECT_NE(text_of(dir + "/config.toml").find("lr = 0.002 "), std::string::npos);
+  t.run();
+  std::ifstream m(dir + "/metrics.jsonl");
+  std::vector<int> steps;
+  for (std::string line; std::getline(m, line);) {
+    const auto rec = nlohmann::json::parse(line);  // throws on a torn line left in the middle
+    steps.push_back(rec["step"].get<int>());
+    EXPECT_NE(rec["loss"].get<double>(), 1.0) << "a stale row of the killed run survived";
+  }
+  EXPECT_EQ(steps, (std::vector<int>{1, 2, 3, 4}));
 }
