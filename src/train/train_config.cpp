@@ -1,5 +1,6 @@
 #include "train/train_config.h"
 
+#include "model/precision.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
 
@@ -55,6 +56,7 @@ const std::vector<Binding>& bindings() {
       {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
       {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
       {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
+      {{"precision", "fp32 | bf16: bf16 GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
       {{"threads", "OpenMP threads per rank (0 = cores of this machine / ranks on it)"}, FF_FIELD(threads)},
       {{"eval_every", "validation loss every N steps and at the end (0 = never)"}, FF_FIELD(eval_every)},
       {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
@@ -309,6 +311,11 @@ void validate_train_config(const TrainConfig& c) {
                      c.model.n_layers, c.pp, c.chunks));
   } else {
     need(c.chunks == 1, fmt::format("chunks = {} needs pp > 1 and the interleaved schedule", c.chunks));
+  }
+  try {
+    parse_precision(c.precision);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("config key 'precision': ") + e.what());
   }
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");

@@ -14,7 +14,9 @@
 #include "io/token_shard.h"
 #include "io/tokenizer.h"
 #include "kernels/adamw.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
+#include "model/precision.h"
 #include "comm/comm.h"
 #include "train/checkpoint.h"
 
@@ -66,6 +68,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   }
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
+  precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
   const std::string tok_path = data_file(cfg_, "tokenizer.model");

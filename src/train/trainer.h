@@ -6,6 +6,7 @@
 // files and prints.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "io/data_loader.h"
 #include "io/metrics.h"
 #include "io/trace.h"
+#include "kernels/gemm_precision.h"
 #include "model/llama.h"
 #include "parallel/model_state.h"
 #include "parallel/pipeline/pipeline_stages.h"
@@ -83,6 +85,7 @@ class Trainer {
   StageSplit split_;                                 // pp > 1
   ModelParts parts_;                                 // this rank's parts of the model
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
+  std::optional<GemmInputDtypeScope> precision_;     // the run's GEMM inputs; restored on destruction
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
   std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1

@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 
 #include "io/atomic_file.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
 #include "train/trainer.h"
+
 
 // The trainer's outer loop and what it reports: progress lines, metrics records, the trace.
 namespace ff {
@@ -77,6 +79,7 @@ void Trainer::run() {
                 ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
                 dp_size_, tp_size_, cfg_.sp ? " (sequence parallel)" : "", pp_size_, cfg_.zero,
                 recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
+    if (cfg_.precision != "fp32") std::printf("precision %s: %s\n", cfg_.precision.c_str(), bf16_path_description().c_str());
     if (pp_size_ > 1)
       std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
                   describe_split(split_).c_str());
