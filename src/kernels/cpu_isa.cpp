@@ -73,4 +73,10 @@ std::string bf16_path_description() {
          "arithmetic plus the conversions); use precision = fp32 here for speed";
 }
 
+std::string f16_path_description() {
+  if (native_16bit_gemm(DType::f16)) return "fp16 GEMMs: oneDNN f16 matmul, fp32 accumulation";
+  return "fp16 GEMMs: oneDNN has no f16 matmul for this CPU: operands rounded to fp16, widened and multiplied "
+         "in fp32 (products of two fp16 values are exact in fp32, so the numbers are fp16's; the speed is fp32's)";
+}
+
 }  // namespace ff

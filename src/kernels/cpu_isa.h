@@ -11,5 +11,7 @@ Bf16Path bf16_path();
 const char* bf16_path_name(Bf16Path p);  // "AMX", "AVX512-BF16", "emulated"
 // One start-up line: the path, and where emulated, that bf16 will be slower than fp32 and why.
 std::string bf16_path_description();
+// The same for f16 (oneDNN native, or widened to fp32: exact products at fp32 speed).
+std::string f16_path_description();
 
 }  // namespace ff

@@ -2,6 +2,7 @@
 // The training precision (config key `precision`). fp32: everything fp32 (the default, bitwise
 // the runs before mixed precision existed). bf16: GEMM inputs rounded to bf16, fp32 accumulation;
 // norms, softmax, RoPE and the loss fp32; fp32 master weights, gradients and AdamW moments.
+// fp16: the same with fp16 GEMM inputs, plus dynamic loss scaling (train/loss_scaler.h).
 #include <string>
 
 #include "core/dtype.h"

@@ -56,7 +56,10 @@ const std::vector<Binding>& bindings() {
       {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
       {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
       {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
-      {{"precision", "fp32 | bf16: bf16 GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
+      {{"precision", "fp32 | bf16 | fp16: 16-bit GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
+      {{"loss_scale_init", "fp16: initial dynamic loss scale"}, FF_FIELD(loss_scale.init)},
+      {{"loss_scale_window", "fp16: clean steps before the loss scale doubles"}, FF_FIELD(loss_scale.window)},
+      {{"loss_scale_hysteresis", "fp16: overflows (skipped steps) before the loss scale halves"}, FF_FIELD(loss_scale.hysteresis)},
       {{"threads", "OpenMP threads per rank (0 = cores of this machine / ranks on it)"}, FF_FIELD(threads)},
       {{"eval_every", "validation loss every N steps and at the end (0 = never)"}, FF_FIELD(eval_every)},
       {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
@@ -317,6 +320,11 @@ void validate_train_config(const TrainConfig& c) {
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("config key 'precision': ") + e.what());
   }
+  need(c.loss_scale.init > 0 && std::isfinite(c.loss_scale.init) && c.loss_scale.window > 0 &&
+           c.loss_scale.hysteresis > 0,
+       fmt::format("loss_scale_init ({}) must be a positive number, loss_scale_window ({}) and "
+                   "loss_scale_hysteresis ({}) positive integers; 65536, 2000 and 2 are usual",
+                   c.loss_scale.init, c.loss_scale.window, c.loss_scale.hysteresis));
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
   ModelConfig probe = c.model;

@@ -69,6 +69,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
   precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
+  if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
   const std::string tok_path = data_file(cfg_, "tokenizer.model");
@@ -197,7 +198,8 @@ StepRecord Trainer::train_step() {
   state_->zero_grads();
   // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
-  const float grad_scale = 1.0f / float(size_t(G) * T);
+  float grad_scale = 1.0f / float(size_t(G) * T);
+  if (scaler_) grad_scale *= scaler_->scale();  // fp16: every gradient carries the loss scale
   double loss_sum = 0;
   if (pp_size_ > 1) {
     // The micro-batches go through the stages as the schedule orders them; the last stage
@@ -237,16 +239,26 @@ StepRecord Trainer::train_step() {
   // and through clipping the weights).
   const double norm_sq =
       sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
-  const double norm = std::sqrt(norm_sq);
-  if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
-  ++step_;
+  double norm = std::sqrt(norm_sq);
+  // fp16: the norm is the same number on every rank, so all agree whether to skip the step.
+  const float loss_scale = scaler_ ? scaler_->scale() : 0.0f;
+  const bool skip = scaler_ && !std::isfinite(norm_sq);
+  if (scaler_) {
+    scaler_->update(skip);
+    if (!skip) {
+      state_->scale_grads(1.0f / loss_scale);  // exact: the scale is a power of 2
+      norm /= loss_scale;
+    }
+  }
+  if (!skip && cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
+  ++step_;  // a skipped step still consumed its batch and advances the LR schedule
   const float lr = schedule_.at(step_);
-  {
+  if (!skip) {
     TraceScope scope(tracer_.get(), "optimizer", "step");
     state_->optimizer_step(lr, step_);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  StepRecord r{step_, loss, norm, lr, seconds};
+  StepRecord r{step_, loss, norm, lr, seconds, loss_scale, skip};
   history_.push_back(r);
   return r;
 }

@@ -34,6 +34,8 @@ struct StepRecord {
   double grad_norm;
   float lr;
   double seconds;
+  float loss_scale = 0;  // fp16: the scale this step's gradients carried (0: no loss scaling)
+  bool skipped = false;  // fp16: the gradients overflowed and the update was skipped
 };
 
 class Trainer {
@@ -85,6 +87,7 @@ class Trainer {
   StageSplit split_;                                 // pp > 1
   ModelParts parts_;                                 // this rank's parts of the model
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
+  std::unique_ptr<LossScaler> scaler_;               // precision = fp16
   std::optional<GemmInputDtypeScope> precision_;     // the run's GEMM inputs; restored on destruction
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1

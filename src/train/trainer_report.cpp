@@ -37,6 +37,7 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
                         {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
                         {"mfu", mfu}, {"step_seconds", r.seconds}};
   if (std::isfinite(val_loss)) rec["val_loss"] = val_loss;
+  if (r.loss_scale > 0) rec["loss_scale"] = r.loss_scale, rec["skipped"] = r.skipped;
   const MemorySnapshot mem = MemoryLedger::instance().snapshot();
   nlohmann::json bytes;
   for (int i = 0; i < kMemCategories; ++i) bytes[mem_category_name(MemCategory(i))] = mem.current[i];
@@ -47,6 +48,7 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
   std::string line = fmt::format("step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% | ETA {}",
                                  r.step, cfg_.steps, r.loss, r.lr, tokens_per_s, 100 * mfu, format_duration(eta));
   if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f}", val_loss);
+  if (r.loss_scale > 0) line += fmt::format(" | scale {:g}{}", r.loss_scale, r.skipped ? " (overflow: skipped)" : "");
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
@@ -79,7 +81,9 @@ void Trainer::run() {
                 ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
                 dp_size_, tp_size_, cfg_.sp ? " (sequence parallel)" : "", pp_size_, cfg_.zero,
                 recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
-    if (cfg_.precision != "fp32") std::printf("precision %s: %s\n", cfg_.precision.c_str(), bf16_path_description().c_str());
+    if (cfg_.precision != "fp32")
+      std::printf("precision %s: %s\n", cfg_.precision.c_str(),
+                  (cfg_.precision == "fp16" ? f16_path_description() : bf16_path_description()).c_str());
     if (pp_size_ > 1)
       std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
                   describe_split(split_).c_str());
