@@ -240,9 +240,11 @@ StepRecord Trainer::train_step() {
   const double norm_sq =
       sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
   double norm = std::sqrt(norm_sq);
-  // fp16: the norm is the same number on every rank, so all agree whether to skip the step.
+  // fp16: an overflow anywhere reaches every rank's norm through the reductions; the flag is
+  // still summed over the whole mesh (one scalar) so that no layout can leave a rank disagreeing.
   const float loss_scale = scaler_ ? scaler_->scale() : 0.0f;
-  const bool skip = scaler_ && !std::isfinite(norm_sq);
+  const bool skip = scaler_ && sum_over(std::isfinite(norm_sq) ? 0.0 : 1.0,
+                                        {MeshAxis::dp, MeshAxis::cp, MeshAxis::tp, MeshAxis::pp}) > 0;
   if (scaler_) {
     scaler_->update(skip);
     if (!skip) {

@@ -8,7 +8,8 @@
 // fp32 tests: losses 1e-4 and gradient norms 2e-3 relative per step (seen on Zen 5: losses
 // <= 1.1e-5, norms <= 1.4e-3 (tp + sp), pp bitwise). So that a layout silently running fp32 could
 // not pass, the serial fp32 run must differ from serial bf16 by more than the norm tolerance
-// (seen: 3.3e-3; the loss alone, 4e-5, would not tell them apart).
+// (seen: 3.3e-3; the loss alone, 4e-5, would not tell them apart). Last, fp16 under ZeRO-1 with an
+// overflow forced on one rank: both ranks skip exactly that step and halve the scale.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -93,6 +94,28 @@ int main(int argc, char** argv) {
     std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d vs serial bf16: worst step-loss rel diff %.2e (tol %.1e), "
                 "worst grad-norm rel diff %.2e (tol %.1e): %s\n",
                 l.dp, l.zero, l.tp, int(l.sp), l.pp, g.loss, kLossTol, g.norm, kNormTol, ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  {
+    // fp16 under ZeRO-1: an inf injected into rank 1's gradient shard alone at step 3 must make
+    // both ranks skip step 3 (and only it) and back off the scale alike.
+    const Mesh mesh(world, MeshDegrees{.dp = 2});
+    TrainConfig c = tiny_bf16(data, 4, 1, "fp16");
+    c.dp = 2, c.zero = 1, c.steps = 5, c.loss_scale = {1024.0f, 1000, 1};
+    Trainer t(c, testkit::temp_dir("fp16"), &mesh);
+    t.quiet = true;
+    t.after_grads_reduced = [&](ModelState& s) {
+      if (t.step() + 1 != 3 || world.rank() != 1) return;
+      size_t n = 0;
+      float* g = s.segment_grads(t.model().layout().head_segment(), &n);
+      if (n > 0) g[0] = INFINITY;
+    };
+    t.run();
+    bool ok = true;
+    for (const StepRecord& r : t.history())
+      ok &= r.skipped == (r.step == 3) && r.loss_scale == (r.step <= 3 ? 1024.0f : 512.0f);
+    std::printf("rank %d fp16 zero 1, inf injected on rank 1 at step 3: skipped steps and scales %s\n", world.rank(),
+                ok ? "as expected (3 skipped; 1024 -> 512)" : "WRONG");
     failures += !ok;
   }
   if (world.rank() == 0) {
