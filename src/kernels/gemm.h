@@ -29,9 +29,9 @@ const char* gemm_backend_name();
 
 // True when oneDNN builds a native 16-bit matmul for `t` on this CPU (else gemm widens to fp32).
 bool native_16bit_gemm(DType t);
-// GFLOP/s of C(M,N) = A(M,K) op(B) with operands of type t (f32: the fp32 path), best of the
-// products that fit in ~0.3 s after a warm-up; for the bf16-vs-fp32 micro-bench and start-up.
-double measure_gemm_gflops(DType t, int M, int N, int K, bool trans_b = false, int threads = 0);
+// GFLOP/s of C(M,N) = op(A) op(B) with operands of type t (f32: the fp32 path), best of the
+// products that fit in ~0.3 s after a warm-up; for the bf16-vs-fp32 micro-bench.
+double measure_gemm_gflops(DType t, int M, int N, int K, bool trans_a, bool trans_b, int threads = 0);
 
 // The measured sgemm ceiling for MFU: GFLOP/s of an n x n x n product of the chosen backend on
 // `threads` threads (0: omp_get_max_threads()), the best of the products that fit in ~0.4 s

@@ -134,10 +134,10 @@ bool native_16bit_gemm(DType t) {
 #endif
 }
 
-double measure_gemm_gflops(DType t, int M, int N, int K, bool trans_b, int threads) {
+double measure_gemm_gflops(DType t, int M, int N, int K, bool trans_a, bool trans_b, int threads) {
   const int saved = omp_get_max_threads();
   if (threads > 0) omp_set_num_threads(threads);
-  const int ldb = trans_b ? K : N;
+  const int lda = trans_a ? M : K, ldb = trans_b ? K : N;
   std::vector<float> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N, 0.0f);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 7) * 0.25f - 0.75f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) * 0.5f - 1.0f;
@@ -147,11 +147,11 @@ double measure_gemm_gflops(DType t, int M, int N, int K, bool trans_b, int threa
   const ConstTypedPtr A = t == DType::f32 ? ConstTypedPtr(a.data()) : ConstTypedPtr(a16.data(), t);
   const ConstTypedPtr B = t == DType::f32 ? ConstTypedPtr(b.data()) : ConstTypedPtr(b16.data(), t);
   using clock = std::chrono::steady_clock;
-  gemm(false, trans_b, M, N, K, 1.0f, A, K, B, ldb, 0.0f, TypedPtr(c.data()), N);
+  gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, TypedPtr(c.data()), N);
   double best = 1e30, spent = 0;
   for (int rep = 0; rep < 3 || (spent < 0.3 && rep < 200); ++rep) {
     const auto t0 = clock::now();
-    gemm(false, trans_b, M, N, K, 1.0f, A, K, B, ldb, 0.0f, TypedPtr(c.data()), N);
+    gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, TypedPtr(c.data()), N);
     const double s = std::chrono::duration<double>(clock::now() - t0).count();
     best = std::min(best, s);
     spent += s;
