@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "test_data.h"
@@ -134,6 +135,26 @@ TEST(LossScaling, ForcedOverflowSkipsExactlyThatStepAndBacksOff) {
     }
   }
   EXPECT_LT(t.history().back().loss, t.history().front().loss);
+}
+
+// Bad precision input is refused by validation (before any data is read), naming the key.
+TEST(PrecisionConfig, BadValuesNameTheKey) {
+  using namespace ff;
+  auto refusal = [](const char* key, const char* value) {
+    TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {{key, value}});
+    try {
+      validate_train_config(c);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal("precision", "fp64").find("config key 'precision': unknown precision 'fp64'"), std::string::npos);
+  EXPECT_NE(refusal("precision", "fp8").find("not available"), std::string::npos);
+  EXPECT_NE(refusal("loss_scale_window", "0").find("loss_scale_window (0)"), std::string::npos);
+  EXPECT_NE(refusal("loss_scale_init", "-1").find("loss_scale_init (-1)"), std::string::npos);
+  EXPECT_EQ(refusal("precision", "bf16"), "accepted");
+  EXPECT_EQ(load_train_config(testkit::config_path("tiny.toml"), {}).precision, "fp32");  // the default
 }
 
 }  // namespace
