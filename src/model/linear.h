@@ -19,7 +19,7 @@ inline void matmul_xwt_add(float* y, const float* x, const float* W, int N, int 
 }
 // dx(N,in) = dy(N,out) W, overwriting dx.
 inline void matmul_dyw(float* dx, const float* dy, const float* W, int N, int in, int out) {
-  gemm_run_precision(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in);
+  gemm_run_precision(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in, GemmRole::dgrad);
 }
 // dW(out,in) += dy^T x (linear_backward picks the faster operand order for tall weights)
 inline void accumulate_dw(float* dW, const float* dy, const float* x, int N, int in, int out) {

@@ -18,8 +18,8 @@ Precision parse_precision(const std::string& s) {
   if (s == "fp32") return Precision::fp32;
   if (s == "bf16") return Precision::bf16;
   if (s == "fp16") return Precision::fp16;
-  if (s == "fp8") throw std::invalid_argument("'fp8' is not available in this build yet; use fp32, bf16 or fp16");
-  throw std::invalid_argument("unknown precision '" + s + "'; use fp32, bf16 or fp16");
+  if (s == "fp8") return Precision::fp8;
+  throw std::invalid_argument("unknown precision '" + s + "'; use fp32, bf16, fp16 or fp8 (experimental)");
 }
 
 DType gemm_input_dtype_of(Precision p) {

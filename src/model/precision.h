@@ -3,6 +3,7 @@
 // the runs before mixed precision existed). bf16: GEMM inputs rounded to bf16, fp32 accumulation;
 // norms, softmax, RoPE and the loss fp32; fp32 master weights, gradients and AdamW moments.
 // fp16: the same with fp16 GEMM inputs, plus dynamic loss scaling (train/loss_scaler.h).
+// fp8 (experimental): GEMM inputs fake-quantised to e4m3 / e5m2 (kernels/gemm_precision.h).
 #include <string>
 
 #include "core/dtype.h"

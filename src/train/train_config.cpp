@@ -56,7 +56,7 @@ const std::vector<Binding>& bindings() {
       {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
       {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
       {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
-      {{"precision", "fp32 | bf16 | fp16: 16-bit GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
+      {{"precision", "fp32 | bf16 | fp16 | fp8 (experimental, emulated): low-precision GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
       {{"loss_scale_init", "fp16: initial dynamic loss scale"}, FF_FIELD(loss_scale.init)},
       {{"loss_scale_window", "fp16: clean steps before the loss scale doubles"}, FF_FIELD(loss_scale.window)},
       {{"loss_scale_hysteresis", "fp16: overflows (skipped steps) before the loss scale halves"}, FF_FIELD(loss_scale.hysteresis)},

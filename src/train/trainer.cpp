@@ -69,6 +69,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
   precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
+  fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
+  set_gemm_fp8(fp8_);
   if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
@@ -184,7 +186,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   sgemm_peak_flops_ = peak;
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (fp8_) set_gemm_fp8(false);
+}
 
 double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {
   return mesh_ ? mesh_->reduce_scalar(x, axes) : x;

@@ -89,6 +89,7 @@ class Trainer {
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
   std::unique_ptr<LossScaler> scaler_;               // precision = fp16
   std::optional<GemmInputDtypeScope> precision_;     // the run's GEMM inputs; restored on destruction
+  bool fp8_ = false;                                 // precision = fp8: set_gemm_fp8 for the trainer's life
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
   std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1

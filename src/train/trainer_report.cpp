@@ -83,7 +83,10 @@ void Trainer::run() {
                 recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
     if (cfg_.precision != "fp32")
       std::printf("precision %s: %s\n", cfg_.precision.c_str(),
-                  (cfg_.precision == "fp16" ? f16_path_description() : bf16_path_description()).c_str());
+                  cfg_.precision == "fp16"  ? f16_path_description().c_str()
+                  : cfg_.precision == "fp8" ? "fp8 GEMM inputs emulated: each operand quantised to e4m3/e5m2 and back, "
+                                              "then an fp32 GEMM (slower than fp32: no fp8 units here)"
+                                            : bf16_path_description().c_str());
     if (pp_size_ > 1)
       std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
                   describe_split(split_).c_str());
