@@ -52,6 +52,8 @@ def main():
     runs_dir, out_svg = sys.argv[1], sys.argv[2]
     curves = {p: read(os.path.join(runs_dir, p)) for p in ("fp32", "bf16", "fp16", "fp8")
               if os.path.exists(os.path.join(runs_dir, p, "metrics.jsonl"))}
+    # A run still going (or not yet evaluated) is left out rather than reported short.
+    curves = {p: recs for p, recs in curves.items() if any("val_loss" in r for r in recs)}
     ref = [r for r in curves["fp32"] if "val_loss" in r][-1]
     print("| precision | steps | final val loss | vs fp32 | final train loss | skipped steps (fp16) | final loss scale |")
     print("|---|---|---|---|---|---|---|")
