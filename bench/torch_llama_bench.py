@@ -56,6 +56,8 @@ def parse_args(argv=None):
     ap.add_argument("--adamw", choices=("for-loop", "foreach"), default="for-loop",
                     help="AdamW implementation (default for-loop, the faster one here)")
     ap.add_argument("--json", action="store_true", help="print one JSON line on stdout")
+    ap.add_argument("--autocast-bf16", action="store_true",
+                    help="forward and loss under torch.autocast('cpu', bfloat16): PyTorch's mixed precision")
     ap.add_argument("--ddp", action="store_true",
                     help="one DistributedDataParallel rank (gloo); RANK, WORLD_SIZE, MASTER_ADDR "
                          "and MASTER_PORT come from the environment; --batch is the global batch")
@@ -252,8 +254,9 @@ def main(a):
 
     def step(inputs, targets):
         opt.zero_grad(set_to_none=True)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.view(-1, a.vocab), targets.view(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast_bf16):
+            logits = model(inputs)
+            loss = F.cross_entropy(logits.float().view(-1, a.vocab), targets.view(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -304,7 +307,7 @@ def main(a):
         "torch": torch.__version__,
         "config": {"vocab": a.vocab, "dim": a.dim, "layers": a.layers, "heads": a.heads,
                    "kv_heads": a.kv_heads, "ffn": a.ffn, "seq": a.seq, "batch": a.batch,
-                   "tied": a.tied, "steps": a.steps, "warmup": a.warmup,
+                   "tied": a.tied, "autocast_bf16": a.autocast_bf16, "steps": a.steps, "warmup": a.warmup,
                    "data": a.tokens or f"random(seed={a.seed})"},
     }
     if a.ddp:

@@ -41,15 +41,6 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
 #endif
 }
 
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
-          ConstTypedPtr B, int ldb, float beta, TypedPtr C, int ldc) {
-  if (A.dtype() != DType::f32 || B.dtype() != DType::f32 || C.dtype() != DType::f32)
-    throw std::logic_error(std::string("gemm: no kernel for ") + dtype_name(A.dtype()) + " x " +
-                           dtype_name(B.dtype()) + " -> " + dtype_name(C.dtype()) +
-                           " yet; only f32 operands are supported");
-  gemm(trans_a, trans_b, M, N, K, alpha, A.f32(), lda, B.f32(), ldb, beta, C.f32(), ldc);
-}
-
 void linear_forward(float* y, const float* x, const float* W, int N, int in, int out,
                     bool accumulate) {
   gemm(false, true, N, out, in, 1.0f, x, in, W, in, accumulate ? 1.0f : 0.0f, y, out);

@@ -10,9 +10,10 @@ namespace ff {
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
           const float* B, int ldb, float beta, float* C, int ldc);
 
-// The same product over typed operands: the entry point mixed precision plugs into (bf16 or f16
-// A and B with fp32 accumulation into C). Today every operand must be f32; any other combination
-// throws naming the dtypes rather than reading 16-bit data as floats.
+// The same product over typed operands (gemm_mixed.cpp): f32 x f32, or bf16 x bf16 and f16 x f16
+// with fp32 accumulation into an f32 C (oneDNN's matmul, one primitive cached per shape; widened
+// to fp32 where oneDNN has no kernel). Any other combination throws naming the dtypes rather than
+// reading 16-bit data as floats.
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
           ConstTypedPtr B, int ldb, float beta, TypedPtr C, int ldc);
 
@@ -25,6 +26,12 @@ void linear_backward(float* dx, float* dW, const float* dy, const float* x, cons
                      int in, int out);
 
 const char* gemm_backend_name();
+
+// True when oneDNN builds a native 16-bit matmul for `t` on this CPU (else gemm widens to fp32).
+bool native_16bit_gemm(DType t);
+// GFLOP/s of C(M,N) = op(A) op(B) with operands of type t (f32: the fp32 path), best of the
+// products that fit in ~0.3 s after a warm-up; for the bf16-vs-fp32 micro-bench.
+double measure_gemm_gflops(DType t, int M, int N, int K, bool trans_a, bool trans_b, int threads = 0);
 
 // The measured sgemm ceiling for MFU: GFLOP/s of an n x n x n product of the chosen backend on
 // `threads` threads (0: omp_get_max_threads()), the best of the products that fit in ~0.4 s

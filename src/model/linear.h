@@ -1,24 +1,29 @@
 #pragma once
 // The three GEMM shapes of a linear layer y = x W^T (W stored (out, in), as PyTorch and Hugging
-// Face do), shared by the model's files.
+// Face do), shared by the model's files. They run in the run's GEMM precision
+// (kernels/gemm_precision.h): fp32 by default, bf16/f16 inputs with fp32 accumulation otherwise.
 #include <cstddef>
 #include <cstring>
 
-#include "kernels/gemm.h"
+#include "kernels/gemm_precision.h"
 
 namespace ff {
 
 // y(N,out) = x(N,in) W^T, overwriting y.
 inline void matmul_xwt(float* y, const float* x, const float* W, int N, int in, int out) {
-  gemm(false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
+  gemm_run_precision(false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
+}
+// y(N,out) += x(N,in) W^T (the residual add of o and down rides on beta = 1).
+inline void matmul_xwt_add(float* y, const float* x, const float* W, int N, int in, int out) {
+  gemm_run_precision(false, true, N, out, in, 1.0f, x, in, W, in, 1.0f, y, out);
 }
 // dx(N,in) = dy(N,out) W, overwriting dx.
 inline void matmul_dyw(float* dx, const float* dy, const float* W, int N, int in, int out) {
-  gemm(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in);
+  gemm_run_precision(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in, GemmRole::dgrad);
 }
 // dW(out,in) += dy^T x (linear_backward picks the faster operand order for tall weights)
 inline void accumulate_dw(float* dW, const float* dy, const float* x, int N, int in, int out) {
-  linear_backward(nullptr, dW, dy, x, nullptr, N, in, out);
+  accumulate_weight_grad(dW, dy, x, N, in, out);
 }
 inline void copy_rows(float* dst, const float* src, size_t n) { std::memcpy(dst, src, n * sizeof(float)); }
 

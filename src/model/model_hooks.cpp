@@ -10,7 +10,7 @@ void ModelHooks::row_output(float* out, const float* resid, const float* x, cons
                             int C) {
   // The residual add rides on the GEMM's beta = 1.
   copy_rows(out, resid, size_t(N) * size_t(C));
-  gemm(false, true, N, C, in, 1.0f, x, in, W, in, 1.0f, out, C);
+  matmul_xwt_add(out, x, W, N, in, C);
 }
 
 void ModelHooks::attention(float* att, float* lse, const float* q, const float* k, const float* v,

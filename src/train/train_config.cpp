@@ -1,6 +1,7 @@
 #include "train/train_config.h"
 
 #include "parallel/context/context_layout.h"
+#include "model/precision.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "train/moe_config_check.h"
@@ -67,6 +68,10 @@ const std::vector<Binding>& bindings() {
       {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
       {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
       {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
+      {{"precision", "fp32 | bf16 | fp16 | fp8 (experimental, emulated): low-precision GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
+      {{"loss_scale_init", "fp16: initial dynamic loss scale"}, FF_FIELD(loss_scale.init)},
+      {{"loss_scale_window", "fp16: clean steps before the loss scale doubles"}, FF_FIELD(loss_scale.window)},
+      {{"loss_scale_hysteresis", "fp16: overflows (skipped steps) before the loss scale halves"}, FF_FIELD(loss_scale.hysteresis)},
       {{"threads", "OpenMP threads per rank (0 = cores of this machine / ranks on it)"}, FF_FIELD(threads)},
       {{"eval_every", "validation loss every N steps and at the end (0 = never)"}, FF_FIELD(eval_every)},
       {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
@@ -333,6 +338,16 @@ void validate_train_config(const TrainConfig& c) {
   } else {
     need(c.chunks == 1, fmt::format("chunks = {} needs pp > 1 and the interleaved schedule", c.chunks));
   }
+  try {
+    parse_precision(c.precision);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("config key 'precision': ") + e.what());
+  }
+  need(c.loss_scale.init > 0 && std::isfinite(c.loss_scale.init) && c.loss_scale.window > 0 &&
+           c.loss_scale.hysteresis > 0,
+       fmt::format("loss_scale_init ({}) must be a positive number, loss_scale_window ({}) and "
+                   "loss_scale_hysteresis ({}) positive integers; 65536, 2000 and 2 are usual",
+                   c.loss_scale.init, c.loss_scale.window, c.loss_scale.hysteresis));
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
   need(c.on_nonfinite == "stop" || c.on_nonfinite == "skip",

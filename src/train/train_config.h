@@ -10,6 +10,7 @@
 #include "model/activations.h"
 #include "model/model_config.h"
 #include "parallel/model_state.h"
+#include "train/loss_scaler.h"
 
 namespace ff {
 
@@ -28,6 +29,8 @@ struct TrainConfig {
   float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
   float grad_clip = 1.0f;       // global L2 norm; 0 disables
   Recompute recompute = Recompute::none;
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (model/precision.h)
+  LossScaleConfig loss_scale;      // fp16 only (train/loss_scaler.h)
   int threads = 0;              // OpenMP threads per rank; 0 = this machine's cores / its ranks
   int eval_every = 50;          // validation loss every N steps (and at the end); 0 = never
   int eval_batches = 4;         // micro-batches of validation data per evaluation

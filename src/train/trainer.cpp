@@ -15,7 +15,9 @@
 #include "io/token_shard.h"
 #include "io/tokenizer.h"
 #include "kernels/adamw.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
+#include "model/precision.h"
 #include "comm/comm.h"
 #include "comm/flight_recorder.h"
 #include "train/checkpoint_meta.h"
@@ -72,6 +74,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   }
   validate_train_config(cfg_);
   omp_set_num_threads(cfg_.threads);
+  precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
+  fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
+  set_gemm_fp8(fp8_);
+  if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
   const std::string tok_path = data_file(cfg_, "tokenizer.model");
@@ -209,7 +215,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   }
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  if (fp8_) set_gemm_fp8(false);
+}
 
 double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {
   return mesh_ ? mesh_->reduce_scalar(x, axes) : x;
@@ -223,7 +231,8 @@ StepRecord Trainer::train_step() {
   state_->zero_grads();
   // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
-  const float grad_scale = 1.0f / float(size_t(G) * T);
+  float grad_scale = 1.0f / float(size_t(G) * T);
+  if (scaler_) grad_scale *= scaler_->scale();  // fp16: every gradient carries the loss scale
   if (moe_) moe_->begin_step(grad_scale);
   double loss_sum = 0;
   const int32_t *inputs = batch_inputs_.data(), *targets = batch_targets_.data();
@@ -267,19 +276,32 @@ StepRecord Trainer::train_step() {
   // and through clipping the weights).
   const double norm_sq =
       sum_over(sum_over(state_->grad_square_sum(norm_weights_), {MeshAxis::tp}), {MeshAxis::pp});
-  const double norm = std::sqrt(norm_sq);
-  // Loss and norm are reduced over every rank, so every rank takes this branch together.
-  if (step_is_nonfinite(loss, norm)) return nonfinite_step(loss, norm, grad_scale, t0);
-  if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
-  ++step_;
+  double norm = std::sqrt(norm_sq);
+  // fp16: an overflow anywhere reaches every rank's norm through the reductions; the flag is
+  // still summed over the whole mesh (one scalar) so that no layout can leave a rank disagreeing.
+  const float loss_scale = scaler_ ? scaler_->scale() : 0.0f;
+  const bool skip = scaler_ && sum_over(std::isfinite(norm_sq) ? 0.0 : 1.0,
+                                        {MeshAxis::dp, MeshAxis::cp, MeshAxis::tp, MeshAxis::pp}) > 0;
+  if (scaler_) {
+    scaler_->update(skip);
+    if (!skip) {
+      state_->scale_grads(1.0f / loss_scale);  // exact: the scale is a power of 2
+      norm /= loss_scale;
+    }
+  }
+  // Loss and norm are reduced over every rank, so every rank takes this branch together. An fp16
+  // overflow is not a blow-up: the scaler has skipped that step and backed off.
+  if (!skip && step_is_nonfinite(loss, norm)) return nonfinite_step(loss, norm, grad_scale, t0);
+  if (!skip && cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
+  ++step_;  // a skipped step still consumed its batch and advances the LR schedule
   const float lr = schedule_.at(step_);
-  {
+  if (!skip) {
     TraceScope scope(tracer_.get(), "optimizer", "step");
     state_->optimizer_step(lr, step_);
   }
   if (moe_) moe_->finish_step();  // after the step: the router bias moves once per optimizer step
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  StepRecord r{step_, loss, norm, lr, seconds};
+  StepRecord r{step_, loss, norm, lr, seconds, loss_scale, skip};
   history_.push_back(r);
   return r;
 }

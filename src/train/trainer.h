@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "io/data_loader.h"
 #include "io/metrics.h"
 #include "io/trace.h"
+#include "kernels/gemm_precision.h"
 #include "model/llama.h"
 #include "parallel/context/context_parallel.h"
 #include "parallel/model_state.h"
@@ -38,7 +40,8 @@ struct StepRecord {
   double grad_norm;
   float lr;
   double seconds;
-  bool skipped = false;       // non-finite with on_nonfinite = skip: the weights were not updated
+  float loss_scale = 0;       // fp16: the scale this step's gradients carried (0: no loss scaling)
+  bool skipped = false;       // not applied: an fp16 overflow, or non-finite with on_nonfinite = skip
   double spike_median = 0;    // > 0: the loss exceeded loss_spike x this recent median
 };
 
@@ -102,6 +105,9 @@ class Trainer {
   StageSplit split_;                                 // pp > 1
   ModelParts parts_;                                 // this rank's parts of the model
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
+  std::unique_ptr<LossScaler> scaler_;               // precision = fp16
+  std::optional<GemmInputDtypeScope> precision_;     // the run's GEMM inputs; restored on destruction
+  bool fp8_ = false;                                 // precision = fp8: set_gemm_fp8 for the trainer's life
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
   std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1

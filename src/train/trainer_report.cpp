@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 
 #include "io/atomic_file.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
 #include "train/fault_injection.h"
 #include "train/trainer.h"
+
 
 // The trainer's outer loop and what it reports: progress lines, metrics records, the trace.
 namespace ff {
@@ -42,6 +44,7 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
   if (std::isfinite(val_loss)) rec["val_loss"] = val_loss;
   if (r.skipped) rec["skipped"] = true;
   if (r.spike_median > 0) rec["loss_spike_median"] = r.spike_median;
+  if (r.loss_scale > 0) rec["loss_scale"] = r.loss_scale, rec["skipped"] = r.skipped;
   const MemorySnapshot mem = MemoryLedger::instance().snapshot();
   nlohmann::json bytes;
   for (int i = 0; i < kMemCategories; ++i) bytes[mem_category_name(MemCategory(i))] = mem.current[i];
@@ -55,6 +58,7 @@ void Trainer::log_progress(const StepRecord& r, double tokens_per_s, double val_
       cfg_.steps, r.loss, r.lr, tokens_per_s, 100 * mfu, 100 * gemm_share, format_duration(eta));
   if (moe_) line += moe_->progress();
   if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f}", val_loss);
+  if (r.loss_scale > 0) line += fmt::format(" | scale {:g}{}", r.loss_scale, r.skipped ? " (overflow: skipped)" : "");
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
@@ -91,6 +95,12 @@ void Trainer::run() {
     if (cp_)
       std::printf("context parallel: cp %d, %s attention, %s chunks, %d of the %d tokens of each sequence per rank\n",
                   cfg_.cp, cfg_.cp_comm.c_str(), cfg_.cp_balance.c_str(), cp_->layout().local_len(), cfg_.model.seq_len);
+    if (cfg_.precision != "fp32")
+      std::printf("precision %s: %s\n", cfg_.precision.c_str(),
+                  cfg_.precision == "fp16"  ? f16_path_description().c_str()
+                  : cfg_.precision == "fp8" ? "fp8 GEMM inputs emulated: each operand quantised to e4m3/e5m2 and back, "
+                                              "then an fp32 GEMM (slower than fp32: no fp8 units here)"
+                                            : bf16_path_description().c_str());
     if (pp_size_ > 1)
       std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
                   describe_split(split_).c_str());

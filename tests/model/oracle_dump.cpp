@@ -1,5 +1,5 @@
 // Dumps one forward/backward of a GQA, untied-head model for tests/oracle/check_against_torch.py:
-// the weights, the batch, our logits, our loss and every parameter gradient.
+// the weights, the batch, our logits, our loss and every parameter gradient (--bf16: in bf16).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -7,17 +7,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/gemm_precision.h"
 #include "model_fixture.h"
 #include "oracle_dump_util.h"
 
 using namespace ff;
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3) return std::fprintf(stderr, "usage: oracle_dump DIR [--tied]\n"), 2;
+  if (argc < 2 || argc > 4) return std::fprintf(stderr, "usage: oracle_dump DIR [--tied] [--bf16]\n"), 2;
   const std::string dir = argv[1];
   std::filesystem::create_directories(dir);
   ModelConfig c = testkit::small_gqa_config();
-  c.tied_embeddings = argc == 3 && std::string(argv[2]) == "--tied";
+  bool bf16 = false;
+  for (int i = 2; i < argc; ++i) {
+    c.tied_embeddings |= std::string(argv[i]) == "--tied";
+    bf16 |= std::string(argv[i]) == "--bf16";
+  }
+  // --bf16: the model's GEMMs read bf16 inputs (precision = bf16), checked against the same
+  // float64 oracle at a bf16 tolerance.
+  GemmInputDtypeScope precision(bf16 ? DType::bf16 : DType::f32);
   const int B = 3, T = c.seq_len, N = B * T;
   Llama model(c, B, Recompute::none);
   const size_t n = model.layout().total();

@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""bf16 training speed on the `bench` model (issue 11): fivefold fp32, fivefold bf16 and PyTorch
+1.13 with bf16 autocast, run alternately round after round in one invocation so all three see the
+same machine weather. Throughput = total timed tokens / total timed seconds (warm-up steps
+excluded). PyTorch runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (its best).
+
+usage: /usr/bin/python3 bench/serial/bf16_speed.py [--rounds 3 --steps 8 --warmup 2 --threads 2]
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from compare_pytorch import fivefold_round, run_measured, shard_to_int32  # noqa: E402
+import json  # noqa: E402
+
+
+def fivefold_precision_round(a, workdir, precision):
+    # compare_pytorch's round with the precision key added to its command through --fivefold.
+    wrapper = os.path.join(workdir, f"ff-{precision}.sh")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nexec "{a.fivefold}" "$@" --precision {precision}\n')
+    os.chmod(wrapper, 0o755)
+    b = argparse.Namespace(**vars(a))
+    b.fivefold = wrapper
+    return fivefold_round(b, workdir)
+
+
+def torch_bf16_round(a, tokens_file):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json", "--autocast-bf16",
+           "--steps", str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads), "--tokens", tokens_file]
+    out, rss = run_measured(cmd, env)
+    return {"tokens_per_s": json.loads(out.strip().splitlines()[-1])["tokens_per_s"], "rss_mb": rss}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fivefold", default=os.path.join(ROOT, "build/fivefold"))
+    ap.add_argument("--data", default=os.path.join(ROOT, "data/kjv"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    a.batch, a.seq = 8, 256
+    runs = {"fivefold fp32": [], "fivefold bf16": [], "PyTorch bf16 autocast": []}
+    with tempfile.TemporaryDirectory() as workdir:
+        tokens_file = os.path.join(workdir, "train.i32")
+        shard_to_int32(os.path.join(a.data, "train.bin"), tokens_file)
+        for r in range(a.rounds):
+            runs["fivefold fp32"].append(fivefold_precision_round(a, workdir, "fp32"))
+            runs["fivefold bf16"].append(fivefold_precision_round(a, workdir, "bf16"))
+            runs["PyTorch bf16 autocast"].append(torch_bf16_round(a, tokens_file))
+            print("round %d: " % (r + 1) + ", ".join(f"{k} {v[-1]['tokens_per_s']:.0f}" for k, v in runs.items()),
+                  file=sys.stderr, flush=True)
+    med = {k: statistics.median(x["tokens_per_s"] for x in v) for k, v in runs.items()}
+    bf16 = med["fivefold bf16"]
+    print(f"| run | tokens/s (median of {a.rounds} alternating rounds) | per round | fivefold bf16 / this | peak RSS |")
+    print("|---|---|---|---|---|")
+    for k, v in runs.items():
+        rounds = ", ".join("%.0f" % x["tokens_per_s"] for x in v)
+        print(f"| {k} | {med[k]:.0f} | {rounds} | {bf16 / med[k]:.2f}x | {max(x['rss_mb'] for x in v):.0f} MiB |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+#include "kernels/cpu_isa.h"
+
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#if defined(FIVEFOLD_GEMM_ONEDNN)
+#include <dnnl.hpp>
+#endif
+
+#include "kernels/gemm.h"
+
+namespace ff {
+namespace {
+
+// cpuid leaf 7: sub-leaf 0 EDX bit 22 = AMX-BF16, sub-leaf 1 EAX bit 5 = AVX512_BF16.
+bool cpuid_bit(unsigned subleaf, int reg, unsigned bit) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned r[4] = {0, 0, 0, 0};
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, subleaf, r[0], r[1], r[2], r[3]);
+  return (r[reg] >> bit) & 1u;
+#else
+  (void)subleaf, (void)reg, (void)bit;
+  return false;
+#endif
+}
+
+// The ISA oneDNN will actually dispatch to (it also checks that the OS enabled the AMX tiles).
+bool onednn_reaches(bool amx) {
+#if defined(FIVEFOLD_GEMM_ONEDNN)
+  const auto isa = dnnl::get_effective_cpu_isa();
+  return amx ? isa >= dnnl::cpu_isa::avx512_core_amx : isa >= dnnl::cpu_isa::avx512_core_bf16;
+#else
+  (void)amx;
+  return false;
+#endif
+}
+
+}  // namespace
+
+Bf16Path bf16_path() {
+  static const Bf16Path path = [] {
+    if (!native_16bit_gemm(DType::bf16)) return Bf16Path::emulated;
+    if (cpuid_bit(0, 3, 22) && onednn_reaches(true)) return Bf16Path::amx;
+    if (cpuid_bit(1, 0, 5) && onednn_reaches(false)) return Bf16Path::avx512_bf16;
+    return Bf16Path::emulated;
+  }();
+  return path;
+}
+
+const char* bf16_path_name(Bf16Path p) {
+  switch (p) {
+    case Bf16Path::amx: return "AMX";
+    case Bf16Path::avx512_bf16: return "AVX512-BF16";
+    case Bf16Path::emulated: return "emulated";
+  }
+  return "?";
+}
+
+std::string bf16_path_description() {
+  switch (bf16_path()) {
+    case Bf16Path::amx:
+      return "bf16 GEMMs: oneDNN on AMX tiles (bf16 inputs, fp32 accumulation)";
+    case Bf16Path::avx512_bf16:
+      return "bf16 GEMMs: oneDNN with AVX512-BF16 dot products (vdpbf16ps: two bf16 products per fp32 "
+             "lane, fp32 accumulation)";
+    case Bf16Path::emulated: break;
+  }
+  return "bf16 GEMMs: emulated (this CPU has neither AMX nor AVX512-BF16): every bf16 operand is widened "
+         "to fp32 and multiplied on the fp32 FMA units, so bf16 runs SLOWER than fp32 (the same "
+         "arithmetic plus the conversions); use precision = fp32 here for speed";
+}
+
+std::string f16_path_description() {
+  if (native_16bit_gemm(DType::f16)) return "fp16 GEMMs: oneDNN f16 matmul, fp32 accumulation";
+  return "fp16 GEMMs: oneDNN has no f16 matmul for this CPU: operands rounded to fp16, widened and multiplied "
+         "in fp32 (products of two fp16 values are exact in fp32, so the numbers are fp16's; the speed is fp32's)";
+}
+
+}  // namespace ff

@@ -1,0 +1,75 @@
+#include "kernels/gemm_precision.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/convert.h"
+#include "kernels/fp8.h"
+#include "kernels/gemm.h"
+#include "kernels/scratch.h"
+
+namespace ff {
+namespace {
+// Atomic because OpenMP workers may read it while a test's scope restores it on the main thread.
+std::atomic<DType> g_input_dtype{DType::f32};
+std::atomic<bool> g_fp8{false};
+
+// op(A) op(B) with both operands fake-quantised to fp8, each scaled so its amax maps to the
+// format's largest value; A is a gradient (e5m2) in the backward GEMMs.
+void fp8_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+              int ldb, float beta, float* C, int ldc, GemmRole role) {
+  const size_t na = size_t(trans_a ? K : M) * lda, nb = size_t(trans_b ? N : K) * ldb;
+  const size_t b_at = (na + 15) / 16 * 16;
+  float* a = detail::thread_scratch<float>(b_at + nb);
+  float* b = a + b_at;
+  auto quantise = [](float* dst, const float* src, size_t n, Fp8Format f) {
+    float amax = 0.0f;
+    for (size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));
+    std::copy(src, src + n, dst);
+    fake_quantise_fp8(dst, n, amax > 0.0f && std::isfinite(amax) ? fp8_max(f) / amax : 1.0f, f);
+  };
+  quantise(a, A, na, role == GemmRole::forward ? Fp8Format::e4m3 : Fp8Format::e5m2);
+  quantise(b, B, nb, Fp8Format::e4m3);
+  gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, C, ldc);
+}
+}  // namespace
+
+void set_gemm_input_dtype(DType t) { g_input_dtype.store(t, std::memory_order_relaxed); }
+DType gemm_input_dtype() { return g_input_dtype.load(std::memory_order_relaxed); }
+void set_gemm_fp8(bool on) { g_fp8.store(on, std::memory_order_relaxed); }
+bool gemm_fp8() { return g_fp8.load(std::memory_order_relaxed); }
+
+void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+                        const float* B, int ldb, float beta, float* C, int ldc, GemmRole role) {
+  if (gemm_fp8() && M > 0 && N > 0) {
+    fp8_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, role);
+    return;
+  }
+  const DType t = gemm_input_dtype();
+  if (t == DType::f32) {
+    gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+  if (M <= 0 || N <= 0) return;
+  // The stored extents, padding included: op(A) is (M, K), so A holds (trans ? K : M) rows of lda.
+  const size_t na = size_t(trans_a ? K : M) * lda, nb = size_t(trans_b ? N : K) * ldb;
+  // One scratch for both, B starting on a 64-byte boundary (32 halves).
+  const size_t b_at = (na + 31) / 32 * 32;
+  uint16_t* scratch = detail::thread_scratch<uint16_t>(b_at + nb);
+  const TypedPtr a16(scratch, t), b16(scratch + b_at, t);
+  convert_from_f32(a16, A, na);
+  convert_from_f32(b16, B, nb);
+  gemm(trans_a, trans_b, M, N, K, alpha, ConstTypedPtr(a16), lda, ConstTypedPtr(b16), ldb, beta, TypedPtr(C), ldc);
+}
+
+void accumulate_weight_grad(float* dW, const float* dy, const float* x, int N, int in, int out) {
+  if (gemm_input_dtype() == DType::f32 && !gemm_fp8()) {
+    linear_backward(nullptr, dW, dy, x, nullptr, N, in, out);
+    return;
+  }
+  gemm_run_precision(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in, GemmRole::wgrad);
+}
+
+}  // namespace ff

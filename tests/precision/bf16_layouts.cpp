@@ -1,0 +1,134 @@
+// Parallel layouts in bf16 against the serial bf16 run, under mpirun:
+//   mpirun -np 2 bf16_layouts
+// Both ranks train `tiny` (4 layers) for 12 steps with precision = bf16 in each layout (dp 2 x
+// ZeRO 0/1/3, tp 2 + sp, pp 2 with 1f1b); rank 0 then trains the serial bf16 model on the same
+// global batch and compares per-step losses and gradient norms. A layout changes only the order
+// of fp32 additions (reductions over ranks, a GEMM's K split over tp), but a last-bit change can
+// move a value across a bf16 rounding boundary, so the tolerance is bf16's, not the 1e-5 of the
+// fp32 tests: losses 1e-4 and gradient norms 2e-3 relative per step (seen on Zen 5: losses
+// <= 1.1e-5, norms <= 1.4e-3 (tp + sp), pp bitwise). So that a layout silently running fp32 could
+// not pass, the serial fp32 run must differ from serial bf16 by more than the norm tolerance
+// (seen: 3.3e-3; the loss alone, 4e-5, would not tell them apart). Last, fp16 under ZeRO-1 with an
+// overflow forced on one rank: both ranks skip exactly that step and halve the scale.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "comm/comm.h"
+#include "comm/comm_world.h"
+#include "comm/mesh.h"
+#include "shared_data.h"
+#include "train/trainer.h"
+#include "train_fixtures.h"
+
+using namespace ff;
+
+namespace {
+
+constexpr double kLossTol = 1e-4, kNormTol = 2e-3;
+
+TrainConfig tiny_bf16(const std::string& data, int micro_batch, int accum, const std::string& precision) {
+  TrainConfig c = testkit::tiny_config(data);
+  c.model.n_layers = 4;  // two per stage at pp = 2
+  c.steps = 12;
+  c.micro_batch = micro_batch;
+  c.grad_accum = accum;
+  c.precision = precision;
+  return c;
+}
+
+struct Gap {
+  double loss = 0, norm = 0;
+};
+
+Gap gap(const std::vector<StepRecord>& a, const std::vector<StepRecord>& b) {
+  Gap g;
+  if (a.size() != b.size()) return {INFINITY, INFINITY};
+  for (size_t i = 0; i < a.size(); ++i) {
+    g.loss = std::max(g.loss, std::fabs(a[i].loss - b[i].loss) / std::fabs(b[i].loss));
+    g.norm = std::max(g.norm, std::fabs(a[i].grad_norm - b[i].grad_norm) / std::fabs(b[i].grad_norm));
+  }
+  return g;
+}
+
+std::vector<StepRecord> serial_history(const TrainConfig& c) {
+  Trainer t(c, testkit::temp_dir("serial"), nullptr);
+  t.quiet = true;
+  t.run();
+  return t.history();
+}
+
+struct Layout {
+  int dp, zero, tp;
+  bool sp;
+  int pp;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CommSession session(&argc, &argv);
+  const Comm& world = comm_world();
+  if (world.size() != 2) return std::fprintf(stderr, "bf16_layouts runs under mpirun -np 2\n"), 2;
+  const std::string data = testkit::shared_tiny_data_dir(world);
+  const Layout layouts[] = {{2, 0, 1, false, 1}, {2, 1, 1, false, 1}, {2, 3, 1, false, 1},
+                            {1, 0, 2, true, 1},  {1, 0, 1, false, 2}};
+  // Serial histories by accumulation (pp runs 1f1b over 2 micro-batches); 8 sequences per step.
+  std::vector<StepRecord> serial_bf16[3];
+  int failures = 0;
+  for (const Layout& l : layouts) {
+    const Mesh mesh(world, MeshDegrees{.dp = l.dp, .tp = l.tp, .pp = l.pp});
+    const int accum = l.pp > 1 ? 2 : 1, mb = 8 / accum / l.dp;
+    TrainConfig c = tiny_bf16(data, mb, accum, "bf16");
+    c.dp = l.dp, c.zero = l.zero, c.tp = l.tp, c.sp = l.sp, c.pp = l.pp;
+    Trainer parallel(c, testkit::temp_dir("bf16"), &mesh);
+    parallel.quiet = true;
+    parallel.run();
+    if (world.rank() != 0) continue;
+    std::vector<StepRecord>& serial = serial_bf16[accum];
+    if (serial.empty()) serial = serial_history(tiny_bf16(data, 8 / accum, accum, "bf16"));
+    const Gap g = gap(parallel.history(), serial);
+    const bool ok = g.loss <= kLossTol && g.norm <= kNormTol;
+    std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d vs serial bf16: worst step-loss rel diff %.2e (tol %.1e), "
+                "worst grad-norm rel diff %.2e (tol %.1e): %s\n",
+                l.dp, l.zero, l.tp, int(l.sp), l.pp, g.loss, kLossTol, g.norm, kNormTol, ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  {
+    // fp16 under ZeRO-1: an inf injected into rank 1's gradient shard alone at step 3 must make
+    // both ranks skip step 3 (and only it) and back off the scale alike.
+    const Mesh mesh(world, MeshDegrees{.dp = 2});
+    TrainConfig c = tiny_bf16(data, 4, 1, "fp16");
+    c.dp = 2, c.zero = 1, c.steps = 5, c.loss_scale = {1024.0f, 1000, 1};
+    Trainer t(c, testkit::temp_dir("fp16"), &mesh);
+    t.quiet = true;
+    t.after_grads_reduced = [&](ModelState& s) {
+      if (t.step() + 1 != 3 || world.rank() != 1) return;
+      size_t n = 0;
+      float* g = s.segment_grads(t.model().layout().head_segment(), &n);
+      if (n > 0) g[0] = INFINITY;
+    };
+    t.run();
+    bool ok = true;
+    for (const StepRecord& r : t.history())
+      ok &= r.skipped == (r.step == 3) && r.loss_scale == (r.step <= 3 ? 1024.0f : 512.0f);
+    std::printf("rank %d fp16 zero 1, inf injected on rank 1 at step 3: skipped steps and scales %s\n", world.rank(),
+                ok ? "as expected (3 skipped; 1024 -> 512)" : "WRONG");
+    failures += !ok;
+  }
+  if (world.rank() == 0) {
+    const std::vector<StepRecord>& serial = serial_bf16[1];
+    const Gap precision = gap(serial_history(tiny_bf16(data, 8, 1, "fp32")), serial);
+    const bool learned = serial.back().loss < serial.front().loss - 0.5;
+    const bool ok = precision.norm > kNormTol && learned;
+    std::printf("serial fp32 vs serial bf16: worst step-loss rel diff %.2e, grad norm %.2e (must exceed %.1e, so "
+                "a layout running fp32 would fail); serial bf16 loss %.3f -> %.3f: %s\n",
+                precision.loss, precision.norm, kNormTol, serial.front().loss, serial.back().loss, ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  world.all_reduce(&failures, 1);
+  if (world.rank() == 0) std::printf("%s\n", failures == 0 ? "all layouts agree" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
