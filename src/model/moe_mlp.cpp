@@ -90,8 +90,8 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   const int R = int(h.resid_rows(size_t(N))), row0 = int(h.resid_row0(size_t(N)));
   copy_rows(out, m.a->mid, size_t(R) * C);
   if (Fs > 0)
-    gemm(false, true, R, C, Fs, 1.0f, a.shared_h + size_t(row0) * Fs, Fs, m.P + m.o->moe.shared_down, Fs, 1.0f,
-         out, C);
+    gemm_run_precision(false, true, R, C, Fs, 1.0f, a.shared_h + size_t(row0) * Fs, Fs, m.P + m.o->moe.shared_down,
+                       Fs, 1.0f, out, C);
   for (int t = row0; t < row0 + R; ++t)
     for (int j = 0; j < K; ++j) {
       const int32_t s = slot[size_t(t) * K + j];
@@ -174,7 +174,8 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   }
   // The router: gates and both balancing losses back to the logits, then to x and the weights.
   route_backward(*m.moe, {N, E, K}, a, d_gates, m.loss_scale, d_logits);            // (N, E)
-  gemm(false, false, N, C, E, 1.0f, d_logits, E, m.P + m.o->moe.router, C, 1.0f, d_ln, C);
+  gemm_run_precision(false, false, N, C, E, 1.0f, d_logits, E, m.P + m.o->moe.router, C, 1.0f, d_ln, C,
+                     GemmRole::dgrad);
   accumulate_dw(G + m.o->moe.router, d_logits, x, N, C, E);
   // Every tp rank computed the whole gradient; the tp sum that follows must count it once
   // (a power-of-two scale: exact).
