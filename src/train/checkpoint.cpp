@@ -160,7 +160,8 @@ std::string checkpoint_path_in(const std::string& dir_or_file) {
 }
 
 void save_checkpoint(const std::string& path, const CheckpointState& s, const float* params,
-                     const float* adam_m, const float* adam_v, size_t n) {
+                     const float* adam_m, const float* adam_v, size_t n,
+                     const std::vector<std::pair<std::string, const float*>>& extra) {
   CheckpointWriter w;
   w.set_meta({{"format", "fivefold-train-checkpoint"},
               {"step", s.step},
@@ -173,6 +174,7 @@ void save_checkpoint(const std::string& path, const CheckpointState& s, const fl
   w.add_section_view("params", params, n * sizeof(float));
   w.add_section_view("adam_m", adam_m, n * sizeof(float));
   w.add_section_view("adam_v", adam_v, n * sizeof(float));
+  for (const auto& [name, data] : extra) w.add_section_view(name, data, n * sizeof(float));
   w.write(path);
 }
 
@@ -193,6 +195,19 @@ CheckpointState load_checkpoint(const std::string& path, float* params, float* a
   copy("adam_m", adam_m);
   copy("adam_v", adam_v);
   return s;
+}
+
+void load_checkpoint_section(const std::string& path, const std::string& name, float* dst, size_t n) {
+  CheckpointReader r(path);
+  if (!r.has(name))
+    throw std::runtime_error(fmt::format("checkpoint '{}' has no section '{}', which this run's dp_mode keeps; "
+                                         "resume with the dp_mode that wrote it, or use a new --out folder",
+                                         path, name));
+  auto bytes = r.section(name);
+  if (bytes.size() != n * sizeof(float))
+    throw std::runtime_error(fmt::format("checkpoint '{}': section '{}' holds {} floats, expected {}", path, name,
+                                         bytes.size() / sizeof(float), n));
+  std::memcpy(dst, bytes.data(), bytes.size());
 }
 
 }  // namespace ff

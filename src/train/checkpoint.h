@@ -5,6 +5,8 @@
 // resuming continues bit-identically.
 #include <cstddef>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,8 +43,13 @@ std::string describe_model_difference(const ModelConfig& a, const ModelConfig& b
 std::string checkpoint_path_in(const std::string& dir_or_file);
 std::string checkpoint_file_name();  // "checkpoint.bin"
 
+// extra: further n-float sections by name (DiLoCo's outer state).
 void save_checkpoint(const std::string& path, const CheckpointState& state, const float* params,
-                     const float* adam_m, const float* adam_v, size_t n);
+                     const float* adam_m, const float* adam_v, size_t n,
+                     const std::vector<std::pair<std::string, const float*>>& extra = {});
+// Section `name` of n floats into dst; throws naming the file and the section if it is absent
+// (a checkpoint written by another dp_mode) or of another size.
+void load_checkpoint_section(const std::string& path, const std::string& name, float* dst, size_t n);
 
 // Every meta field of an opened checkpoint, validated as if a user had typed it; throws naming
 // the file and the field.

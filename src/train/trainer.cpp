@@ -17,6 +17,7 @@
 #include "kernels/gemm.h"
 #include "comm/comm.h"
 #include "train/checkpoint.h"
+#include "train/dp_mode_config.h"
 
 namespace ff {
 
@@ -65,6 +66,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     if (pp_size_ > 1) pp_ = &mesh_->group(MeshGroup::pp);
   }
   validate_train_config(cfg_);
+  resolve_lr_scaling(cfg_);
+  straggler_ = parse_straggler(cfg_.simulate_straggler);
+  if (straggler_.rank >= world_size())
+    throw std::runtime_error(fmt::format("config: simulate_straggler names rank {} but the job has {} ranks",
+                                         straggler_.rank, world_size()));
   omp_set_num_threads(cfg_.threads);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
@@ -132,9 +138,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
-                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_)}, mesh_,
                             tracer_.get(), replicas);
-  schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
+  schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
         PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
@@ -159,6 +165,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     std::vector<float> p(n), m(n), v(n);
     resume = load_checkpoint(ckpt.string(), p.data(), m.data(), v.data(), n);
     load_full_state(p, m, v);
+    for (auto& [name, dst] : state_->extra_state()) load_checkpoint_section(ckpt.string(), name, dst, n);
     step_ = resume.step;
     loader_->set_position(resume.data);
   } else {
@@ -212,6 +219,7 @@ StepRecord Trainer::train_step() {
                                            batch_targets_.data() + row0, mb, T, grad_scale);
     }
   }
+  straggle(straggler_, world_rank(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   {
     TraceScope scope(tracer_.get(), "wait gradients", "step");
     state_->finish_grads();
@@ -222,7 +230,8 @@ StepRecord Trainer::train_step() {
     }
   }
   if (after_grads_reduced) after_grads_reduced(*state_);
-  loss_sum = sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp});
+  // A replica that must not wait on the others (async) reports its own batch's loss.
+  loss_sum = state_->lockstep() ? sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp}) : loss_sum * dp_size_;
   const double loss = loss_sum / (double(G) * T);
   if (!std::isfinite(loss))
     throw std::runtime_error(fmt::format(

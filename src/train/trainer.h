@@ -21,6 +21,7 @@
 #include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
+#include "train/dp_mode_config.h"
 #include "train/lr_schedule.h"
 #include "train/train_config.h"
 
@@ -96,6 +97,7 @@ class Trainer {
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ModelState> state_;
   LrSchedule schedule_;
+  Straggler straggler_;  // simulate_straggler
   std::unique_ptr<MetricsWriter> metrics_;
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;

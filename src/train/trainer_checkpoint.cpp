@@ -64,8 +64,10 @@ void Trainer::save() {
   CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
   // The run folder's copy is the tokenizer that sample, eval and export will decode with.
   s.tokenizer_checksum = Tokenizer((fs::path(out_dir_) / "tokenizer.model").string()).checksum();
+  std::vector<std::pair<std::string, const float*>> extra;  // replicated: rank 0's is everyone's
+  for (const auto& [name, data] : state_->extra_state()) extra.push_back({name, data});
   save_checkpoint((fs::path(out_dir_) / checkpoint_file_name()).string(), s, p.data(), m.data(),
-                  v.data(), n);
+                  v.data(), n, extra);
 }
 
 }  // namespace ff

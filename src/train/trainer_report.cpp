@@ -77,6 +77,8 @@ void Trainer::run() {
                 ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len,
                 dp_size_, tp_size_, cfg_.sp ? " (sequence parallel)" : "", pp_size_, cfg_.zero,
                 recompute_name(cfg_.recompute), cfg_.threads, gemm_backend_name());
+    if (const std::string lr = describe_lr_scaling(cfg_); !lr.empty()) std::printf("%s\n", lr.c_str());
+    if (cfg_.dp_mode != "sync") std::printf("%s\n", describe_dp_mode(cfg_).c_str());
     if (pp_size_ > 1)
       std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
                   describe_split(split_).c_str());
