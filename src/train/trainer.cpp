@@ -198,6 +198,9 @@ StepRecord Trainer::train_step() {
   const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = cfg_.global_batch();
   const int local = mb * cfg_.grad_accum;
   loader_->next_batch(G, dp_rank_ * local, local, batch_inputs_.data(), batch_targets_.data());
+  // A simulated slow device: slower compute delays this rank's gradients, so sleep before them.
+  straggle(straggler_, world_rank(), last_compute_seconds_);
+  const auto t_compute = std::chrono::steady_clock::now();
   state_->zero_grads();
   // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
@@ -219,7 +222,7 @@ StepRecord Trainer::train_step() {
                                            batch_targets_.data() + row0, mb, T, grad_scale);
     }
   }
-  straggle(straggler_, world_rank(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  last_compute_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compute).count();
   {
     TraceScope scope(tracer_.get(), "wait gradients", "step");
     state_->finish_grads();

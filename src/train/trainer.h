@@ -97,7 +97,8 @@ class Trainer {
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ModelState> state_;
   LrSchedule schedule_;
-  Straggler straggler_;  // simulate_straggler
+  Straggler straggler_;  // simulate_straggler: sleeps in proportion to the last step's compute
+  double last_compute_seconds_ = 0;
   std::unique_ptr<MetricsWriter> metrics_;
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
