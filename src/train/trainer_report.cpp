@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "io/atomic_file.h"
+#include "comm/comm.h"
 #include "kernels/gemm.h"
 #include "train/trainer.h"
 
@@ -94,6 +95,10 @@ void Trainer::run() {
     log_progress(r, tokens_per_step / r.seconds, val);
     if (cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last) save();
   }
+  // Every rank asks (a group's first request is collective); the dense group exists by now.
+  const uint64_t dp_bytes = dp_size_ > 1 ? mesh_->group(MeshGroup::dp_cp).stats().total_bytes() : 0;
+  if (leader() && !quiet && dp_size_ > 1)
+    std::printf("data-parallel bytes sent per rank: %llu\n", (unsigned long long)dp_bytes);
   save();
   write_trace();
   if (leader() && !quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
