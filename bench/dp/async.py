@@ -12,7 +12,6 @@ linear learning-rate scaling rule.
 usage: nice -n 10 /usr/bin/python3 bench/dp/async.py [--steps 100] [--write]
 """
 import argparse
-import json
 import os
 import re
 import shutil
@@ -23,6 +22,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from benchlib import mpi_env, publish, read_metrics  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scaling import prepare  # noqa: E402  (the same corpus: the first verses of the KJV, vocab 2048)
 
 SECTION = "## Issue 14: asynchronous DP, local SGD, DiLoCo, learning-rate scaling"
 PER_RANK, SEQ = 8, 128
@@ -32,19 +33,6 @@ MODES = [("sync", []),
          ("diloco H=32", ["--dp-mode", "diloco", "--sync-every", "32"]),
          ("async s=1", ["--dp-mode", "async", "--max-staleness", "1"]),
          ("async s=2", ["--dp-mode", "async", "--max-staleness", "2"])]
-
-
-def prepare(a, tmp):
-    text = os.path.join(tmp, "verses.txt")
-    with open(a.text) as src, open(text, "w") as dst:
-        for i, line in enumerate(src):
-            if i >= a.lines:
-                break
-            dst.write(line)
-    data = os.path.join(tmp, "data")
-    subprocess.run([a.fivefold, "prepare", "--text", text, "--vocab", "2048", "--out", data],
-                   check=True, capture_output=True)
-    return data
 
 
 def train(a, data, out, ranks, steps, flags, eval_every=None):
@@ -106,7 +94,7 @@ def main():
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        data = prepare(a, tmp)
+        data, _ = prepare(a, tmp)
         out = os.path.join(tmp, "run")
         runs = {}
         for name, flags in MODES:
