@@ -111,7 +111,7 @@ def main():
                                             "--lr-reference-batch", str(PER_RANK)], eval_every=5)
         plain = train(a, data, out, 2, n, ["--warmup-steps", "10"], eval_every=5)
     ref = runs["sync"]
-    rows = ["| mode | final val loss | training wall time | bytes sent per rank (dp group) | bytes vs sync | tokens/s | tokens/s, rank 1 slowed 2x |",
+    rows = ["| mode | final val loss | training wall time | bytes sent per rank (dp group) | bytes vs sync | tokens/s | rank 0 tokens/s, rank 1 slowed 2x |",
             "|---|---|---|---|---|---|---|"]
     for name, _ in MODES:
         r = runs[name]
