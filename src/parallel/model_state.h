@@ -11,10 +11,12 @@
 //          group's ranks (ZeRO, Rajbhandari et al. 2020; stage 3 is FSDP).
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/param_access.h"
 #include "model/parameters.h"
+#include "parallel/data/dp_mode.h"
 #include "parallel/optimizer.h"
 #include "parallel/param_group.h"
 
@@ -34,6 +36,7 @@ struct DataParallelConfig {
   int zero = 0;              // ZeRO stage 0..3
   double bucket_mb = 4.0;    // DDP bucket size (zero 0)
   GradSync sync = GradSync::overlap;
+  DpModeConfig mode;         // sync (DDP/ZeRO), or replicas that step on their own (dp_mode.h)
 };
 
 // A run of the model's flat layout and where this rank keeps it: how a sharded checkpoint sees
@@ -77,6 +80,12 @@ class ModelState {
   // The part of segment `seg`'s summed gradient this rank holds after finish_grads (all of it,
   // or its ZeRO chunk), and its length: for sums across other groups (tied embeddings).
   virtual float* segment_grads(const ParamSegment& seg, size_t* count) = 0;
+  // False when a step must not wait on the other data-parallel replicas (async with staleness):
+  // the trainer then reports this replica's own loss instead of all-reducing it every step.
+  virtual bool lockstep() const { return true; }
+  // Full-size tensors a checkpoint keeps beyond parameters and AdamW moments, by section name
+  // (DiLoCo's outer state); the same on every rank.
+  virtual std::vector<std::pair<std::string, float*>> extra_state() { return {}; }
 };
 
 // The model's parameter groups (param_group.h: dense over dp x cp, expert over edp) over `mesh`

@@ -5,6 +5,7 @@
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "train/moe_config_check.h"
+#include "train/dp_mode_config.h"
 
 #include <algorithm>
 #include <charconv>
@@ -96,6 +97,16 @@ const std::vector<Binding>& bindings() {
       {{"on_nonfinite", "a non-finite or vanished gradient norm: stop (locate it, no update) | skip (the step)"}, FF_FIELD(on_nonfinite)},
       {{"loss_spike", "warn (and defer the checkpoint) when the loss exceeds this x its recent median; 0 = off"}, FF_FIELD(loss_spike)},
       {{"collective_timeout", "seconds a collective may wait; then every rank dumps run_dir/flight/ and the job ends"}, FF_FIELD(collective_timeout)},
+      {{"dp_mode", "data parallelism: sync (DDP) | local_sgd | diloco | async (needs dp >= 2, zero 0, tp = pp = 1)"}, FF_FIELD(dp_mode)},
+      {{"sync_every", "local_sgd, diloco: local optimizer steps between averagings (H)"}, FF_FIELD(sync_every)},
+      {{"outer_lr", "diloco: outer Nesterov learning rate"}, FF_FIELD(outer_lr)},
+      {{"outer_momentum", "diloco: outer Nesterov momentum (0 = plain SGD)"}, FF_FIELD(outer_momentum)},
+      {{"diloco_pseudo_grad_dtype", "diloco: pseudo-gradient all-reduce type, fp32 | bf16"}, FF_FIELD(diloco_pseudo_grad_dtype)},
+      {{"max_staleness", "async: gradients are applied this many steps late (0 = sync)"}, FF_FIELD(max_staleness)},
+      {{"simulate_straggler", "RANK:FACTOR: that rank sleeps (FACTOR-1) x its compute time per step (tests, benchmarks)"}, FF_FIELD(simulate_straggler)},
+      {{"lr_scaling", "scale lr with the global batch: none | linear | sqrt (of global batch / lr_reference_batch)"}, FF_FIELD(lr_scaling)},
+      {{"lr_reference_batch", "sequences per step that lr was tuned for (lr_scaling linear, sqrt)"}, FF_FIELD(lr_reference_batch)},
+      {{"scaled_lr", "set at start, not read: the peak lr after lr_scaling (= lr with none)"}, FF_FIELD(scaled_lr)},
   };
   return table;
 }
@@ -357,6 +368,7 @@ void validate_train_config(const TrainConfig& c) {
   need(c.collective_timeout > 0 && std::isfinite(c.collective_timeout),
        fmt::format("collective_timeout must be a positive number of seconds (got {}; 300 is the default)",
                    c.collective_timeout));
+  validate_dp_mode_config(c);
   ModelConfig probe = c.model;
   // A vocab_size of 0 comes from the tokenizer later (and is checked then); check the rest now.
   if (probe.vocab_size == 0) probe.vocab_size = c.tp;

@@ -54,6 +54,17 @@ struct TrainConfig {
   std::string on_nonfinite = "stop";  // a non-finite (or vanished) gradient norm: stop | skip the step
   float loss_spike = 5.0f;      // warn when the loss exceeds this x its recent median (0 = off)
   float collective_timeout = 300.0f;  // seconds a communication may wait before the job is ended
+  // Asynchronous data parallelism, local SGD, DiLoCo (parallel/data/dp_mode.h) and lr scaling
+  // (train/dp_mode_config.h).
+  std::string dp_mode = "sync";  // sync | local_sgd | diloco | async
+  int sync_every = 1;           // H: local steps between averagings (local_sgd, diloco)
+  float outer_lr = 0.7f, outer_momentum = 0.9f;  // diloco's outer Nesterov step
+  std::string diloco_pseudo_grad_dtype = "fp32";  // fp32 | bf16
+  int max_staleness = 0;        // async: a gradient is applied this many steps late
+  std::string simulate_straggler;  // "RANK:FACTOR": that rank sleeps (FACTOR-1) x its compute
+  std::string lr_scaling = "none";  // none | linear | sqrt in global batch / lr_reference_batch
+  int lr_reference_batch = 0;   // sequences per step that `lr` was tuned for
+  float scaled_lr = 0;          // resolved at start: lr x the scaling factor (the schedule's peak)
 
   // Sequences per optimizer step over all data-parallel ranks.
   int global_batch() const { return micro_batch * grad_accum * (dp > 0 ? dp : 1); }

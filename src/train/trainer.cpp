@@ -24,6 +24,7 @@
 #include "train/resume_check.h"
 #include "train/memory_check.h"
 #include "plan/hardware_peak.h"
+#include "train/dp_mode_config.h"
 
 namespace ff {
 
@@ -73,6 +74,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     if (pp_size_ > 1) pp_ = &mesh_->group(MeshGroup::pp);
   }
   validate_train_config(cfg_);
+  resolve_lr_scaling(cfg_);
+  straggler_ = parse_straggler(cfg_.simulate_straggler);
+  if (straggler_.rank >= world_size())
+    throw std::runtime_error(fmt::format("config: simulate_straggler names rank {} but the job has {} ranks",
+                                         straggler_.rank, world_size()));
   omp_set_num_threads(cfg_.threads);
   precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
   fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
@@ -159,11 +165,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
-                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync}, mesh_,
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_)}, mesh_,
                             tracer_.get(), replicas);
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
-  schedule_ = LrSchedule{cfg_.lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
+  schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   spikes_ = LossSpikeWatch(cfg_.loss_spike);
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
@@ -228,6 +234,9 @@ StepRecord Trainer::train_step() {
   const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = cfg_.global_batch();
   const int local = mb * cfg_.grad_accum;
   loader_->next_batch(G, dp_rank_ * local, local, batch_inputs_.data(), batch_targets_.data());
+  // A simulated slow device: slower compute delays this rank's gradients, so sleep before them.
+  straggle(straggler_, world_rank(), last_compute_seconds_);
+  const auto t_compute = std::chrono::steady_clock::now();
   state_->zero_grads();
   // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
@@ -259,6 +268,7 @@ StepRecord Trainer::train_step() {
     }
     if (moe_) loss_sum += moe_->local_loss_sum();
   }
+  last_compute_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compute).count();
   {
     TraceScope scope(tracer_.get(), "wait gradients", "step");
     state_->finish_grads();
@@ -269,7 +279,8 @@ StepRecord Trainer::train_step() {
     }
   }
   if (after_grads_reduced) after_grads_reduced(*state_);
-  loss_sum = sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp});
+  // A replica that must not wait on the others (async) reports its own batch's loss.
+  loss_sum = state_->lockstep() ? sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp}) : loss_sum * dp_size_;
   const double loss = loss_sum / (double(G) * T);
   // The state sums over its reduction groups; tp, then pp, one axis at a time so the additions
   // happen in the same order as always (a different order changes the last bits of the norm,

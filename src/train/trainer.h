@@ -26,6 +26,7 @@
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
 #include "train/checkpoint_saver.h"
+#include "train/dp_mode_config.h"
 #include "train/lr_schedule.h"
 #include "train/moe_training.h"
 #include "train/nonfinite.h"
@@ -124,6 +125,8 @@ class Trainer {
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ModelState> state_;
   LrSchedule schedule_;
+  Straggler straggler_;  // simulate_straggler: sleeps in proportion to the last step's compute
+  double last_compute_seconds_ = 0;
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<CheckpointSaver> saver_;
   int saved_step_ = -1;  // the step of the checkpoint this state is (resumed from or last saved)

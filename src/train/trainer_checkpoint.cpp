@@ -1,5 +1,8 @@
 #include <filesystem>
+#include <stdexcept>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "io/sharded_checkpoint.h"
 #include "io/tokenizer.h"
@@ -39,6 +42,16 @@ std::vector<float> Trainer::full_params() {
 void Trainer::load_checkpoint_state(const std::string& step_dir) {
   ShardedCheckpointReader reader(step_dir);
   read_state_pieces(reader, model_->layout(), state_->checkpoint_runs(false));
+  // Replicated state beside the model's (DiLoCo's global weights and outer momentum), whole.
+  const int64_t n = int64_t(model_->layout().total());
+  for (auto& [name, dst] : state_->extra_state()) {
+    const std::string tensor = "extra/" + name;
+    if (!reader.has(tensor))
+      throw std::runtime_error(fmt::format("checkpoint '{}' has no {}, which this run's dp_mode keeps; resume "
+                                           "with the dp_mode that wrote it, or use a new --out folder",
+                                           step_dir, name));
+    reader.read(flat_read_requests(tensor, Box{0, 1, 0, n}, 0, n, dst));
+  }
   state_->after_load();
 }
 
@@ -54,8 +67,14 @@ void Trainer::save() {
                                  {"tp", cfg_.tp},         {"pp", cfg_.pp}, {"zero", cfg_.zero}};
   const auto skip = saved_elsewhere(cfg_.model, model_->layout(), tp_size_, tp_rank_,
                                     pp_size_ > 1 ? &split_ : nullptr, pp_rank_);
-  saver_->save(checkpoint_info(s, layout),
-               state_save_pieces(model_->layout(), state_->checkpoint_runs(true), skip));
+  std::vector<SavePiece> pieces = state_save_pieces(model_->layout(), state_->checkpoint_runs(true), skip);
+  // Replicated state beside the model's (DiLoCo's): every rank holds the same copy, so the leader
+  // saves it whole.
+  const int64_t n = int64_t(model_->layout().total());
+  if (leader())
+    for (const auto& [name, data] : state_->extra_state())
+      pieces.push_back({"extra/" + name, {n}, Box{0, 1, 0, n}, 0, n, data});
+  saver_->save(checkpoint_info(s, layout), pieces);
   saved_step_ = step_;
 }
 

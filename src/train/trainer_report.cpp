@@ -8,6 +8,7 @@
 
 #include "io/atomic_file.h"
 #include "kernels/cpu_isa.h"
+#include "comm/comm.h"
 #include "kernels/gemm.h"
 #include "train/fault_injection.h"
 #include "train/trainer.h"
@@ -101,6 +102,8 @@ void Trainer::run() {
                   : cfg_.precision == "fp8" ? "fp8 GEMM inputs emulated: each operand quantised to e4m3/e5m2 and back, "
                                               "then an fp32 GEMM (slower than fp32: no fp8 units here)"
                                             : bf16_path_description().c_str());
+    if (const std::string lr = describe_lr_scaling(cfg_); !lr.empty()) std::printf("%s\n", lr.c_str());
+    if (cfg_.dp_mode != "sync") std::printf("%s\n", describe_dp_mode(cfg_).c_str());
     if (pp_size_ > 1)
       std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
                   describe_split(split_).c_str());
@@ -121,6 +124,10 @@ void Trainer::run() {
     log_progress(r, tokens_per_step / r.seconds, val);
     checkpoint_if_due(r, last);
   }
+  // Every rank asks (a group's first request is collective); the dense group exists by now.
+  const uint64_t dp_bytes = dp_size_ > 1 ? mesh_->group(MeshGroup::dp_cp).stats().total_bytes() : 0;
+  if (leader() && !quiet && dp_size_ > 1)
+    std::printf("data-parallel bytes sent per rank: %llu\n", (unsigned long long)dp_bytes);
   save();
   finish_saves();
   write_trace();

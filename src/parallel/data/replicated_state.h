@@ -29,6 +29,9 @@ class ReplicatedState final : public ModelState {
     *count = seg.count;
     return grads_.data() + seg.offset;
   }
+  // For the modes that exchange parameters rather than gradients (local_replica_state.h).
+  float* param_data() { return params_.data(); }
+  float* grad_data() { return grads_.data(); }
 
  private:
   const GroupLayout& layout_;
