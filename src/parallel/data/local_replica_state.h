@@ -1,0 +1,69 @@
+#pragma once
+// The common part of the data-parallel modes whose replicas step on their own gradients
+// (local SGD, DiLoCo, async): a ReplicatedState whose gradient sink communicates nothing, so
+// backward never waits on another replica; each mode decides what the replicas exchange and
+// when. One dense group holding the whole layout (tp = pp = cp = 1, no experts, ZeRO 0).
+#include <memory>
+
+#include "core/memory.h"
+#include "parallel/data/replicated_state.h"
+#include "parallel/model_state.h"
+
+namespace ff {
+
+class LocalReplicaState : public ModelState {
+ public:
+  // local_mean: rescale the gradient to this replica's own batch mean (the trainer scales by
+  // 1/global batch, right when the ranks' gradients are summed; local steps sum nothing).
+  // model: the layout parameters are initialised from (null: load_full them).
+  LocalReplicaState(const ParamGroupSpec& spec, const ParamLayout* model, const AdamWConfig& adam,
+                    const DataParallelConfig& cfg, Tracer* tracer, bool local_mean);
+  ParamSource& params() override { return inner_->params(); }
+  GradSink& grads(bool sync) override { return inner_->grads(sync); }
+  void zero_grads() override { inner_->zero_grads(); }
+  void finish_grads() override;
+  // This replica's own gradient: every rank's differs, so nothing is summed across dp.
+  double grad_square_sum(const std::vector<WeightedRange>& weights) override {
+    return inner_->grad_square_sum(weights);
+  }
+  bool grads_accumulate() const override { return true; }
+  void scale_grads(float s) override { inner_->scale_grads(s); }
+  void optimizer_step(float lr, int step) override;
+  void init_parameters(const ModelConfig& c, uint64_t seed) override;
+  // A checkpoint holds rank 0's replica: at the end of a round every replica holds the same.
+  void gather_full(float* params, float* m, float* v) override { inner_->gather_full(params, m, v); }
+  void load_full(const float* params, const float* m, const float* v) override;
+  float* segment_grads(const ParamSegment& seg, size_t* count) override {
+    return inner_->segment_grads(seg, count);
+  }
+
+ protected:
+  // Called after each local optimizer step (step: the trainer's, 1-based) and after the
+  // parameters were set from outside (init, load).
+  virtual void after_local_step(int step) = 0;
+  virtual void on_parameters_set() {}
+  float* param_data() { return inner_->param_data(); }
+  float* grad_data() { return inner_->grad_data(); }
+  size_t size() const { return layout_->total(); }
+  const Comm& dp() const { return *dp_; }
+  ReplicatedState& inner() { return *inner_; }
+  const DpModeConfig& mode() const { return mode_; }
+
+ private:
+  std::unique_ptr<GroupLayout> layout_;  // the inner state keeps a reference: fixed address
+  const Comm* dp_;
+  DpModeConfig mode_;
+  bool local_mean_;
+  std::unique_ptr<ReplicatedState> inner_;
+};
+
+// The state of a mode other than sync, after checking that the layout allows it.
+std::unique_ptr<ModelState> make_dp_mode_state(const std::vector<ParamGroupSpec>& groups,
+                                               const ParamLayout& model, const AdamWConfig& adam,
+                                               const DataParallelConfig& cfg, Tracer* tracer);
+// The mode's state of one group (model: null when the caller loads the parameters; toys do).
+std::unique_ptr<ModelState> make_dp_mode_group_state(const ParamGroupSpec& spec, const ParamLayout* model,
+                                                     const AdamWConfig& adam, const DataParallelConfig& cfg,
+                                                     Tracer* tracer);
+
+}  // namespace ff
