@@ -33,6 +33,12 @@ class LocalReplicaState : public ModelState {
   // A checkpoint holds rank 0's replica: at the end of a round every replica holds the same.
   void gather_full(float* params, float* m, float* v) override { inner_->gather_full(params, m, v); }
   void load_full(const float* params, const float* m, const float* v) override;
+  // The one dense group covers the whole layout in model order: its coordinates are the model's.
+  StateRuns checkpoint_runs(bool for_save) override { return inner_->checkpoint_runs(for_save); }
+  void after_load() override {
+    inner_->after_load();
+    on_parameters_set();
+  }
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
     return inner_->segment_grads(seg, count);
   }
