@@ -12,11 +12,18 @@
 namespace ff {
 
 namespace {
-// This rank's widths, read off its (possibly sliced) layout: a tensor-parallel shard of the model
-// is the same model with fewer heads, a narrower FFN and a slice of the vocabulary.
 int rows_of(const ParamLayout& layout, const std::string& name) {
   return int(layout.find(name).shape[0]);
 }
+// The vocabulary rows this rank holds: the embedding's, or (a last stage without it) the head's.
+VocabRange vocab_of(const ParamLayout& layout) {
+  for (const ParamView& v : layout.views())
+    if (v.name == "model.embed_tokens.weight" || v.name == "lm_head.weight")
+      return {int(v.row0), int(v.shape[0])};
+  return {};
+}
+}  // namespace
+
 BlockWidths local_widths(const ParamLayout& layout, const ModelConfig& c, const ModelParts& parts) {
   if (parts.layers.empty()) throw std::runtime_error("a model part must hold at least one decoder block");
   const std::string p = "model.layers." + std::to_string(parts.layers.front()) + ".";
@@ -32,14 +39,6 @@ BlockWidths local_widths(const ParamLayout& layout, const ModelConfig& c, const 
   if (layout.local_experts() > 0) w.EP = c.moe.n_experts / layout.local_experts();
   return w;
 }
-// The vocabulary rows this rank holds: the embedding's, or (a last stage without it) the head's.
-VocabRange vocab_of(const ParamLayout& layout) {
-  for (const ParamView& v : layout.views())
-    if (v.name == "model.embed_tokens.weight" || v.name == "lm_head.weight")
-      return {int(v.row0), int(v.shape[0])};
-  return {};
-}
-}  // namespace
 
 Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const TensorSlicer* slicer,
              ModelHooks* hooks, const ModelParts* parts)

@@ -31,6 +31,10 @@ namespace ff {
 // critical path.
 enum class BackwardPart { all, input, weight };
 
+// One rank's block widths, read off its (possibly sliced) layout: a tensor-parallel shard of the
+// model is the same model with fewer heads, a narrower FFN and a slice of the vocabulary.
+BlockWidths local_widths(const ParamLayout& layout, const ModelConfig& c, const ModelParts& parts);
+
 class Llama {
  public:
   // Buffers are sized once for batches of up to max_batch sequences of up to config.seq_len.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "model/llama.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/pipeline/pipeline_stages.h"
@@ -29,15 +30,6 @@ std::string RankMemory::describe() const {
 namespace {
 
 constexpr int64_t kF = sizeof(float);
-
-// This rank's block widths, read off its sliced layout exactly as the model reads them.
-BlockWidths widths_of(const ParamLayout& layout, const ModelConfig& c, int first_layer) {
-  const std::string p = "model.layers." + std::to_string(first_layer) + ".";
-  const int64_t D = c.head_dim();
-  const int64_t H = layout.find(p + "self_attn.q_proj.weight").shape[0] / D;
-  const int64_t Hkv = layout.find(p + "self_attn.k_proj.weight").shape[0] / D;
-  return {c.dim, (H + 2 * Hkv) * D, H * D, H, layout.find(p + "mlp.gate_proj.weight").shape[0]};
-}
 
 int64_t vocab_rows(const ParamLayout& layout) {
   for (const ParamView& v : layout.views())
@@ -131,7 +123,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   add_model_states(m, layout, L.dp * L.cp, L.zero);
   m.checkpoint_bytes = 3 * kF * int64_t(L.pp == 1 && L.tp == 1 ? layout.total() : ParamLayout(c).total());
 
-  const BlockWidths w = widths_of(layout, c, parts.layers.front());
+  const BlockWidths w = local_widths(layout, c, parts);  // as the model reads them
   const int64_t N = int64_t(L.micro_batch) * c.seq_len / L.cp;
   const int64_t R = L.sp ? N / L.tp : N, C = c.dim;
   const int64_t V = vocab_rows(layout);
