@@ -12,8 +12,8 @@
 
 namespace ff {
 
-bool step_is_nonfinite(double loss, double grad_norm) {
-  return !std::isfinite(loss) || !std::isfinite(grad_norm) || grad_norm == 0;
+bool step_is_nonfinite(double loss, double grad_norm, bool expect_gradient) {
+  return !std::isfinite(loss) || !std::isfinite(grad_norm) || (expect_gradient && grad_norm == 0);
 }
 
 std::string describe_nonfinite(double loss, double grad_norm) {

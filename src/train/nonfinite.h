@@ -19,7 +19,9 @@ namespace ff {
 class Comm;
 
 // True when a step with this (reduced) loss and gradient norm must not update the weights.
-bool step_is_nonfinite(double loss, double grad_norm);
+// expect_gradient false: a norm of 0 is legitimate (async DP applies nothing during its first
+// max_staleness steps), so only a non-finite value counts.
+bool step_is_nonfinite(double loss, double grad_norm, bool expect_gradient = true);
 // "the gradient norm is nan", "the gradient norm is 0 (...)", "the loss is inf".
 std::string describe_nonfinite(double loss, double grad_norm);
 

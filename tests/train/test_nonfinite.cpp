@@ -31,6 +31,8 @@ TEST(Nonfinite, StepChecks) {
   EXPECT_TRUE(step_is_nonfinite(NAN, 1.5));
   EXPECT_TRUE(step_is_nonfinite(6.2, INFINITY));
   EXPECT_TRUE(step_is_nonfinite(6.2, 0.0));  // a vanished gradient: an overflow zeroed it
+  EXPECT_FALSE(step_is_nonfinite(6.2, 0.0, false));  // async DP before its first delayed gradient
+  EXPECT_TRUE(step_is_nonfinite(6.2, NAN, false));
 }
 
 TEST(Nonfinite, LossSpikeAgainstTheRecentMedian) {
