@@ -210,8 +210,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                         resume->state.config_toml);
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
     fs::copy_file(tok_path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
-    metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), resuming,
-                                               resuming ? step_ : -1);
+    // Always continued from step_ (0 on a fresh start): a job the supervisor restarted before its
+    // first checkpoint keeps the restart rows it logged and loses only its step rows.
+    metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir_) / "metrics.jsonl").string(), true, step_);
   }
   flops_per_token_ = training_flops_per_token(cfg_.model);
   if (leader()) {  // only the leader reports MFU, so only it measures (once per machine: cached)
