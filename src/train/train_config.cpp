@@ -14,7 +14,6 @@
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 #include <variant>
 
 #include <fmt/format.h>
@@ -375,36 +374,6 @@ void validate_train_config(const TrainConfig& c) {
   probe.validate();
   validate_tensor_parallel(probe, c.tp, c.sp);
   validate_moe_layout(c);
-}
-
-}  // namespace ff
-
-namespace ff {
-
-int ranks_on_this_machine() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
-    if (const char* v = std::getenv(var)) {
-      const int n = std::atoi(v);
-      if (n > 0) return n;
-    }
-  return 1;
-}
-
-int max_useful_threads() { return 4 * int(std::max(1u, std::thread::hardware_concurrency())); }
-
-void resolve_layout(TrainConfig& c, int world_size) {
-  if (c.threads == 0) {
-    const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    c.threads = std::max(1, cores / ranks_on_this_machine());
-  }
-  const int others = c.tp * c.pp * c.cp;  // (unchanged)
-  if (c.dp != 0) return;  // an explicit layout is checked by the Mesh, which names every degree
-  if (world_size % others != 0)
-    throw std::runtime_error(fmt::format(
-        "config: tp ({}) x pp ({}) x cp ({}) = {} does not divide the {} ranks mpirun started; "
-        "change -np or the degrees",
-        c.tp, c.pp, c.cp, others, world_size));
-  c.dp = world_size / others;
 }
 
 }  // namespace ff
