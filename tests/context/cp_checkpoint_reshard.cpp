@@ -29,17 +29,11 @@ TrainConfig tiny(const std::string& data, int cp) {
   return c;
 }
 
-// Trains 10 steps (or loads the checkpoint in `dir`) over `group` as the cp group (null: this
-// rank alone); the validation loss, NaN if the load expectation is not met.
+// 10 steps (or the checkpoint in `dir` loaded) over `group` as the cp group (null: this rank alone).
 double train_or_load(const std::string& data, const std::string& dir, const Comm* group, bool expect_load = false) {
   std::optional<Mesh> mesh;
   if (group) mesh.emplace(*group, MeshDegrees{.cp = group->size()});
-  Trainer t(tiny(data, group ? group->size() : 1), dir, group ? &*mesh : nullptr);
-  t.quiet = true;
-  const bool loaded = t.step() == 10;
-  t.run();
-  if (loaded != expect_load || (loaded && !t.history().empty())) return NAN;
-  return t.evaluate();
+  return testkit::train_or_load(tiny(data, group ? group->size() : 1), dir, group ? &*mesh : nullptr, expect_load);
 }
 
 constexpr auto compare = testkit::compare_val_loss;

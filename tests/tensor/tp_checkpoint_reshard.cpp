@@ -30,18 +30,11 @@ TrainConfig tiny(const std::string& data, int tp) {
   return c;
 }
 
-// Trains 10 steps from scratch (or, with a checkpoint in `dir`, loads it) on the ranks of `tp`
-// (null: this rank alone) and returns the validation loss; NaN if a checkpoint was expected
-// but not resumed (retraining from the same seed would otherwise pass for a good load).
+// 10 steps (or the checkpoint in `dir` loaded) over `tp` as the tp group (null: this rank alone).
 double train_or_load(const std::string& data, const std::string& dir, const Comm* tp, bool expect_load = false) {
   std::optional<Mesh> mesh;
   if (tp) mesh.emplace(*tp, MeshDegrees{.tp = tp->size()});
-  Trainer t(tiny(data, tp ? tp->size() : 1), dir, tp ? &*mesh : nullptr);
-  t.quiet = true;
-  const bool loaded = t.step() == 10;
-  t.run();  // a loaded checkpoint at step 10 of 10 trains no further and saves as it was
-  if (loaded != expect_load || (loaded && !t.history().empty())) return NAN;
-  return t.evaluate();
+  return testkit::train_or_load(tiny(data, tp ? tp->size() : 1), dir, tp ? &*mesh : nullptr, expect_load);
 }
 
 constexpr auto compare = testkit::compare_val_loss;
