@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "io/sharded_checkpoint_reader.h"
 #include "model/llama.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/pipeline_schedule.h"
@@ -24,7 +25,7 @@ std::string RankMemory::describe() const {
   std::string s;
   for (int i = 0; i < kMemCategories; ++i)
     s += fmt::format("{} {}, ", mem_category_name(MemCategory(i)), format_bytes(bytes[size_t(i)]));
-  return s + "checkpoint assembly " + format_bytes(checkpoint_bytes) + ", total " + format_bytes(peak());
+  return s + "checkpoint staging " + format_bytes(checkpoint_bytes) + ", total " + format_bytes(peak());
 }
 
 namespace {
@@ -121,7 +122,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   }
   const ParamLayout layout(c, slicer.get(), L.pp > 1 ? &parts : nullptr);
   add_model_states(m, layout, L.dp * L.cp, L.zero);
-  m.checkpoint_bytes = 3 * kF * int64_t(L.pp == 1 && L.tp == 1 ? layout.total() : ParamLayout(c).total());
+  m.checkpoint_bytes = int64_t(ReadOptions{}.staging_bytes);
 
   const BlockWidths w = local_widths(layout, c, parts);  // as the model reads them
   const int64_t N = int64_t(L.micro_batch) * c.seq_len / L.cp;

@@ -16,8 +16,9 @@ namespace ff {
 struct RankMemory {
   std::array<int64_t, kMemCategories> bytes{};  // indexed by MemCategory
   int pp_rank = 0;                              // the pipeline rank this is (the largest one's)
-  // Outside the ledger: a checkpoint save (and a resume) assembles the full parameters and both
-  // moments on every rank (12 bytes per parameter of the whole model) while the state is alive.
+  // Checkpoints: sharded ones never assemble the state; a resume stages its reads through one
+  // block buffer (ShardedCheckpointReader's staging), alive beside the state while it loads.
+  // (ckpt_async's staging copy of the rank's pieces is not modelled.)
   int64_t checkpoint_bytes = 0;
   int64_t total() const;                                  // the ledger's categories
   int64_t peak() const { return total() + checkpoint_bytes; }  // what must fit

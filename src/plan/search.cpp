@@ -117,7 +117,7 @@ std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
   const LayoutPrediction& best = r.ranked.front();
   t += fmt::format("\n#1 per rank: {}\n", best.memory.describe());
   t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide; memory is the largest "
-       "rank's peak (checkpoint assembly included).\n";
+       "rank's peak (checkpoint read staging included).\n";
   return t;
 }
 
