@@ -78,6 +78,9 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--write", action="store_true")
     a = p.parse_args()
+    if not os.path.exists(a.bench_memory):  # benchmarks are not in the default build
+        subprocess.run(["cmake", "--build", os.path.join(ROOT, "build"), "-j2", "--target", "bench_ckpt_memory"],
+                       check=True)
     work = tempfile.mkdtemp(prefix="ckpt-bench-")
     load0 = os.getloadavg()[0]
     rows = []
