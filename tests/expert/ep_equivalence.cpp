@@ -1,11 +1,14 @@
 // Expert parallelism against the serial MoE run, under mpirun:
 //   ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp]
 // Every rank trains `tiny` with both blocks MoE (4 experts, top-2, a shared expert; capacity
-// factor 1.5 with `capacity`, else dropless) for 6 steps, experts split over ep ranks of
-// dp = world / (pp tp); tp2: tensor parallel 2 (MoE blocks replicated over it), tp2sp with sp. Rank 0 then trains the serial model on the same micro-batches (micro-batch 2,
+// factor 1.5 with `capacity`, else dropless) for 20 steps, experts split over ep ranks of
+// dp = world / (pp tp); tp2: tensor parallel 2 (MoE blocks replicated over it), tp2sp with sp.
+// Rank 0 then trains the serial model on the same micro-batches (micro-batch 2,
 // accumulation = the parallel run's micro-batches per step x dp) and compares, step by step, the
 // loss and gradient norm (1e-5 relative) and the tokens routed to every expert of every block
-// (1e-5 relative: the routing decisions), and the final weights (1e-4). With dp = ep (one expert
+// (1e-5 relative: the routing decisions), and the final weights (1e-4). The routing must be worth
+// comparing: every expert of every block gets tokens in every step and the load is uneven (the
+// aux-loss-free bias keeps moving it). With dp = ep (one expert
 // group) and dropless routing, each rank's all-to-all bytes of one more step are checked against
 // the formula from the routed counts.
 #include <cmath>
@@ -25,13 +28,14 @@ using namespace ff;
 
 namespace {
 
-constexpr int kSteps = 6, kResumed = 2, kMicro = 2;
+constexpr int kSteps = 20, kResumed = 2, kMicro = 2, kSeq = 16;  // 32 tokens per micro-batch
 
 TrainConfig moe_tiny(const std::string& data, int dp, int ep, int pp, int accum, int zero, bool capacity,
                      int tp = 1, bool sp = false) {
   TrainConfig c = testkit::tiny_config(data);
   c.steps = kSteps + kResumed;  // the loops below run the steps; the schedule spans them all
   c.micro_batch = kMicro;
+  c.model.seq_len = kSeq;
   c.grad_accum = accum;
   c.dp = dp, c.ep = ep, c.pp = pp, c.zero = zero, c.tp = tp, c.sp = sp;
   c.model.moe.n_experts = 4;
@@ -127,6 +131,7 @@ int main(int argc, char** argv) {
     Trainer serial(moe_tiny(data, 1, 1, 1, accum * dp, 0, capacity), testkit::temp_dir("ep_serial"), nullptr);
     serial.quiet = true;
     double worst_loss = 0, worst_norm = 0, worst_routed = 0, worst_weight = 0, dropped = 0;
+    double least = INFINITY, most = 0;  // tokens of the least and most loaded expert, any block, any step
     for (int s = 0; s < kSteps; ++s) {
       const StepRecord r = serial.train_step();
       worst_loss = std::max(worst_loss, rel(run.history()[size_t(s)].loss, r.loss));
@@ -134,6 +139,7 @@ int main(int argc, char** argv) {
       const std::vector<double> want = routed_now(serial);
       for (size_t i = 0; i < want.size(); ++i) worst_routed = std::max(worst_routed, rel(routed[size_t(s)][i], want[i]));
       if (want.size() != routed[size_t(s)].size()) worst_routed = INFINITY;
+      for (double n : want) least = std::min(least, n), most = std::max(most, n);
       for (double d : serial.moe_summary()->dropped) dropped = std::max(dropped, d);
     }
     const std::vector<float> serial_weights = serial.full_params();
@@ -143,12 +149,15 @@ int main(int argc, char** argv) {
     const bool learned = serial.history().back().loss < serial.history().front().loss;
     // Capacity runs must drop routes, dropless ones none, or the case tests nothing.
     const bool drops_right = capacity ? dropped > 0 : dropped == 0;
+    const bool routing_varied = least > 0 && most > 1.2 * least;
     const bool ok = worst_loss <= 1e-5 && worst_norm <= 1e-5 && worst_routed <= 1e-5 && worst_weight <= 1e-4 &&
-                    learned && drops_right;
+                    learned && drops_right && routing_varied;
     std::printf("ep=%d dp=%d tp=%d%s pp=%d zero=%d%s: worst step-loss rel diff %.2e, grad-norm %.2e, tokens-per-expert "
-                "%.2e (tol 1e-5), weights %.2e (tol 1e-4), max dropped fraction %.3f, serial loss %.4f -> %.4f: %s\n",
-                ep, dp, tp, sp ? " (sp)" : "", pp, zero, capacity ? " capacity 1.5" : "", worst_loss, worst_norm, worst_routed, worst_weight,
-                dropped, serial.history().front().loss, serial.history().back().loss, ok ? "ok" : "FAIL");
+                "%.2e (tol 1e-5), weights %.2e (tol 1e-4) over %d steps; max dropped fraction %.3f, tokens per "
+                "expert %.0f..%.0f, serial loss %.4f -> %.4f: %s\n",
+                ep, dp, tp, sp ? " (sp)" : "", pp, zero, capacity ? " capacity 1.5" : "", worst_loss, worst_norm,
+                worst_routed, worst_weight, kSteps, dropped, least, most, serial.history().front().loss,
+                serial.history().back().loss, ok ? "ok" : "FAIL");
     failures += !ok;
     failures += check_resumed(run, weights, moe_tiny(data, 1, 1, 1, accum * dp, 0, capacity), out);
   }
