@@ -67,7 +67,13 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   int32_t* counts = ints(a.counts);
   ExpertExchange& ex = h.expert_exchange();
   ex.exchange_counts(counts, counts + E, E);
-  ex.dispatch(a.x_send, a.x_exp, C, counts, E);                                     // (M, C)
+  ex.dispatch_begin(a.x_send, a.x_exp, C, counts, E);                               // (M, C)
+  // The shared experts need no routed row: they run while the dispatch travels.
+  if (Fs > 0) {
+    matmul_xwt(a.shared_gate_up, x, m.P + m.o->moe.shared_gate_up, N, C, 2 * Fs);   // (N, 2Fs)
+    swiglu_forward(a.shared_h, a.shared_gate_up, N, Fs);                            // (N, Fs)
+  }
+  ex.dispatch_end();
   const std::vector<int> rows = expert_rows(counts + E, E, ep);
   size_t r0 = 0;
   for (size_t e = 0; e < rows.size(); ++e) {
@@ -80,18 +86,16 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
     matmul_xwt(a.y_exp + r0 * C, a.h + r0 * Fe, W2, n, Fe, C);                      // (n, C)
     r0 += size_t(n);
   }
-  ex.combine(a.y_exp, a.y_send, C, counts, E);                                      // (N k kept, C)
-  if (Fs > 0) {
-    matmul_xwt(a.shared_gate_up, x, m.P + m.o->moe.shared_gate_up, N, C, 2 * Fs);   // (N, 2Fs)
-    swiglu_forward(a.shared_h, a.shared_gate_up, N, Fs);                            // (N, Fs)
-  }
-  if (!out) return;
-  // This rank's residual rows [row0, row0 + R) of the output.
+  ex.combine_begin(a.y_exp, a.y_send, C, counts, E);                                // (N k kept, C)
+  if (!out) return ex.combine_end();
+  // This rank's residual rows [row0, row0 + R) of the output: the residual and the shared
+  // experts' down projection while the combine travels, then the routed rows with their gates.
   const int R = int(h.resid_rows(size_t(N))), row0 = int(h.resid_row0(size_t(N)));
   copy_rows(out, m.a->mid, size_t(R) * C);
   if (Fs > 0)
     gemm_run_precision(false, true, R, C, Fs, 1.0f, a.shared_h + size_t(row0) * Fs, Fs, m.P + m.o->moe.shared_down,
                        Fs, 1.0f, out, C);
+  ex.combine_end();
   for (int t = row0; t < row0 + R; ++t)
     for (int j = 0; j < K; ++j) {
       const int32_t s = slot[size_t(t) * K + j];
@@ -125,16 +129,6 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   float* d_sh = d_logits + size_t(N) * E;           // (N, Fs)
   float* d_sgu = d_sh + size_t(N) * Fs;             // (N, 2Fs)
   const float* x = h.column_input(m.a->ln2, size_t(N), C);  // (N, C), after row_output_backward
-  // Shared experts: a dense SwiGLU on every token; its input gradient starts d_ln.
-  if (Fs > 0) {
-    matmul_dyw(d_sh, d_out, m.P + m.o->moe.shared_down, N, Fs, C);                  // (N, Fs)
-    accumulate_dw(G + m.o->moe.shared_down, d_out, a.shared_h, N, Fs, C);
-    swiglu_backward(d_sgu, d_sh, a.shared_gate_up, N, Fs);                          // (N, 2Fs)
-    matmul_dyw(d_ln, d_sgu, m.P + m.o->moe.shared_gate_up, N, C, 2 * Fs);           // (N, C)
-    accumulate_dw(G + m.o->moe.shared_gate_up, d_sgu, x, N, C, 2 * Fs);
-  } else {
-    std::memset(d_ln, 0, size_t(N) * C * sizeof(float));
-  }
   // Combine: out_t += gate_tj * y_send[slot]; so d_y = gate * d_out and d_gate = d_out . y.
   const int32_t* slot = ints(a.slot);
   for (size_t i = 0; i < NK; ++i) {
@@ -150,7 +144,19 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   }
   const int32_t* counts = ints(a.counts);
   ExpertExchange& ex = h.expert_exchange();
-  ex.dispatch(d_y_send, d_y_exp, C, counts, E);                                      // (M, C)
+  ex.dispatch_begin(d_y_send, d_y_exp, C, counts, E);                                // (M, C)
+  // Shared experts (while the dispatch travels): a dense SwiGLU on every token; its input
+  // gradient starts d_ln.
+  if (Fs > 0) {
+    matmul_dyw(d_sh, d_out, m.P + m.o->moe.shared_down, N, Fs, C);                  // (N, Fs)
+    accumulate_dw(G + m.o->moe.shared_down, d_out, a.shared_h, N, Fs, C);
+    swiglu_backward(d_sgu, d_sh, a.shared_gate_up, N, Fs);                          // (N, 2Fs)
+    matmul_dyw(d_ln, d_sgu, m.P + m.o->moe.shared_gate_up, N, C, 2 * Fs);           // (N, C)
+    accumulate_dw(G + m.o->moe.shared_gate_up, d_sgu, x, N, C, 2 * Fs);
+  } else {
+    std::memset(d_ln, 0, size_t(N) * C * sizeof(float));
+  }
+  ex.dispatch_end();
   const std::vector<int> rows = expert_rows(counts + E, E, ep);
   size_t r0 = 0;
   for (size_t e = 0; e < rows.size(); ++e) {
@@ -165,18 +171,21 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
     if (G) accumulate_dw(m.GE + off, d_gate_up + r0 * 2 * Fe, a.x_exp + r0 * C, n, C, 2 * Fe);
     r0 += size_t(n);
   }
-  ex.combine(d_x_exp, d_x_send, C, counts, E);                                       // (N k kept, C)
+  ex.combine_begin(d_x_exp, d_x_send, C, counts, E);                                 // (N k kept, C)
+  // The router (while the combine travels): gates and both balancing losses back to the logits,
+  // and the logits' weight gradient.
+  route_backward(*m.moe, {N, E, K}, a, d_gates, m.loss_scale, d_logits);            // (N, E)
+  accumulate_dw(G + m.o->moe.router, d_logits, x, N, C, E);
+  ex.combine_end();
   for (size_t i = 0; i < NK; ++i) {
     if (slot[i] < 0) continue;
     const float* d = d_x_send + size_t(slot[i]) * C;
     float* dl = d_ln + (i / size_t(K)) * C;
     for (int c = 0; c < C; ++c) dl[c] += d[c];
   }
-  // The router: gates and both balancing losses back to the logits, then to x and the weights.
-  route_backward(*m.moe, {N, E, K}, a, d_gates, m.loss_scale, d_logits);            // (N, E)
+  // The router's input gradient last, so d_ln sums its terms in the order the serial block always has.
   gemm_run_precision(false, false, N, C, E, 1.0f, d_logits, E, m.P + m.o->moe.router, C, 1.0f, d_ln, C,
                      GemmRole::dgrad);
-  accumulate_dw(G + m.o->moe.router, d_logits, x, N, C, E);
   // Every tp rank computed the whole gradient; the tp sum that follows must count it once
   // (a power-of-two scale: exact).
   if (const int t = h.column_ranks(); t > 1) {

@@ -16,18 +16,19 @@ void MoeTraining::place_experts(ModelParts& parts, const TrainConfig& c, const M
   parts.expert_first = mesh->rank(MeshGroup::ep) * parts.expert_count;
 }
 
-MoeTraining::MoeTraining(Llama& model, const TrainConfig& c, const Mesh* mesh)
+MoeTraining::MoeTraining(Llama& model, const TrainConfig& c, const Mesh* mesh, Tracer* tracer)
     : model_(&model), cfg_(c), mesh_(mesh) {
   if (mesh && mesh->size(MeshGroup::ep) > 1) {
     ep_ = &mesh->group(MeshGroup::ep);
     const size_t routes = size_t(c.micro_batch) * size_t(c.model.seq_len) * size_t(c.model.moe.top_k);
-    exchange_ = std::make_unique<AllToAllExperts>(*ep_, routes, c.model.dim);
+    exchange_ = std::make_unique<AllToAllExperts>(*ep_, routes, c.model.dim, c.ep_overlap, tracer);
     model.set_expert_exchange(exchange_.get());
   }
 }
 
 void MoeTraining::begin_step(float grad_scale) {
   model_->moe_stats().reset();
+  if (exchange_) exchange_->reset_timing();
   model_->set_loss_scale(grad_scale);
 }
 
@@ -90,7 +91,11 @@ nlohmann::json MoeTraining::metrics() const {
   for (size_t i = 0; i < last_.layers.size(); ++i)
     layers.push_back({{"layer", last_.layers[i]}, {"tokens_per_expert", last_.routed[i]},
                       {"aux_loss", last_.aux[i]}, {"z_loss", last_.z[i]}, {"dropped_fraction", last_.dropped[i]}});
-  return {{"layers", layers}, {"imbalance", last_.imbalance}};
+  nlohmann::json m = {{"layers", layers}, {"imbalance", last_.imbalance}};
+  if (exchange_)  // this rank's rows exchanges in the step: blocked on them vs in flight
+    m["ep_exchange"] = {{"wait_ms", exchange_->timing().wait_us / 1e3}, {"comm_ms", exchange_->timing().comm_us / 1e3},
+                        {"count", exchange_->timing().exchanges}};
+  return m;
 }
 
 std::string MoeTraining::progress() const { return fmt::format(" | moe max/mean {:.2f}", last_.imbalance); }

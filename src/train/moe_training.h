@@ -31,7 +31,8 @@ class MoeTraining {
   // This rank's experts under expert parallelism (ep rank r of n holds n_experts / n from r on).
   static void place_experts(ModelParts& parts, const TrainConfig& c, const Mesh* mesh);
   // model: built with the parts place_experts set; mesh null: one process.
-  MoeTraining(Llama& model, const TrainConfig& c, const Mesh* mesh);
+  // tracer (may be null): the ep exchanges' spans.
+  MoeTraining(Llama& model, const TrainConfig& c, const Mesh* mesh, Tracer* tracer = nullptr);
   void begin_step(float grad_scale);
   // This rank's share of the balancing losses, to add to its sum of token losses.
   double local_loss_sum() const { return model_->moe_stats().loss_sum(); }

@@ -83,6 +83,7 @@ const std::vector<Binding>& bindings() {
       {{"tp", "tensor-parallel degree (Megatron column/row split; heads, kv heads, ffn_dim, vocab divide by it)"}, FF_FIELD(tp)},
       {{"sp", "sequence parallelism over the tp group: norms and residuals on 1/tp of the tokens"}, FF_FIELD(sp)},
       {{"ep", "expert-parallel degree: n_experts split over blocks of ep ranks of dp x cp (divides dp x cp and n_experts)"}, FF_FIELD(ep)},
+      {{"ep_overlap", "expert parallel all-to-alls asynchronous, overlapped with the shared experts and the router backward (same results)"}, FF_FIELD(ep_overlap)},
       {{"pp", "pipeline-parallel stages (layers split by cost; grad_accum = micro-batches per step)"}, FF_FIELD(pp)},
       {{"schedule", "pipeline schedule: gpipe | 1f1b | interleaved | zb-h1"}, FF_FIELD(schedule)},
       {{"chunks", "model chunks per pipeline rank (> 1 only with the interleaved schedule)"}, FF_FIELD(chunks)},

@@ -43,6 +43,7 @@ struct TrainConfig {
   int tp = 1, pp = 1, cp = 1;   // tensor, pipeline, context parallel degrees
   bool sp = false;              // sequence parallelism over the tp group (norms on 1/tp of rows)
   int ep = 1;                   // expert parallel: experts split over blocks of ep ranks of dp x cp
+  bool ep_overlap = false;      // ep's all-to-alls in flight while the MoE block computes what it can
   std::string schedule = "1f1b";  // pipeline schedule: gpipe | 1f1b | interleaved | zb-h1
   int chunks = 1;               // model chunks per pipeline rank (interleaved schedule)
   std::string cp_comm = "ring";         // context parallel attention: ring | allgather | a2a

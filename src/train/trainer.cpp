@@ -160,7 +160,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                                    cfg_.recompute, slicer_.get(), hooks,
                                    pp_size_ > 1 || parts_.expert_count >= 0 ? &parts_ : nullptr);
   if (cp_) model_->set_positions(cp_->layout().positions());
-  if (cfg_.model.moe.enabled()) moe_ = std::make_unique<MoeTraining>(*model_, cfg_, mesh_);
+  if (cfg_.model.moe.enabled()) moe_ = std::make_unique<MoeTraining>(*model_, cfg_, mesh_, tracer_.get());
   if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),

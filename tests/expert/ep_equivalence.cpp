@@ -1,5 +1,5 @@
 // Expert parallelism against the serial MoE run, under mpirun:
-//   ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp]
+//   ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp] [overlap]
 // Every rank trains `tiny` with both blocks MoE (4 experts, top-2, a shared expert; capacity
 // factor 1.5 with `capacity`, else dropless) for 20 steps, experts split over ep ranks of
 // dp = world / (pp tp); tp2: tensor parallel 2 (MoE blocks replicated over it), tp2sp with sp.
@@ -8,9 +8,11 @@
 // loss and gradient norm (1e-5 relative) and the tokens routed to every expert of every block
 // (1e-5 relative: the routing decisions), and the final weights (1e-4). The routing must be worth
 // comparing: every expert of every block gets tokens in every step and the load is uneven (the
-// aux-loss-free bias keeps moving it). With dp = ep (one expert
-// group) and dropless routing, each rank's all-to-all bytes of one more step are checked against
-// the formula from the routed counts.
+// aux-loss-free bias keeps moving it). With dp = ep (one expert group) and dropless routing, each
+// rank's all-to-all bytes of one more step are checked against the formula from the routed
+// counts. With `overlap`, the layout is trained again with `ep_overlap`
+// (all-to-alls in flight while the block computes): losses, gradient norms and weights bitwise
+// those of the blocking exchange.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,13 +33,14 @@ namespace {
 constexpr int kSteps = 20, kResumed = 2, kMicro = 2, kSeq = 16;  // 32 tokens per micro-batch
 
 TrainConfig moe_tiny(const std::string& data, int dp, int ep, int pp, int accum, int zero, bool capacity,
-                     int tp = 1, bool sp = false) {
+                     int tp = 1, bool sp = false, bool overlap = false) {
   TrainConfig c = testkit::tiny_config(data);
   c.steps = kSteps + kResumed;  // the loops below run the steps; the schedule spans them all
   c.micro_batch = kMicro;
   c.model.seq_len = kSeq;
   c.grad_accum = accum;
   c.dp = dp, c.ep = ep, c.pp = pp, c.zero = zero, c.tp = tp, c.sp = sp;
+  c.ep_overlap = overlap;
   c.model.moe.n_experts = 4;
   c.model.moe.top_k = 2;
   c.model.moe.expert_ffn_dim = 48;
@@ -99,14 +102,33 @@ int check_resumed(const Trainer& run, const std::vector<float>& weights, const T
   return ok ? 0 : 1;
 }
 
+// The same layout with the all-to-alls overlapped: every step and the final weights bitwise equal
+// (the overlap reorders only computations that do not depend on the exchange).
+int check_overlap(Trainer& run, const TrainConfig& cfg, const Mesh& mesh) {
+  TrainConfig c = cfg;
+  c.ep_overlap = true;
+  Trainer twin(c, testkit::temp_dir("ep_overlap"), &mesh);
+  twin.quiet = true;
+  for (size_t s = 0; s < run.history().size(); ++s) twin.train_step();
+  const std::vector<float> a = run.full_params(), b = twin.full_params();
+  bool same = a == b && twin.history().size() == run.history().size();
+  for (size_t s = 0; same && s < run.history().size(); ++s)
+    same = twin.history()[s].loss == run.history()[s].loss && twin.history()[s].grad_norm == run.history()[s].grad_norm;
+  if (mesh.world().rank() == 0)
+    std::printf("ep_overlap: %zu steps' loss, grad norm and the final weights %s\n", run.history().size(),
+                same ? "bitwise equal: ok" : "DIFFER: FAIL");
+  return same ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   Comm& world = comm_world();
-  if (argc < 4) return std::fprintf(stderr, "usage: ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp]\n"), 2;
+  if (argc < 4) return std::fprintf(stderr, "usage: ep_equivalence EP ZERO PP [capacity | tp2 | tp2sp] [overlap]\n"), 2;
   const int ep = std::atoi(argv[1]), zero = std::atoi(argv[2]), pp = std::atoi(argv[3]);
-  const std::string extra = argc > 4 ? argv[4] : "";
+  const std::string extra = argc > 4 && std::string(argv[4]) != "overlap" ? argv[4] : "";
+  const bool overlap = std::string(argv[argc - 1]) == "overlap";
   const bool capacity = extra == "capacity", sp = extra == "tp2sp";
   const int tp = extra.rfind("tp2", 0) == 0 ? 2 : 1;
   const int dp = world.size() / (pp * tp), accum = pp > 1 ? pp : 1;
@@ -161,6 +183,7 @@ int main(int argc, char** argv) {
     failures += !ok;
     failures += check_resumed(run, weights, moe_tiny(data, 1, 1, 1, accum * dp, 0, capacity), out);
   }
+  if (overlap) failures += check_overlap(run, moe_tiny(data, dp, ep, pp, accum, zero, capacity, tp, sp), mesh);
   if (ep == dp && pp == 1 && !capacity) failures += check_bytes(run, mesh);
   world.all_reduce(&failures, 1);
   if (world.rank() == 0) std::printf("%d passed, %d failed\n", failures == 0 ? 1 : 0, failures == 0 ? 0 : 1);
