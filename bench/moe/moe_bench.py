@@ -3,7 +3,7 @@
 
   --part timing (run it through /work/bin/bench-quiet: tokens/s are timings), rounds alternating:
     1. dense `small` vs an 8-expert top-2 MoE with the same active parameters per token (expert
-       width ffn_dim / 2, every block MoE), serial, 2 threads;
+       width ffn_dim / 2, every block MoE), serial, 1 thread;
     2. the MoE on 2 ranks (1 thread each) with ep 1 (every rank all experts, dp 2) vs ep 2;
     3. ep 2 with one shared expert, the all-to-alls blocking vs `--ep-overlap true`: tokens/s and
        the exchange time per step the ranks were blocked on (exposed) vs in flight.
@@ -74,7 +74,9 @@ def timing(args):
             print(f"stopping after {done} rounds: another would pass --budget-s {args.budget_s}", file=sys.stderr)
             break
         for name, (flags, ranks) in TIMING.items():
-            recs = after_warmup(train(args, f"/tmp/ff_moe_bench/{name}", flags, ranks))
+            # One thread per process: a 2-thread pool's barriers stall whenever the other core is
+            # busy (even at nice 0 beside nice-19 work: the MoE ran 10x slower than on 1 thread).
+            recs = after_warmup(train(args, f"/tmp/ff_moe_bench/{name}", flags, ranks, threads=1))
             row = {"tokens_per_s": statistics.median(r["tokens_per_s"] for r in recs)}
             if "ep_exchange" in recs[0].get("moe", {}):  # rank 0's exchanges
                 row["wait_ms"] = statistics.median(r["moe"]["ep_exchange"]["wait_ms"] for r in recs)
@@ -83,9 +85,19 @@ def timing(args):
     return res
 
 
+def collect_quality(args):
+    """The quality runs' records as far as all of them got (runs stopped early to fit a session)."""
+    runs = {name: benchlib.read_metrics(f"/tmp/ff_moe_bench/q_{name}") for name in QUALITY}
+    args.steps = min(len(v) for v in runs.values())
+    return {k: [{"step": r["step"], "loss": r["loss"], "moe": r.get("moe")} for r in v[:args.steps]]
+            for k, v in runs.items()}
+
+
 def quality(args):
+    if args.collect:
+        return collect_quality(args)
     from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(2) as pool:  # one thread each, two at a time: these are not timings
+    with ThreadPoolExecutor(4) as pool:  # one thread each, all at once: these are not timings
         runs = {name: pool.submit(train, args, f"/tmp/ff_moe_bench/q_{name}", flags, 1, 1)
                 for name, flags in QUALITY.items()}
     return {k: [{"step": r["step"], "loss": r["loss"], "moe": r.get("moe")} for r in f.result()]
@@ -104,8 +116,8 @@ def timing_table(t, meta):
     lines = [f"Timing ({meta['rounds']} rounds of {meta['steps']} steps, medians over steps 4..{meta['steps']}):", "",
              "| run | tokens/s (median) | per round | ep exchange blocked ms/step | in flight ms/step |",
              "|---|---:|---|---:|---:|",
-             row("dense small (ffn 688), 1 rank x 2 threads", "dense"),
-             row("MoE 8 experts top-2 (width 344: same active FFN), 1 rank x 2 threads", "moe"),
+             row("dense small (ffn 688), 1 rank x 1 thread", "dense"),
+             row("MoE 8 experts top-2 (width 344: same active FFN), 1 rank x 1 thread", "moe"),
              row("MoE, 2 ranks, ep 1 (dp 2)", "ep1"), row("MoE, 2 ranks, ep 2 (dp 2)", "ep2"),
              row("MoE + 1 shared expert, ep 2, blocking all-to-alls", "ep2_shared"),
              row("MoE + 1 shared expert, ep 2, `ep_overlap`", "ep2_shared_overlap")]
@@ -128,7 +140,8 @@ def quality_table(q, meta):
         window = [r["loss"] for r in q[name] if s - 10 < r["step"] <= s]
         return statistics.mean(window)
 
-    lines = ["", f"Loss (mean of the 10 steps ending at each step; serial, {steps} steps, same data order):", "",
+    lines = ["", f"Loss (mean of the 10 steps ending at each step; serial, 1 thread, the first {steps} steps of a "
+             f"{meta.get('schedule', steps)}-step schedule, same data order):", "",
              "| run | " + " | ".join(f"step {s}" for s in marks[1:]) + " |", "|---|" + "---:|" * (len(marks) - 1)]
     for label, name in (("dense small", "dense"), ("MoE 8 x top-2, aux 1e-2 + z 1e-3", "moe")):
         lines.append(f"| {label} | " + " | ".join(f"{loss_at(name, s):.4f}" for s in marks[1:]) + " |")
@@ -156,6 +169,8 @@ def main():
     ap.add_argument("--steps", type=int)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=270, help="timing: no round that would end past this")
+    ap.add_argument("--collect", action="store_true", help="quality: the runs already in /tmp/ff_moe_bench, "
+                    "cut to the steps all of them reached")
     ap.add_argument("--save")
     ap.add_argument("--publish", nargs=2, metavar=("TIMING_JSON", "QUALITY_JSON"))
     ap.add_argument("--write", action="store_true")
@@ -164,10 +179,10 @@ def main():
         if not args.data or not args.save:
             sys.exit("--part needs --data and --save")
         args.steps = args.steps or (30 if args.part == "timing" else 200)
-        load0 = open("/proc/loadavg").read().split()[:3]
+        load0, schedule = open("/proc/loadavg").read().split()[:3], args.steps
         result = timing(args) if args.part == "timing" else quality(args)
         rounds = len(next(iter(result.values()))) if args.part == "timing" else 1
-        meta = {"steps": args.steps, "rounds": rounds, "load_start": load0,
+        meta = {"steps": args.steps, "schedule": schedule, "rounds": rounds, "load_start": load0,
                 "load_end": open("/proc/loadavg").read().split()[:3], "nice": os.nice(0),
                 "command": " ".join(["/usr/bin/python3", os.path.relpath(os.path.abspath(sys.argv[0]), benchlib.ROOT)] +
                                     sys.argv[1:])}
