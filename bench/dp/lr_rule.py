@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--lr", type=float, default=2e-3, help="the serial run's lr (batch 8's)")
     ap.add_argument("--grad-clip", type=float, default=1.0)
     ap.add_argument("--rules", default="linear,sqrt,none")
+    ap.add_argument("--dp-warmup", type=int, default=10, help="dp 2 warm-up steps (10 = the serial's samples)")
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args()
     rules = a.rules.split(",")
@@ -51,7 +52,8 @@ def main():
         print(f"serial: val {serial['val']:.4f}", file=sys.stderr)
         runs = {}
         for rule in rules:
-            flags = common + ["--warmup-steps", "10", "--lr-scaling", rule, "--lr-reference-batch", str(PER_RANK)]
+            flags = common + ["--warmup-steps", str(a.dp_warmup), "--lr-scaling", rule,
+                              "--lr-reference-batch", str(PER_RANK)]
             runs[rule] = modes.train(a, data, out, 2, n, flags, eval_every=5)
             print(f"{rule}: val {runs[rule]['val']:.4f}", file=sys.stderr)
     s_curve = modes.val_curve(serial["recs"], PER_RANK)

@@ -24,7 +24,8 @@ LocalReplicaState::LocalReplicaState(const ParamGroupSpec& spec, const ParamLayo
       dp_(spec.comm),
       mode_(cfg.mode),
       local_mean_(local_mean),
-      inner_(std::make_unique<ReplicatedState>(*layout_, adam, without_gradient_sync(cfg), spec.comm, tracer)) {
+      inner_(std::make_unique<ReplicatedState>(*layout_, adam, without_gradient_sync(cfg), spec.comm,
+                                               tracer)) {
   if (adam.kind == OptimizerKind::sgd && cfg.mode.mode != DpMode::async)
     sgd_ = std::make_unique<SgdDisplacement>(full_group_spans(*layout_), layout_->total(), adam.weight_decay);
 }

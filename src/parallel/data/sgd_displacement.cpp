@@ -31,7 +31,8 @@ void SgdDisplacement::step(float* params, const float* start, const float* grads
 
 void SgdDisplacement::mean_params(float* out, const float* start, const float* mean_acc) const {
   for (const OptimSpan& s : spans_)
-    scaled_step(out + s.param_at, start + s.param_at, mean_acc + s.state_at, s.count, scale(s.decay), ref_lr_);
+    scaled_step(out + s.param_at, start + s.param_at, mean_acc + s.state_at, s.count, scale(s.decay),
+                ref_lr_);
 }
 
 void SgdDisplacement::pseudo_gradient(float* out, const float* start, const float* mean_acc) const {
