@@ -1,6 +1,16 @@
 #include "parallel/optimizer.h"
 
+#include <stdexcept>
+
+#include "kernels/sgd.h"
+
 namespace ff {
+
+OptimizerKind parse_optimizer(const std::string& s) {
+  if (s == "adamw") return OptimizerKind::adamw;
+  if (s == "sgd") return OptimizerKind::sgd;
+  throw std::runtime_error("optimizer must be adamw | sgd (got '" + s + "')");
+}
 
 std::vector<OptimSpan> full_group_spans(const GroupLayout& layout) {
   std::vector<OptimSpan> spans;
@@ -15,6 +25,11 @@ AdamW::AdamW(std::vector<OptimSpan> spans, size_t state_size, AdamWConfig cfg)
       v_(state_size, MemCategory::optimizer) {}
 
 void AdamW::step(float* params, const float* grads, float lr, int step) {
+  if (cfg_.kind == OptimizerKind::sgd) {
+    for (const OptimSpan& s : spans_)
+      sgd_update(params + s.param_at, grads + s.state_at, s.count, lr, cfg_.weight_decay, s.decay);
+    return;
+  }
   AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step};
   for (const OptimSpan& s : spans_)
     adamw_update(params + s.param_at, grads + s.state_at, m_.data() + s.state_at,

@@ -3,6 +3,7 @@
 // with the same-length range of the optimizer state (and of the gradients, which live in state coordinates): for a
 // replicated model the two coincide; for a ZeRO shard the state is the rank's shard and the
 // parameters are wherever the shard's elements sit.
+#include <string>
 #include <vector>
 
 #include "core/memory.h"
@@ -11,8 +12,15 @@
 
 namespace ff {
 
+// optimizer = adamw | sgd. Plain SGD (with AdamW's decoupled weight decay) exists so that the
+// local data-parallel modes can be checked bitwise against sync DP at H = 1 (issue 14): the mean
+// of the replicas' AdamW steps is not the AdamW step of the mean gradient, the mean of SGD steps is.
+enum class OptimizerKind { adamw, sgd };
+OptimizerKind parse_optimizer(const std::string& s);  // throws naming the choices
+
 struct AdamWConfig {
   float beta1, beta2, eps, weight_decay;
+  OptimizerKind kind = OptimizerKind::adamw;  // sgd: beta1, beta2, eps unused; m and v stay 0
 };
 
 struct OptimSpan {
@@ -28,7 +36,7 @@ std::vector<OptimSpan> full_group_spans(const GroupLayout& layout);
 class AdamW {
  public:
   AdamW(std::vector<OptimSpan> spans, size_t state_size, AdamWConfig cfg);
-  // step is 1-based (bias correction).
+  // step is 1-based (bias correction). With kind sgd, plain SGD.
   void step(float* params, const float* grads, float lr, int step);
   float* m() { return m_.data(); }
   float* v() { return v_.data(); }

@@ -63,6 +63,7 @@ const std::vector<Binding>& bindings() {
       {{"min_lr_ratio", "cosine schedule ends at lr * min_lr_ratio"}, FF_FIELD(min_lr_ratio)},
       {{"warmup_steps", "linear warmup steps from 0"}, FF_FIELD(warmup_steps)},
       {{"weight_decay", "AdamW decoupled weight decay on matrices (norms are not decayed)"}, FF_FIELD(weight_decay)},
+      {{"optimizer", "adamw | sgd (plain SGD with the same decoupled weight decay; betas and eps unused)"}, FF_FIELD(optimizer)},
       {{"beta1", "AdamW first-moment decay"}, FF_FIELD(beta1)},
       {{"beta2", "AdamW second-moment decay"}, FF_FIELD(beta2)},
       {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
@@ -298,6 +299,8 @@ void validate_train_config(const TrainConfig& c) {
   need(c.lr > 0 && std::isfinite(c.lr), fmt::format("lr must be a positive number (got {})", c.lr));
   need(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1]");
   need(c.warmup_steps >= 0, "warmup_steps must be >= 0");
+  need(c.optimizer == "adamw" || c.optimizer == "sgd",
+       fmt::format("key 'optimizer' must be adamw | sgd (got '{}')", c.optimizer));
   need(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "beta1 and beta2 must be in [0, 1)");
   // Each of these passed before and ended in "loss became nan ... lower lr", the wrong advice.
   need(c.adam_eps > 0 && std::isfinite(c.adam_eps),

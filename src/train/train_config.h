@@ -27,6 +27,7 @@ struct TrainConfig {
   int warmup_steps = 10;        // linear warmup from 0
   float weight_decay = 0.1f;    // AdamW decoupled decay on matrices
   float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
+  std::string optimizer = "adamw";  // adamw | sgd (plain SGD, same decoupled weight decay)
   float grad_clip = 1.0f;       // global L2 norm; 0 disables
   Recompute recompute = Recompute::none;
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (model/precision.h)

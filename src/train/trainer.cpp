@@ -164,7 +164,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
-                            AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
+                            AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay,
+                                        parse_optimizer(cfg_.optimizer)},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_)}, mesh_,
                             tracer_.get(), replicas);
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,

@@ -6,7 +6,9 @@
 //   diloco H=2 (outer lr 0.7, Nesterov 0.9): the outer step on Δ = θ_global − mean(θ_local); the
 //     same run against the reversed sign (Δ = mean − θ_global) must FAIL, proving the check sees it;
 //   async s=1, 2: the mean gradient of step t applied at step t + s (AdamW step t), nothing before;
-//   async s=0 against sync DP (ReplicatedState with its bucketed all-reduce): bitwise.
+//   async s=0 against sync DP (ReplicatedState with its bucketed all-reduce): bitwise;
+//   optimizer = sgd: local_sgd H=3 and diloco H=2, whose replicas carry their SGD steps as a
+//     displacement from the round's start (sgd_displacement.h), against plain SGD simulated.
 // Also bytes: local_sgd/diloco move Ψ floats (bf16: Ψ halves) once per H steps, sync every step.
 #include <cmath>
 #include <cstdio>
@@ -28,6 +30,7 @@ namespace {
 constexpr size_t kN = 64;
 constexpr int kSteps = 8;
 const AdamWConfig kAdam{0.9f, 0.95f, 1e-8f, 0.1f};
+const AdamWConfig kSgd{0.9f, 0.95f, 1e-8f, 0.1f, OptimizerKind::sgd};
 
 float lr_at(int k) { return 0.05f / float(k); }  // any schedule: the test must follow the one passed
 
@@ -74,16 +77,16 @@ void step(ModelState& s, int rank, int dp, int k) {
   s.optimizer_step(lr_at(k), k);
 }
 
-std::unique_ptr<ModelState> make_state(const Comm& comm, DpModeConfig mode) {
+std::unique_ptr<ModelState> make_state(const Comm& comm, DpModeConfig mode, const AdamWConfig& opt) {
   DataParallelConfig cfg;
   cfg.mode = mode;
   std::unique_ptr<ModelState> s;
   if (mode.mode == DpMode::sync) {
     static std::unique_ptr<GroupLayout> layout;  // the state keeps a reference
     layout = std::make_unique<GroupLayout>(toy_spec(comm), nullptr);
-    s = std::make_unique<ReplicatedState>(*layout, kAdam, cfg, &comm, nullptr);
+    s = std::make_unique<ReplicatedState>(*layout, opt, cfg, &comm, nullptr);
   } else {
-    s = make_dp_mode_group_state(toy_spec(comm), nullptr, kAdam, cfg, nullptr);
+    s = make_dp_mode_group_state(toy_spec(comm), nullptr, opt, cfg, nullptr);
   }
   const std::vector<float> p = initial(), zeros(kN, 0.0f);
   s->load_full(p.data(), zeros.data(), zeros.data());
@@ -91,11 +94,20 @@ std::unique_ptr<ModelState> make_state(const Comm& comm, DpModeConfig mode) {
 }
 
 // The trajectory of rank `me`'s parameters under `mode`, simulated for every replica in double.
-std::vector<std::vector<double>> expected(const DpModeConfig& mode, int dp, int me, bool reversed_sign = false) {
+std::vector<std::vector<double>> expected(const DpModeConfig& mode, int dp, int me, bool reversed_sign = false,
+                                          const AdamWConfig& opt = kAdam) {
   std::vector<char> decays(kN, 1);
   for (size_t i = kN - 7; i < kN; ++i) decays[i] = 0;
   struct Replica {
     std::vector<double> p, m, v;
+  };
+  // AdamW, or SGD with the same decoupled decay: p ← p·(1 − lr·wd) − lr·g.
+  auto opt_step = [&](Replica& R, float lr, int k, const std::function<double(size_t)>& grad) {
+    if (opt.kind == OptimizerKind::adamw) return testkit::serial_adamw_step(R.p, R.m, R.v, decays, opt, lr, k, grad);
+    for (size_t i = 0; i < kN; ++i) {
+      const double g = grad(i);
+      R.p[i] = R.p[i] * (decays[i] ? 1.0 - double(lr) * opt.weight_decay : 1.0) - double(lr) * g;
+    }
   };
   const std::vector<float> init = initial();
   const Replica fresh{std::vector<double>(init.begin(), init.end()), std::vector<double>(kN), std::vector<double>(kN)};
@@ -106,8 +118,7 @@ std::vector<std::vector<double>> expected(const DpModeConfig& mode, int dp, int 
   for (int k = 1; k <= kSteps; ++k) {
     if (mode.mode == DpMode::local_sgd || mode.mode == DpMode::diloco) {
       for (int r = 0; r < dp; ++r)
-        testkit::serial_adamw_step(R[r].p, R[r].m, R[r].v, decays, kAdam, lr_at(k), k,
-                                   [&](size_t i) { return grad_of(r, k, i, R[r].p[i]); });
+        opt_step(R[r], lr_at(k), k, [&](size_t i) { return grad_of(r, k, i, R[r].p[i]); });
       if (k % mode.sync_every == 0) {
         std::vector<double> mean(kN, 0.0);
         for (int r = 0; r < dp; ++r)
@@ -129,8 +140,7 @@ std::vector<std::vector<double>> expected(const DpModeConfig& mode, int dp, int 
       mean_grads.push_back(g);
       const int s = mode.mode == DpMode::async ? mode.max_staleness : 0;
       if (k > s)
-        testkit::serial_adamw_step(one.p, one.m, one.v, decays, kAdam, lr_at(k), k - s,
-                                   [&](size_t i) { return mean_grads[size_t(k - 1 - s)][i]; });
+        opt_step(one, lr_at(k), k - s, [&](size_t i) { return mean_grads[size_t(k - 1 - s)][i]; });
       out.push_back(one.p);
     }
   }
@@ -142,8 +152,8 @@ struct Run {
   uint64_t all_reduce_bytes = 0;
 };
 
-Run run(const Comm& comm, const DpModeConfig& mode) {
-  std::unique_ptr<ModelState> s = make_state(comm, mode);
+Run run(const Comm& comm, const DpModeConfig& mode, const AdamWConfig& opt = kAdam) {
+  std::unique_ptr<ModelState> s = make_state(comm, mode, opt);
   comm.reset_stats();
   Run r;
   for (int k = 1; k <= kSteps; ++k) {
@@ -233,6 +243,19 @@ int main(int argc, char** argv) {
   bool same = true;
   for (int k = 0; k < kSteps; ++k) same = same && a0.params[k] == sync.params[k];
   check(same, "async s=0 equals sync DP bitwise");
+
+  // optimizer = sgd (lr_at changes every step, so the displacement's lr ratios are exercised).
+  const Run sgd_sync = run(world, mode_of(DpMode::sync), kSgd);
+  ok = matches(sgd_sync, expected(mode_of(DpMode::sync), dp, me, false, kSgd), &worst);
+  check(ok, "sgd: sync DP against plain SGD simulated (worst " + w() + ")");
+  const Run sgd_local = run(world, mode_of(DpMode::local_sgd, 3), kSgd);
+  ok = matches(sgd_local, expected(mode_of(DpMode::local_sgd, 3), dp, me, false, kSgd), &worst);
+  check(ok, "sgd: local_sgd H=3 against every replica's SGD simulated (worst " + w() + ")");
+  const Run sgd_diloco = run(world, dl, kSgd);
+  ok = matches(sgd_diloco, expected(dl, dp, me, false, kSgd), &worst);
+  check(ok, "sgd: diloco H=2 against every replica's SGD and the outer step simulated (worst " + w() + ")");
+  ok = !matches(sgd_diloco, expected(dl, dp, me, /*reversed_sign=*/true, kSgd), &worst) && worst > 1e-2;
+  check(ok, "sgd: the same run is far from the reversed sign (worst " + w() + ")");
 
   world.all_reduce(&failures, 1);
   if (me == 0) std::printf("%s\n", failures == 0 ? "all passed" : "FAILED");

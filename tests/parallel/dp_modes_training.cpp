@@ -6,6 +6,9 @@
 //     AdamW step, then the mean; FedAvg), to float rounding;
 //   a straggler (rank 1 slowed 12x): under async s = 2 rank 0 runs s steps ahead of it and no
 //     further; under sync it is never more than 1 step ahead;
+//   with optimizer = sgd, local SGD H = 1 and DiLoCo H = 1 (outer lr 1, no momentum) equal sync DP
+//     bitwise: losses, the replicas' mean gradient's norm against sync's norm, weights; the same
+//     run with the averaging skipped (H > steps) is far from it;
 //   DiLoCo's outer state survives a checkpoint bitwise;
 //   lr_scaling's resolved values and the bad-input errors naming their keys.
 #include <chrono>
@@ -19,6 +22,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
+#include "kernels/adamw.h"
 #include "parallel/data/diloco.h"
 #include "shared_data.h"
 #include "train/dp_mode_config.h"
@@ -50,9 +54,21 @@ struct Result {
   double all_reduce_bytes = 0;
 };
 
-Result train(const Mesh& mesh, const TrainConfig& c) {
+// mean_grad_norms: also record, each step, the norm of the replicas' mean gradient, formed as the
+// trainer forms sync DP's norm (sqrt of the squared l2_norm).
+Result train(const Mesh& mesh, const TrainConfig& c, std::vector<double>* mean_grad_norms = nullptr) {
   Trainer t(c, testkit::temp_dir("modes"), &mesh);
   t.quiet = true;
+  if (mean_grad_norms)
+    t.after_grads_reduced = [&](ModelState& state) {
+      size_t n = 0;
+      const float* g = state.segment_grads(ParamSegment{0, t.model().layout().total()}, &n);
+      std::vector<float> mean(g, g + n);
+      mesh.group(MeshGroup::dp_cp).all_reduce(mean.data(), n);
+      scale_inplace(mean.data(), n, 0.5f);
+      const double norm = l2_norm(mean.data(), n);
+      mean_grad_norms->push_back(std::sqrt(norm * norm));
+    };
   const Comm& dense = mesh.group(MeshGroup::dp_cp);
   dense.reset_stats();
   Result r;
@@ -136,6 +152,7 @@ void config_checks(const std::string& data) {
       {[](TrainConfig& c) { c.lr_scaling = "linear"; }, "lr_reference_batch"},
       {[](TrainConfig& c) { c.lr_scaling = "linear"; c.lr_reference_batch = 8; c.warmup_steps = 0; }, "warmup_steps"},
       {[](TrainConfig& c) { c.lr_scaling = "cubic"; }, "lr_scaling"},
+      {[](TrainConfig& c) { c.optimizer = "adam"; }, "optimizer"},
       {[](TrainConfig& c) { c.simulate_straggler = "1x2"; }, "simulate_straggler"},
       {[](TrainConfig& c) { c.simulate_straggler = "1:0.5"; }, "simulate_straggler"},
   };
@@ -182,6 +199,49 @@ int main(int argc, char** argv) {
     const double ww = worst_weight_diff(rl, rd);
     check(worst_loss <= 1e-6 && ww <= 1e-6, "diloco H=1 outer SGD lr 1 no momentum = local_sgd H=1 (loss " +
                                                 std::to_string(worst_loss) + ", weights " + std::to_string(ww) + ")");
+  }
+
+  {
+    // optimizer = sgd: the mean of the replicas' SGD steps is the SGD step of the mean gradient.
+    // grad_clip 0: clipping each replica by its own norm is not clipping the mean. dp = 2, so
+    // the all-reduce of two values is one exact-commutative addition on both ranks.
+    auto sgd = [&](const char* mode, int H, float wd) {
+      TrainConfig c = tiny(data, 10, mode);
+      c.optimizer = "sgd", c.lr = 0.5f, c.grad_clip = 0, c.weight_decay = wd;
+      if (H) c.sync_every = H;
+      if (std::string(mode) == "diloco") c.outer_lr = 1, c.outer_momentum = 0;
+      return c;
+    };
+    auto same_as_sync = [&](const Result& sync, const Result& r, const std::vector<double>& mean_norms) {
+      bool same = r.history.size() == sync.history.size() && mean_norms.size() == sync.history.size() &&
+                  r.weights == sync.weights;
+      for (size_t i = 0; same && i < sync.history.size(); ++i)
+        same = r.history[i].loss == sync.history[i].loss && mean_norms[i] == sync.history[i].grad_norm;
+      return same;
+    };
+    for (float wd : {0.1f, 0.0f}) {
+      const Result ref = train(mesh, sgd("sync", 0, wd));
+      check(ref.history.back().loss < ref.history.front().loss - 0.05,
+            "sgd sync DP learns (loss " + std::to_string(ref.history.front().loss) + " -> " +
+                std::to_string(ref.history.back().loss) + ")");
+      // DiLoCo's Δ = θ₀ − mean θ folds the decay (1 − S)·θ₀ into Δ, one more rounding: bitwise at wd 0.
+      for (const char* mode : wd > 0 ? std::vector<const char*>{"local_sgd"}
+                                     : std::vector<const char*>{"local_sgd", "diloco"}) {
+        std::vector<double> norms;
+        const Result r = train(mesh, sgd(mode, 1, wd), &norms);
+        check(same_as_sync(ref, r, norms), std::string(mode) + " H=1, optimizer sgd, weight_decay " +
+                                               std::to_string(wd) + ": sync DP bitwise (losses, mean-gradient "
+                                               "norms, weights)");
+      }
+      // The check can fail: skipping the averaging (H beyond the run) leaves the replicas apart.
+      std::vector<double> norms;
+      const Result apart = train(mesh, sgd("local_sgd", 1000, wd), &norms);
+      double worst = 0;
+      for (size_t i = 0; i < apart.history.size(); ++i)
+        worst = std::max(worst, std::fabs(apart.history[i].loss - ref.history[i].loss));
+      check(!same_as_sync(ref, apart, norms) && worst > 1e-3,
+            "local_sgd with the averaging skipped is not sync DP (loss differs by " + std::to_string(worst) + ")");
+    }
   }
 
   for (int s : {0, 2}) {

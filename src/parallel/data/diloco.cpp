@@ -23,20 +23,31 @@ void DilocoState::on_parameters_set() {
   std::memcpy(global_.data(), param_data(), global_.bytes());
 }
 
+void DilocoState::mean_over_dp(float* x) {
+  const size_t n = size();
+  if (delta16_.size() > 0) {
+    uint16_t* h = delta16_.data();
+    for (size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(x[i]);
+    dp().all_reduce(CommPtr(h, CommType::bf16), n);
+    for (size_t i = 0; i < n; ++i) x[i] = bf16_to_f32(h[i]);
+  } else {
+    dp().all_reduce(x, n);
+  }
+  scale_inplace(x, n, 1.0f / float(dp().size()));
+}
+
 void DilocoState::average_pseudo_gradient() {
+  if (SgdDisplacement* sgd_steps = sgd()) {
+    mean_over_dp(sgd_steps->acc());
+    sgd_steps->pseudo_gradient(delta_.data(), global_.data(), sgd_steps->acc());
+    sgd_steps->begin_round();
+    return;
+  }
   const size_t n = size();
   const float* local = param_data();
   float* d = delta_.data();
   for (size_t i = 0; i < n; ++i) d[i] = global_[i] - local[i];
-  if (delta16_.size() > 0) {
-    uint16_t* h = delta16_.data();
-    for (size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(d[i]);
-    dp().all_reduce(CommPtr(h, CommType::bf16), n);
-    for (size_t i = 0; i < n; ++i) d[i] = bf16_to_f32(h[i]);
-  } else {
-    dp().all_reduce(d, n);
-  }
-  scale_inplace(d, n, 1.0f / float(dp().size()));
+  mean_over_dp(d);
 }
 
 void DilocoState::after_local_step(int step) {

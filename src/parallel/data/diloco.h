@@ -5,7 +5,9 @@
 //   m ← μ·m + Δ,   θ_global ← θ_global − lr_outer·(Δ + μ·m),
 // and every replica restarts from θ_global. The inner AdamW moments stay per replica. θ_global
 // and m are the outer state: replicated, and kept in checkpoints. Δ may travel as bf16 (the
-// all-reduce accumulates in fp32 and rounds once), halving the bytes.
+// all-reduce accumulates in fp32 and rounds once), halving the bytes. With optimizer = sgd the
+// replicas average their displacements instead and Δ is formed from the mean once
+// (sgd_displacement.h): with outer lr 1 and no momentum, H = 1 is then sync DP bitwise.
 #include "core/memory.h"
 #include "parallel/data/local_replica_state.h"
 
@@ -23,9 +25,11 @@ class DilocoState final : public LocalReplicaState {
  protected:
   void after_local_step(int step) override;
   void on_parameters_set() override;
+  const float* round_start() override { return global_.data(); }
 
  private:
   void average_pseudo_gradient();  // delta_ := mean over dp of θ_global − θ_local
+  void mean_over_dp(float* x);     // in place, through bf16 if diloco_pseudo_grad_dtype says so
 
   TrackedBuffer<float> global_, momentum_;  // the outer state (optimizer category)
   TrackedBuffer<float> delta_;              // Δ (workspace)

@@ -24,7 +24,11 @@ LocalReplicaState::LocalReplicaState(const ParamGroupSpec& spec, const ParamLayo
       dp_(spec.comm),
       mode_(cfg.mode),
       local_mean_(local_mean),
-      inner_(std::make_unique<ReplicatedState>(*layout_, adam, without_gradient_sync(cfg), spec.comm, tracer)) {}
+      inner_(std::make_unique<ReplicatedState>(*layout_, adam, without_gradient_sync(cfg), spec.comm,
+                                               tracer)) {
+  if (adam.kind == OptimizerKind::sgd && cfg.mode.mode != DpMode::async)
+    sgd_ = std::make_unique<SgdDisplacement>(full_group_spans(*layout_), layout_->total(), adam.weight_decay);
+}
 
 void LocalReplicaState::finish_grads() {
   inner_->finish_grads();
@@ -32,17 +36,25 @@ void LocalReplicaState::finish_grads() {
 }
 
 void LocalReplicaState::optimizer_step(float lr, int step) {
-  inner_->optimizer_step(lr, step);
+  if (sgd_)
+    sgd_->step(param_data(), round_start(), grad_data(), lr);
+  else
+    inner_->optimizer_step(lr, step);
   after_local_step(step);
 }
 
 void LocalReplicaState::init_parameters(const ModelConfig& c, uint64_t seed) {
   inner_->init_parameters(c, seed);
-  on_parameters_set();
+  parameters_set();
 }
 
 void LocalReplicaState::load_full(const float* params, const float* m, const float* v) {
   inner_->load_full(params, m, v);
+  parameters_set();
+}
+
+void LocalReplicaState::parameters_set() {
+  if (sgd_) sgd_->begin_round();  // a new round starts from these parameters
   on_parameters_set();
 }
 

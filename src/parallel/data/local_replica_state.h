@@ -7,6 +7,7 @@
 
 #include "core/memory.h"
 #include "parallel/data/replicated_state.h"
+#include "parallel/data/sgd_displacement.h"
 #include "parallel/model_state.h"
 
 namespace ff {
@@ -37,7 +38,7 @@ class LocalReplicaState : public ModelState {
   StateRuns checkpoint_runs(bool for_save) override { return inner_->checkpoint_runs(for_save); }
   void after_load() override {
     inner_->after_load();
-    on_parameters_set();
+    parameters_set();
   }
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
     return inner_->segment_grads(seg, count);
@@ -48,6 +49,10 @@ class LocalReplicaState : public ModelState {
   // parameters were set from outside (init, load).
   virtual void after_local_step(int step) = 0;
   virtual void on_parameters_set() {}
+  // optimizer = sgd in a mode that averages after H local steps: the steps are carried as a
+  // displacement from round_start() (sgd_displacement.h); null with AdamW and in async.
+  SgdDisplacement* sgd() { return sgd_.get(); }
+  virtual const float* round_start() { return nullptr; }
   float* param_data() { return inner_->param_data(); }
   float* grad_data() { return inner_->grad_data(); }
   size_t size() const { return layout_->total(); }
@@ -56,11 +61,14 @@ class LocalReplicaState : public ModelState {
   const DpModeConfig& mode() const { return mode_; }
 
  private:
+  void parameters_set();  // init or load: a new round starts, then on_parameters_set()
+
   std::unique_ptr<GroupLayout> layout_;  // the inner state keeps a reference: fixed address
   const Comm* dp_;
   DpModeConfig mode_;
   bool local_mean_;
   std::unique_ptr<ReplicatedState> inner_;
+  std::unique_ptr<SgdDisplacement> sgd_;
 };
 
 // The state of a mode other than sync, after checking that the layout allows it.
