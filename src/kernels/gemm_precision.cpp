@@ -9,6 +9,7 @@
 #include "kernels/fp8.h"
 #include "kernels/gemm.h"
 #include "kernels/scratch.h"
+#include "kernels/weight_copy.h"
 
 namespace ff {
 namespace {
@@ -55,13 +56,17 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
   if (M <= 0 || N <= 0) return;
   // The stored extents, padding included: op(A) is (M, K), so A holds (trans ? K : M) rows of lda.
   const size_t na = size_t(trans_a ? K : M) * lda, nb = size_t(trans_b ? N : K) * ldb;
+  // B is the weight in the forward and dgrad products: the step's rounded copy when there is one
+  // (weight_copy.h; the same rounding, so the same bits), else rounded here like A.
+  const void* b_copy = role == GemmRole::wgrad ? nullptr : find_weight_copy(B, nb, t);
   // One scratch for both, B starting on a 64-byte boundary (32 halves).
   const size_t b_at = (na + 31) / 32 * 32;
-  uint16_t* scratch = detail::thread_scratch<uint16_t>(b_at + nb);
+  uint16_t* scratch = detail::thread_scratch<uint16_t>(b_copy ? na : b_at + nb);
   const TypedPtr a16(scratch, t), b16(scratch + b_at, t);
   convert_from_f32(a16, A, na);
-  convert_from_f32(b16, B, nb);
-  gemm(trans_a, trans_b, M, N, K, alpha, ConstTypedPtr(a16), lda, ConstTypedPtr(b16), ldb, beta, TypedPtr(C), ldc);
+  if (!b_copy) convert_from_f32(b16, B, nb);
+  gemm(trans_a, trans_b, M, N, K, alpha, ConstTypedPtr(a16), lda, b_copy ? ConstTypedPtr(b_copy, t) : ConstTypedPtr(b16),
+       ldb, beta, TypedPtr(C), ldc);
 }
 
 void accumulate_weight_grad(float* dW, const float* dy, const float* x, int N, int in, int out) {
