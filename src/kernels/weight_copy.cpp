@@ -10,11 +10,11 @@
 
 namespace ff {
 namespace {
-// The live copies: one per trainer (a test may hold a parallel and a serial trainer at once, over
-// disjoint parameter buffers). Read by GEMMs on OpenMP workers, written at construction and
-// destruction only.
+// The live sources: one per trainer's copy or gather pool (a test may hold a parallel and a serial
+// trainer at once, over disjoint buffers). Read by GEMMs on OpenMP workers, written at
+// construction and destruction only.
 constexpr int kSlots = 16;
-std::atomic<const WeightCopy*> g_active[kSlots];
+std::atomic<const WeightTwinSource*> g_sources[kSlots];
 }  // namespace
 
 WeightCopy::WeightCopy(std::vector<MirroredRange> ranges, DType t) : ranges_(std::move(ranges)) {
@@ -22,16 +22,22 @@ WeightCopy::WeightCopy(std::vector<MirroredRange> ranges, DType t) : ranges_(std
   size_t total = 0;
   for (const MirroredRange& r : ranges_) starts_.push_back(total), total += r.count;
   buffer_.allocate(total, t, MemCategory::params);
-  for (std::atomic<const WeightCopy*>& slot : g_active) {
-    const WeightCopy* none = nullptr;
-    if (slot.compare_exchange_strong(none, this)) return;
-  }
-  throw std::logic_error("WeightCopy: more than " + std::to_string(kSlots) + " weight copies alive in one process");
+  register_weight_twins(this);
 }
 
-WeightCopy::~WeightCopy() {
-  for (std::atomic<const WeightCopy*>& slot : g_active) {
-    const WeightCopy* self = this;
+WeightCopy::~WeightCopy() { unregister_weight_twins(this); }
+
+void register_weight_twins(const WeightTwinSource* source) {
+  for (std::atomic<const WeightTwinSource*>& slot : g_sources) {
+    const WeightTwinSource* none = nullptr;
+    if (slot.compare_exchange_strong(none, source)) return;
+  }
+  throw std::logic_error("more than " + std::to_string(kSlots) + " 16-bit weight copies alive in one process");
+}
+
+void unregister_weight_twins(const WeightTwinSource* source) {
+  for (std::atomic<const WeightTwinSource*>& slot : g_sources) {
+    const WeightTwinSource* self = source;
     if (slot.compare_exchange_strong(self, nullptr)) return;
   }
 }
@@ -55,8 +61,8 @@ const void* WeightCopy::find(const float* w, size_t n, DType t) const {
 }
 
 const void* find_weight_copy(const float* w, size_t n, DType t) {
-  for (const std::atomic<const WeightCopy*>& slot : g_active)
-    if (const WeightCopy* c = slot.load(std::memory_order_acquire))
+  for (const std::atomic<const WeightTwinSource*>& slot : g_sources)
+    if (const WeightTwinSource* c = slot.load(std::memory_order_acquire))
       if (const void* p = c->find(w, n, t)) return p;
   return nullptr;
 }

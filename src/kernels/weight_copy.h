@@ -17,18 +17,31 @@
 
 namespace ff {
 
+// Anything holding 16-bit twins of fp32 weights the model reads: the run's WeightCopy, ZeRO-3's
+// gather buffers (parallel/zero/gather_pool.h). Registered, a source is asked by every 16-bit
+// forward and dgrad GEMM for its weight operand (find_weight_copy below).
+class WeightTwinSource {
+ public:
+  virtual ~WeightTwinSource() = default;
+  // The twin of [w, w + n) in dtype t, or null when this source has none (or a stale one).
+  virtual const void* find(const float* w, size_t n, DType t) const = 0;
+};
+// At most 16 sources at once; registered sources must cover disjoint fp32 ranges.
+void register_weight_twins(const WeightTwinSource* source);
+void unregister_weight_twins(const WeightTwinSource* source);
+
 struct MirroredRange {
   const float* data = nullptr;
   size_t count = 0;
 };
 
-class WeightCopy {
+class WeightCopy final : public WeightTwinSource {
  public:
   // 2 bytes per element of `ranges` in the ledger's params category, registered for lookups until
   // destroyed; the ranges must not overlap another live copy's. `t` is bf16 or f16. Not yet valid:
   // refresh().
   WeightCopy(std::vector<MirroredRange> ranges, DType t);
-  ~WeightCopy();
+  ~WeightCopy() override;
   WeightCopy(const WeightCopy&) = delete;
   WeightCopy& operator=(const WeightCopy&) = delete;
 
@@ -42,7 +55,7 @@ class WeightCopy {
 
   // The copy of [w, w + n) in `t`, or null when it is not inside one mirrored range of this dtype
   // or the copy is stale.
-  const void* find(const float* w, size_t n, DType t) const;
+  const void* find(const float* w, size_t n, DType t) const override;
 
  private:
   std::vector<MirroredRange> ranges_;
@@ -70,7 +83,7 @@ class FreshWeightCopy {
   WeightCopy* copy_;
 };
 
-// A live copy's rounded [w, w + n) in `t`, or null (not inside a live, fresh copy).
+// A registered source's twin of [w, w + n) in `t`, or null (no fresh twin covers it).
 const void* find_weight_copy(const float* w, size_t n, DType t);
 
 }  // namespace ff

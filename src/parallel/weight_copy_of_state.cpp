@@ -4,8 +4,8 @@
 
 namespace ff {
 
-std::unique_ptr<WeightCopy> make_weight_copy(ModelState& state, DType gemm_dtype, bool fp8, int zero) {
-  if (gemm_dtype == DType::f32 || fp8 || zero == 3) return nullptr;
+std::unique_ptr<WeightCopy> make_weight_copy(ModelState& state, DType gemm_dtype, bool fp8, bool gathered) {
+  if (gemm_dtype == DType::f32 || fp8 || gathered) return nullptr;
   // Every run this rank holds: the full replicated buffer (zero 0, 1, 2), split per segment when
   // the state has several parameter groups.
   std::vector<MirroredRange> ranges;

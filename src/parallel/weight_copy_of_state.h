@@ -10,8 +10,8 @@
 namespace ff {
 
 // Null when there is nothing to mirror: fp32 GEMM inputs, fp8 (quantised per call from fp32),
-// or ZeRO-3, whose model reads gathered buffers rather than the shards this rank holds (a copy
-// of the shards would cost 2 bytes per element and never be read).
-std::unique_ptr<WeightCopy> make_weight_copy(ModelState& state, DType gemm_dtype, bool fp8, int zero);
+// or sharded parameters (ZeRO-3 over more than one rank), whose model reads gathered buffers:
+// those gather 16-bit values and are their own twins (parallel/zero/gather_pool.h).
+std::unique_ptr<WeightCopy> make_weight_copy(ModelState& state, DType gemm_dtype, bool fp8, bool gathered);
 
 }  // namespace ff

@@ -19,6 +19,7 @@
 #include "kernels/gemm.h"
 #include "model/precision.h"
 #include "parallel/weight_copy_of_state.h"
+#include "train/zero3_gather.h"
 #include "comm/comm.h"
 #include "comm/flight_recorder.h"
 #include "train/checkpoint_meta.h"
@@ -166,9 +167,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
-                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_)}, mesh_,
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_),
+                                               zero3_gather_dtype(cfg_)}, mesh_,
                             tracer_.get(), replicas);
-  weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8_, cfg_.zero);  // 16-bit runs
+  weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8_, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);  // 16-bit runs
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
