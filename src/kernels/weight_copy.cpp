@@ -18,7 +18,8 @@ std::atomic<const WeightTwinSource*> g_sources[kSlots];
 }  // namespace
 
 WeightCopy::WeightCopy(std::vector<MirroredRange> ranges, DType t) : ranges_(std::move(ranges)) {
-  if (t == DType::f32) throw std::invalid_argument("WeightCopy: the copy must be a 16-bit dtype (bf16 or f16)");
+  if (t == DType::f32)
+    throw std::invalid_argument("WeightCopy: the copy must be a 16-bit dtype (bf16 or f16)");
   size_t total = 0;
   for (const MirroredRange& r : ranges_) starts_.push_back(total), total += r.count;
   buffer_.allocate(total, t, MemCategory::params);
@@ -32,7 +33,8 @@ void register_weight_twins(const WeightTwinSource* source) {
     const WeightTwinSource* none = nullptr;
     if (slot.compare_exchange_strong(none, source)) return;
   }
-  throw std::logic_error("more than " + std::to_string(kSlots) + " 16-bit weight copies alive in one process");
+  throw std::logic_error("more than " + std::to_string(kSlots) +
+                         " 16-bit weight copies alive in one process");
 }
 
 void unregister_weight_twins(const WeightTwinSource* source) {
@@ -55,7 +57,8 @@ const void* WeightCopy::find(const float* w, size_t n, DType t) const {
   const std::less<const float*> lt;
   for (size_t i = 0; i < ranges_.size(); ++i) {
     const MirroredRange& r = ranges_[i];
-    if (!lt(w, r.data) && !lt(r.data + r.count, w + n)) return buffer_.ptr().at(starts_[i] + size_t(w - r.data)).data();
+    if (!lt(w, r.data) && !lt(r.data + r.count, w + n))
+      return buffer_.ptr().at(starts_[i] + size_t(w - r.data)).data();
   }
   return nullptr;
 }

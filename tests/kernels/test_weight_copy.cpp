@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "check.h"
@@ -21,8 +22,8 @@ using fftest::to_float;
 struct Products {
   std::vector<float> y, dx;
 };
-Products forward_and_dgrad(const std::vector<float>& x, const float* W, const std::vector<float>& dy, int N, int in,
-                           int out) {
+Products forward_and_dgrad(const std::vector<float>& x, const float* W, const std::vector<float>& dy, int N,
+                           int in, int out) {
   Products p{std::vector<float>(size_t(N) * out), std::vector<float>(size_t(N) * in)};
   ff::gemm_run_precision(false, true, N, out, in, 1.0f, x.data(), in, W, in, 0.0f, p.y.data(), out);
   ff::gemm_run_precision(false, false, N, in, out, 1.0f, dy.data(), out, W, in, 0.0f, p.dx.data(), in,
@@ -51,7 +52,7 @@ TEST(WeightCopy, ReadThroughTheCopyIsBitwiseThePerCallRounding) {
   {
     const ff::FreshWeightCopy fresh(&copy);
     ASSERT_NE(ff::find_weight_copy(W, size_t(out) * in, ff::DType::bf16), nullptr);
-    EXPECT_EQ(ff::find_weight_copy(W, size_t(out) * in, ff::DType::f16), nullptr);  // another dtype
+    EXPECT_EQ(ff::find_weight_copy(W, size_t(out) * in, ff::DType::f16), nullptr);       // another dtype
     EXPECT_EQ(ff::find_weight_copy(W + 1, size_t(out) * in, ff::DType::bf16), nullptr);  // runs past the end
     const Products through_copy = forward_and_dgrad(x, W, dy, N, in, out);
     EXPECT_TRUE(bitwise_equal(through_copy.y, per_call.y));
@@ -71,6 +72,36 @@ TEST(WeightCopy, ReadThroughTheCopyIsBitwiseThePerCallRounding) {
   // Out of the scope the copy is stale: the GEMM rounds the (restored) fp32 weight itself.
   EXPECT_EQ(ff::find_weight_copy(W, size_t(out) * in, ff::DType::bf16), nullptr);
   EXPECT_EQ(copy.refreshes(), 2u);
+}
+
+// The fused linear backward (dy rounded once for dgrad and wgrad) against the two products made
+// apart, bitwise, in bf16 with and without a weight copy and in fp32; a null dW skips wgrad.
+TEST(WeightCopy, FusedLinearBackwardIsBitwiseTheTwoProducts) {
+  const int N = 29, in = 48, out = 72;
+  std::vector<float> W = to_float(randn(size_t(out) * in, 4));
+  const auto x = to_float(randn(size_t(N) * in, 5)), dy = to_float(randn(size_t(N) * out, 6));
+  const auto dw0 = to_float(randn(size_t(out) * in, 7));
+  for (ff::DType t : {ff::DType::bf16, ff::DType::f32})
+    for (bool with_copy : {false, true}) {
+      if (t == ff::DType::f32 && with_copy) continue;
+      const ff::GemmInputDtypeScope scope(t);
+      std::unique_ptr<ff::WeightCopy> copy;
+      if (with_copy)
+        copy = std::make_unique<ff::WeightCopy>(std::vector<ff::MirroredRange>{{W.data(), W.size()}}, t);
+      const ff::FreshWeightCopy fresh(copy.get());
+      std::vector<float> dx_apart(size_t(N) * in), dw_apart(dw0);
+      ff::gemm_run_precision(false, false, N, in, out, 1.0f, dy.data(), out, W.data(), in, 0.0f,
+                             dx_apart.data(), in, ff::GemmRole::dgrad);
+      ff::accumulate_weight_grad(dw_apart.data(), dy.data(), x.data(), N, in, out);
+      std::vector<float> dx_fused(size_t(N) * in, 7.0f), dw_fused(dw0);
+      ff::linear_backward_run_precision(dx_fused.data(), dw_fused.data(), dy.data(), x.data(), W.data(), N,
+                                        in, out);
+      EXPECT_TRUE(bitwise_equal(dx_fused, dx_apart)) << ff::dtype_name(t) << " copy " << with_copy;
+      EXPECT_TRUE(bitwise_equal(dw_fused, dw_apart)) << ff::dtype_name(t) << " copy " << with_copy;
+      std::vector<float> dx_only(size_t(N) * in);
+      ff::linear_backward_run_precision(dx_only.data(), nullptr, dy.data(), x.data(), W.data(), N, in, out);
+      EXPECT_TRUE(bitwise_equal(dx_only, dx_apart));
+    }
 }
 
 TEST(WeightCopy, Fp32RunsAndWrongDtypesAreRefused) {

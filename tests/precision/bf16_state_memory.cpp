@@ -12,11 +12,11 @@
 // that slack (as dp_equivalence allows the fp32 formula). Then ZeRO-3's parameter all-gathers
 // over 3 steps: the bf16 run's bytes (Comm counters) are exactly half the fp32 run's, and the
 // losses of the two runs differ (the bf16 GEMMs ran) by less than bf16's tolerance.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <exception>
 #include <string>
-#include <cstdio>
 #include <vector>
 
 #include "comm/comm.h"
@@ -33,10 +33,14 @@ namespace {
 
 double bf16_formula_bytes(int zero, double psi, int n) {
   switch (zero) {
-    case 0: return 2 * psi + 16 * psi;
-    case 1: return 2 * psi + 8 * psi + 8 * psi / n;
-    case 2: return 2 * psi + 4 * psi + 12 * psi / n;
-    default: return 2 * psi / n + 16 * psi / n;
+    case 0:
+      return 2 * psi + 16 * psi;
+    case 1:
+      return 2 * psi + 8 * psi + 8 * psi / n;
+    case 2:
+      return 2 * psi + 4 * psi + 12 * psi / n;
+    default:
+      return 2 * psi / n + 16 * psi / n;
   }
 }
 
@@ -101,9 +105,10 @@ int check_zero3_gather_bytes(const Mesh& mesh, const std::string& data) {
   const int n = mesh.degrees().dp;
   const GatherRun f32 = zero3_run(data, mesh, "fp32"), b16 = zero3_run(data, mesh, "bf16");
   const bool half = f32.all_gather_bytes > 0 && b16.all_gather_bytes * 2 == f32.all_gather_bytes;
-  std::printf("rank %d zero 3: all-gather bytes per step fp32 %.0f, bf16 %.0f (ratio %.3f, expected 0.5): %s\n",
-              mesh.world().rank(), f32.all_gather_bytes, b16.all_gather_bytes,
-              b16.all_gather_bytes / f32.all_gather_bytes, half ? "ok" : "FAIL");
+  std::printf(
+      "rank %d zero 3: all-gather bytes per step fp32 %.0f, bf16 %.0f (ratio %.3f, expected 0.5): %s\n",
+      mesh.world().rank(), f32.all_gather_bytes, b16.all_gather_bytes,
+      b16.all_gather_bytes / f32.all_gather_bytes, half ? "ok" : "FAIL");
   if (mesh.world().rank() != 0) return half ? 0 : 1;
   TrainConfig sc = gather_config(data, 1, "bf16");
   sc.micro_batch *= n;
@@ -116,8 +121,10 @@ int check_zero3_gather_bytes(const Mesh& mesh, const std::string& data) {
     norm_gap = std::max(norm_gap, std::fabs(p.grad_norm / s.grad_norm - 1));
   }
   const bool close = loss_gap < 1e-3 && norm_gap < 1e-2;
-  std::printf("zero 3 dp %d, bf16 gathers vs serial bf16: worst step-loss rel diff %.2e (tol 1e-3), worst "
-              "grad-norm rel diff %.2e (tol 1e-2): %s\n", n, loss_gap, norm_gap, close ? "ok" : "FAIL");
+  std::printf(
+      "zero 3 dp %d, bf16 gathers vs serial bf16: worst step-loss rel diff %.2e (tol 1e-3), worst "
+      "grad-norm rel diff %.2e (tol 1e-2): %s\n",
+      n, loss_gap, norm_gap, close ? "ok" : "FAIL");
   return half && close ? 0 : 1;
 }
 
@@ -132,14 +139,17 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (int zero = 0; zero <= 3; ++zero) {
     const StateBytes f32 = state_bytes(data, mesh, zero, "fp32"), b16 = state_bytes(data, mesh, zero, "bf16");
-    const double psi = b16.psi, copy = zero < 3 ? 2 * psi : 2 * psi / n, formula = bf16_formula_bytes(zero, psi, n);
+    const double psi = b16.psi, copy = zero < 3 ? 2 * psi : 2 * psi / n,
+                 formula = bf16_formula_bytes(zero, psi, n);
     const double slack = zero < 3 ? 0.0 : 0.10 * copy;
-    const bool ok = std::fabs(b16.total - f32.total - copy) <= slack && b16.params - f32.params == b16.total - f32.total &&
+    const bool ok = std::fabs(b16.total - f32.total - copy) <= slack &&
+                    b16.params - f32.params == b16.total - f32.total &&
                     std::fabs(b16.total - formula) <= 0.10 * formula;
-    std::printf("rank %d zero %d: bf16 model-state bytes %.0f (formula %.0f = %.2f psi), fp32 %.0f, bf16 - fp32 "
-                "%.0f (expected %.0f = the weight copy), psi %.0f: %s\n",
-                world.rank(), zero, b16.total, formula, formula / psi, f32.total, b16.total - f32.total, copy, psi,
-                ok ? "ok" : "FAIL");
+    std::printf(
+        "rank %d zero %d: bf16 model-state bytes %.0f (formula %.0f = %.2f psi), fp32 %.0f, bf16 - fp32 "
+        "%.0f (expected %.0f = the weight copy), psi %.0f: %s\n",
+        world.rank(), zero, b16.total, formula, formula / psi, f32.total, b16.total - f32.total, copy, psi,
+        ok ? "ok" : "FAIL");
     failures += !ok;
   }
   failures += check_zero3_gather_bytes(mesh, data);
@@ -152,8 +162,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     refused = e.what();
   }
-  const bool names_key = refused.find("zero3_gather") != std::string::npos && refused.find("precision") != std::string::npos;
-  std::printf("rank %d zero3_gather = bf16 with precision fp32: %s\n", world.rank(), names_key ? refused.c_str() : "FAIL (not refused)");
+  const bool names_key =
+      refused.find("zero3_gather") != std::string::npos && refused.find("precision") != std::string::npos;
+  std::printf("rank %d zero3_gather = bf16 with precision fp32: %s\n", world.rank(),
+              names_key ? refused.c_str() : "FAIL (not refused)");
   failures += !names_key;
   return failures == 0 ? 0 : 1;
 }

@@ -13,7 +13,8 @@ GatherPool::GatherPool(const ShardLayout& shards, const float* param_shard, cons
       gather_dtype_(gather_dtype) {
   for (Slot& s : slots_) {
     s.data.allocate(shards.max_segment(), MemCategory::workspace);
-    if (gather_dtype_ != DType::f32) s.data16.allocate(shards.max_segment(), gather_dtype_, MemCategory::workspace);
+    if (gather_dtype_ != DType::f32)
+      s.data16.allocate(shards.max_segment(), gather_dtype_, MemCategory::workspace);
   }
   if (gather_dtype_ != DType::f32) {
     shard16_.allocate(shards.shard_size(), gather_dtype_, MemCategory::params);
