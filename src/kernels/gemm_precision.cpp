@@ -9,6 +9,7 @@
 #include "kernels/fp8.h"
 #include "kernels/gemm.h"
 #include "kernels/scratch.h"
+#include "kernels/weight_copy.h"
 
 namespace ff {
 namespace {
@@ -55,13 +56,42 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
   if (M <= 0 || N <= 0) return;
   // The stored extents, padding included: op(A) is (M, K), so A holds (trans ? K : M) rows of lda.
   const size_t na = size_t(trans_a ? K : M) * lda, nb = size_t(trans_b ? N : K) * ldb;
+  // B is the weight in the forward and dgrad products: the step's rounded copy when there is one
+  // (weight_copy.h; the same rounding, so the same bits), else rounded here like A.
+  const void* b_copy = role == GemmRole::wgrad ? nullptr : find_weight_copy(B, nb, t);
   // One scratch for both, B starting on a 64-byte boundary (32 halves).
   const size_t b_at = (na + 31) / 32 * 32;
-  uint16_t* scratch = detail::thread_scratch<uint16_t>(b_at + nb);
+  uint16_t* scratch = detail::thread_scratch<uint16_t>(b_copy ? na : b_at + nb);
   const TypedPtr a16(scratch, t), b16(scratch + b_at, t);
   convert_from_f32(a16, A, na);
-  convert_from_f32(b16, B, nb);
-  gemm(trans_a, trans_b, M, N, K, alpha, ConstTypedPtr(a16), lda, ConstTypedPtr(b16), ldb, beta, TypedPtr(C), ldc);
+  if (!b_copy) convert_from_f32(b16, B, nb);
+  const ConstTypedPtr b = b_copy ? ConstTypedPtr(b_copy, t) : ConstTypedPtr(b16);
+  gemm(trans_a, trans_b, M, N, K, alpha, ConstTypedPtr(a16), lda, b, ldb, beta, TypedPtr(C), ldc);
+}
+
+void linear_backward_run_precision(float* dx, float* dW, const float* dy, const float* x, const float* W,
+                                   int N, int in, int out) {
+  const DType t = gemm_input_dtype();
+  if (t == DType::f32 || gemm_fp8() || N <= 0) {
+    gemm_run_precision(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in, GemmRole::dgrad);
+    if (dW) accumulate_weight_grad(dW, dy, x, N, in, out);
+    return;
+  }
+  // Scratch: dy (N, out) rounded, then W (out, in) unless the step's copy has it, then x (N, in).
+  const size_t ny = size_t(N) * out, nw = size_t(out) * in, nx = size_t(N) * in;
+  auto up = [](size_t n) { return (n + 31) / 32 * 32; };  // 64-byte boundaries
+  const void* w_copy = find_weight_copy(W, nw, t);
+  const size_t w_at = up(ny), x_at = w_at + (w_copy ? 0 : up(nw));
+  uint16_t* scratch = detail::thread_scratch<uint16_t>(x_at + (dW ? nx : 0));
+  const TypedPtr dy16(scratch, t), w16(scratch + w_at, t), x16(scratch + x_at, t);
+  convert_from_f32(dy16, dy, ny);
+  if (!w_copy) convert_from_f32(w16, W, nw);
+  const ConstTypedPtr w = w_copy ? ConstTypedPtr(w_copy, t) : ConstTypedPtr(w16);
+  gemm(false, false, N, in, out, 1.0f, ConstTypedPtr(dy16), out, w, in, 0.0f, TypedPtr(dx), in);
+  if (!dW) return;
+  convert_from_f32(x16, x, nx);
+  gemm(true, false, out, in, N, 1.0f, ConstTypedPtr(dy16), out, ConstTypedPtr(x16), in, 1.0f, TypedPtr(dW),
+       in);
 }
 
 void accumulate_weight_grad(float* dW, const float* dy, const float* x, int N, int in, int out) {

@@ -38,5 +38,10 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
                         const float* B, int ldb, float beta, float* C, int ldc, GemmRole role = GemmRole::forward);
 // dW(out,in) += dy^T x in the run's precision (f32: linear_backward's operand order for tall W).
 void accumulate_weight_grad(float* dW, const float* dy, const float* x, int N, int in, int out);
+// A linear layer's backward: dx(N,in) = dy(N,out) W (overwriting), then, when dW is not null,
+// dW(out,in) += dy^T x. A 16-bit run rounds dy once for both products instead of once per
+// product; the results are bitwise those of the two calls made apart.
+void linear_backward_run_precision(float* dx, float* dW, const float* dy, const float* x, const float* W, int N,
+                                   int in, int out);
 
 }  // namespace ff

@@ -25,6 +25,11 @@ inline void matmul_dyw(float* dx, const float* dy, const float* W, int N, int in
 inline void accumulate_dw(float* dW, const float* dy, const float* x, int N, int in, int out) {
   accumulate_weight_grad(dW, dy, x, N, in, out);
 }
+// dx(N,in) = dy W, then dW(out,in) += dy^T x unless dW is null: one rounding of dy for both.
+inline void matmul_dyw_dw(float* dx, float* dW, const float* dy, const float* x, const float* W, int N, int in,
+                          int out) {
+  linear_backward_run_precision(dx, dW, dy, x, W, N, in, out);
+}
 inline void copy_rows(float* dst, const float* src, size_t n) { std::memcpy(dst, src, n * sizeof(float)); }
 
 }  // namespace ff

@@ -153,8 +153,7 @@ float* Llama::head_backward(const HeadParams& h, GradSink& sink, Activations& ac
   float* emb_grad = cfg_.tied_embeddings ? sink.acquire(layout_.embedding_segment()).f32() : nullptr;
   float* weight_grad = cfg_.tied_embeddings ? emb_grad : norm_grad + C;
   // logits_ holds d(loss)/d(logits) here.
-  matmul_dyw(d_ln, logits_.data(), h.weight, N, C, vocab_.count);                        // (N, C)
-  accumulate_dw(weight_grad, logits_.data(), head_in, N, C, vocab_.count);               // (V, C)
+  matmul_dyw_dw(d_ln, weight_grad, logits_.data(), head_in, h.weight, N, C, vocab_.count);  // (N, C), (V, C)
   std::memset(d_resid, 0, size_t(R) * C * sizeof(float));
   rmsnorm_backward(d_resid, norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(),
                    h.norm, acts.final_rstd(), R, C);
@@ -207,9 +206,8 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
                    a.mid, P + o.mlp_norm, a.rstd2, R, C);
   // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
   const float* d_mid = hooks_->row_output_backward(d_resid, N, C);                   // (N, C)
-  matmul_dyw(d_att_.data(), d_mid, P + o.o, N, A, C);                                // (N, A)
+  matmul_dyw_dw(d_att_.data(), def ? nullptr : G + o.o, d_mid, a.att, P + o.o, N, A, C);  // (N, A)
   if (def) copy_rows(def->d_mid, d_mid, size_t(N) * C);
-  else accumulate_dw(G + o.o, d_mid, a.att, N, A, C);
   float* d_qkv = d_qkv_.data();                                                      // (N, Q)
   std::memset(d_qkv, 0, size_t(N) * Q * sizeof(float));
   const int kv = A + kv_heads_ * D;  // v's column in a q/k/v row
@@ -217,11 +215,11 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
                              a.lse, attention_shape(B, T));
   rope_backward(d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);
   rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);
-  matmul_dyw(d_ln, d_qkv, P + o.qkv, N, C, Q);                                       // (N, C)
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
+  const float* ln1 = def ? nullptr : hooks_->column_input(a.ln1, N, C);               // (N, C)
+  matmul_dyw_dw(d_ln, def ? nullptr : G + o.qkv, d_qkv, ln1, P + o.qkv, N, C, Q);     // (N, C)
   if (def) copy_rows(def->d_qkv, d_qkv, size_t(N) * Q);
-  else accumulate_dw(G + o.qkv, d_qkv, hooks_->column_input(a.ln1, N, C), N, C, Q);
   rmsnorm_backward(d_resid, def ? def->norms : G + o.attn_norm, hooks_->column_input_backward(d_ln, N, C),
                    a.x_in, P + o.attn_norm, a.rstd1, R, C);
 }
@@ -231,13 +229,14 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
   const BlockActs& a = *m.a;
   const int N = m.N, C = m.C, F = m.F;
   const float* d_out = h.row_output_backward(d_resid, N, C);                         // (N, C)
-  matmul_dyw(m.d_h, d_out, m.P + m.o->mlp.down, N, F, C);                            // (N, F)
+  matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, d_out, a.mlp.h, m.P + m.o->mlp.down, N, F,
+                C);                                                                  // (N, F)
   if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
-  else accumulate_dw(G + m.o->mlp.down, d_out, a.mlp.h, N, F, C);
   swiglu_backward(m.d_gate_up, m.d_h, a.mlp.gate_up, N, F);                          // (N, 2F)
-  matmul_dyw(d_ln, m.d_gate_up, m.P + m.o->mlp.gate_up, N, C, 2 * F);                // (N, C)
+  const float* ln2 = def ? nullptr : h.column_input(a.ln2, N, C);                    // (N, C)
+  matmul_dyw_dw(d_ln, def ? nullptr : G + m.o->mlp.gate_up, m.d_gate_up, ln2, m.P + m.o->mlp.gate_up, N, C,
+                2 * F);                                                              // (N, C)
   if (def) copy_rows(def->d_gate_up, m.d_gate_up, size_t(N) * 2 * F);
-  else accumulate_dw(G + m.o->mlp.gate_up, m.d_gate_up, h.column_input(a.ln2, N, C), N, C, 2 * F);
 }
 
 void Llama::embedding_backward(GradSink& sink, float* emb_grad, const int32_t* tokens, int N) {

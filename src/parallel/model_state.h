@@ -37,6 +37,7 @@ struct DataParallelConfig {
   double bucket_mb = 4.0;    // DDP bucket size (zero 0)
   GradSync sync = GradSync::overlap;
   DpModeConfig mode;         // sync (DDP/ZeRO), or replicas that step on their own (dp_mode.h)
+  DType gather_dtype = DType::f32;  // ZeRO-3's parameter all-gathers (a 16-bit run's GEMM dtype)
 };
 
 // A run of the model's flat layout and where this rank keeps it: how a sharded checkpoint sees

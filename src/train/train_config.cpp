@@ -2,6 +2,7 @@
 
 #include "parallel/context/context_layout.h"
 #include "model/precision.h"
+#include "train/zero3_gather.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "train/moe_config_check.h"
@@ -70,6 +71,7 @@ const std::vector<Binding>& bindings() {
       {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
       {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
       {{"precision", "fp32 | bf16 | fp16 | fp8 (experimental, emulated): low-precision GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
+      {{"zero3_gather", "fp32 | bf16 | fp16: dtype of ZeRO-3's parameter all-gathers (16-bit: half the bytes, every gathered parameter rounded; needs that precision)"}, FF_FIELD(zero3_gather)},
       {{"loss_scale_init", "fp16: initial dynamic loss scale"}, FF_FIELD(loss_scale.init)},
       {{"loss_scale_window", "fp16: clean steps before the loss scale doubles"}, FF_FIELD(loss_scale.window)},
       {{"loss_scale_hysteresis", "fp16: overflows (skipped steps) before the loss scale halves"}, FF_FIELD(loss_scale.hysteresis)},
@@ -357,6 +359,7 @@ void validate_train_config(const TrainConfig& c) {
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("config key 'precision': ") + e.what());
   }
+  zero3_gather_dtype(c);  // throws naming the key
   need(c.loss_scale.init > 0 && std::isfinite(c.loss_scale.init) && c.loss_scale.window > 0 &&
            c.loss_scale.hysteresis > 0,
        fmt::format("loss_scale_init ({}) must be a positive number, loss_scale_window ({}) and "

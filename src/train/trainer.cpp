@@ -18,6 +18,8 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
 #include "model/precision.h"
+#include "parallel/weight_copy_of_state.h"
+#include "train/zero3_gather.h"
 #include "comm/comm.h"
 #include "comm/flight_recorder.h"
 #include "train/checkpoint_meta.h"
@@ -166,8 +168,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay,
                                         parse_optimizer(cfg_.optimizer)},
-                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_)}, mesh_,
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_),
+                                               zero3_gather_dtype(cfg_)}, mesh_,
                             tracer_.get(), replicas);
+  weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8_, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);  // 16-bit runs
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
@@ -240,6 +244,8 @@ StepRecord Trainer::train_step() {
   straggle(straggler_, world_rank(), last_compute_seconds_);
   const auto t_compute = std::chrono::steady_clock::now();
   state_->zero_grads();
+  // The weights rounded once for this step's GEMMs (16-bit runs), stale again when the step ends.
+  const FreshWeightCopy fresh(weight_copy_.get());
   // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
   // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
   float grad_scale = 1.0f / float(size_t(G) * T);
@@ -313,6 +319,7 @@ StepRecord Trainer::train_step() {
   if (!skip) {
     TraceScope scope(tracer_.get(), "optimizer", "step");
     state_->optimizer_step(lr, step_);
+    if (weight_copy_) weight_copy_->invalidate();  // stale until the next step refreshes it
   }
   if (moe_) moe_->finish_step();  // after the step: the router bias moves once per optimizer step
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -327,6 +334,7 @@ double Trainer::evaluate() {
   // evaluation batch is G windows split over the data-parallel ranks like a training batch, so
   // the number equals a serial run's with micro_batch G, and every rank runs the same number of
   // forwards (ZeRO-3's gathers stay in step).
+  const FreshWeightCopy fresh(weight_copy_.get());
   DataLoader val(val_tokens_, T, cfg_.seed);
   std::vector<int32_t> in(size_t(mb) * T), tgt(size_t(mb) * T);
   double sum = 0;

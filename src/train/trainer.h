@@ -17,6 +17,7 @@
 #include "io/metrics.h"
 #include "io/trace.h"
 #include "kernels/gemm_precision.h"
+#include "kernels/weight_copy.h"
 #include "model/llama.h"
 #include "parallel/context/context_parallel.h"
 #include "parallel/model_state.h"
@@ -124,6 +125,7 @@ class Trainer {
   bool tied_ends_ = false;  // this rank is one of them
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ModelState> state_;
+  std::unique_ptr<WeightCopy> weight_copy_;  // 16-bit runs: the weights rounded once per step
   LrSchedule schedule_;
   Straggler straggler_;  // simulate_straggler: sleeps in proportion to the last step's compute
   double last_compute_seconds_ = 0;

@@ -37,7 +37,7 @@ class ShardedState::Stage1Sink final : public GradSink {
 };
 
 ShardedState::ShardedState(const GroupLayout& layout, const AdamWConfig& adam, int stage,
-                           const Comm& dp, Tracer* tracer)
+                           const Comm& dp, Tracer* tracer, DType gather_dtype)
     : layout_(layout),
       stage_(stage),
       comm_(dp),
@@ -54,7 +54,7 @@ ShardedState::ShardedState(const GroupLayout& layout, const AdamWConfig& adam, i
   } else {
     rs_sink_ = std::make_unique<ReduceScatterGrads>(shards_, grad_shard_.data(), dp, tracer);
   }
-  if (stage == 3) gather_ = std::make_unique<GatherPool>(shards_, params_.data(), dp, tracer);
+  if (stage == 3) gather_ = std::make_unique<GatherPool>(shards_, params_.data(), dp, tracer, 3, gather_dtype);
 }
 
 ShardedState::~ShardedState() = default;

@@ -19,8 +19,9 @@ namespace ff {
 
 class ShardedState final : public ModelState {
  public:
+  // gather_dtype: what ZeRO-3 all-gathers parameters in (16-bit: half the bytes, gather_pool.h).
   ShardedState(const GroupLayout& layout, const AdamWConfig& adam, int stage, const Comm& dp,
-               Tracer* tracer);
+               Tracer* tracer, DType gather_dtype = DType::f32);
   ~ShardedState() override;
   ParamSource& params() override;
   GradSink& grads(bool sync) override;
