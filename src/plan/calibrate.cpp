@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <vector>
 
 #include <fmt/format.h>
@@ -70,6 +71,24 @@ double attention_seconds_per_unit(int T) {
     if (rep > 0) best = std::min(best, since(t0));
   }
   return best / (double(B) * H * T * double(T) * D);
+}
+
+// The cores this rank's threads get while every rank computes at once: CPU time over wall time
+// of a busy loop (other work on the machine, or more ranks than cores, lowers it).
+double busy_cpu_share(const Comm& world) {
+  world.barrier();
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  const auto t0 = clock_type::now();
+#pragma omp parallel
+  {
+    volatile double x = 1;  // every thread of the rank spins
+    while (since(t0) < 0.5)
+      for (int i = 0; i < 100000; ++i) x = x * 1.0000001 + 1e-9;
+  }
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  const double cpu = double(c1.tv_sec - c0.tv_sec) + 1e-9 * double(c1.tv_nsec - c0.tv_nsec);
+  return cpu / since(t0);  // cores' worth this rank's threads got
 }
 
 // Best of several timings of one collective of `floats` per rank (every rank starts together).
@@ -168,6 +187,9 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
     pack(false);
   }
   const int n = world.size();
+  double share = busy_cpu_share(world);
+  world.all_reduce(&share, 1);
+  rates.available_cores = std::min(double(rates.cores), share / std::max(1, n / ranks_per_machine));  // per node
   ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   if (n > 1) {
     const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;

@@ -85,14 +85,15 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   EngineRates r;
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
-    if (key != "cores" && key != "step_overhead" && key != "gemm_fp32" && key != "gemm_bf16" && key != "attention" &&
+    if (key != "cores" && key != "available_cores" && key != "step_overhead" && key != "gemm_fp32" && key != "gemm_bf16" && key != "attention" &&
         key != "bandwidth")
-      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, step_overhead, "
+      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, "
                                            "gemm_fp32, gemm_bf16, attention, bandwidth)",
                                            path, key));
   }
   r.cores = int(t["cores"].value_or(0));
   r.step_overhead = t["step_overhead"].value_or(0.0);
+  r.available_cores = t["available_cores"].value_or(0.0);
   r.gemm_fp32 = read_curve(t.get("gemm_fp32"), path, "gemm_fp32");
   r.gemm_bf16 = read_curve(t.get("gemm_bf16"), path, "gemm_bf16");
   r.attention = read_curve(t.get("attention"), path, "attention");
@@ -105,8 +106,9 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
 }
 
 std::string rates_to_toml(const EngineRates& r) {
-  return fmt::format("\n[rates]  # one core, one thread\ncores = {}\nstep_overhead = {:.6g}  # s\n", r.cores,
-                     r.step_overhead) +
+  return fmt::format("\n[rates]  # one core, one thread\ncores = {}\navailable_cores = {:.3f}  # what the ranks got, "
+                     "all busy\nstep_overhead = {:.6g}  # s\n",
+                     r.cores, r.available_cores, r.step_overhead) +
          "# [cube side cbrt(M N K), FLOP/s]\n" + curve_toml("gemm_fp32", r.gemm_fp32) +
          curve_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
          curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth);

@@ -40,6 +40,11 @@ struct LinkClass {
 
 struct EngineRates {
   int cores = 0;                       // cores the ranks of one node share (0: rates unknown)
+  // The cores the job's ranks actually got when all were busy at once (calibrate's busy loop:
+  // CPU time over wall time, summed over the ranks): below `cores` when other work shares the
+  // machine (0: assume `cores`).
+  double available_cores = 0;
+  double usable_cores() const { return available_cores > 0 ? available_cores : double(cores); }
   RateCurve gemm_fp32, gemm_bf16;      // FLOP/s per core by the GEMM's cube side cbrt(M N K)
   RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
   RateCurve bandwidth;                 // bytes/s per core by working-set bytes

@@ -154,7 +154,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   const double critical = t.compute + t.bubble + t.tp_comm + t.dp_comm + optimizer;
   // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
   const double ranks_here = std::min(world, per_node) * double(k.threads);
-  const double share = ranks_here / std::max(1, cl.rates.cores);
+  const double share = ranks_here / cl.rates.usable_cores();
   t.step = (share > 1 ? std::max(critical, share * cpu + t.tp_comm + t.dp_comm) : critical) + cl.rates.step_overhead;
   return t;
 }

@@ -7,7 +7,7 @@
 //    working set;
 //  - collectives (tp, cp, ep, pp, dp/ZeRO) by the alpha-beta of the link class the group uses;
 //  - the pipeline as m micro-batches through the slowest stage plus the schedule's fill;
-//  - ranks x threads beyond the node's cores time-share them: MPI waits yield, so the step is the
+//  - ranks x threads beyond the cores the job gets (calibrated) time-share them: MPI waits yield, so the step is the
 //    larger of the critical path and all ranks' CPU work over the cores.
 #include "model/model_config.h"
 #include "plan/cluster.h"

@@ -8,6 +8,7 @@
 
 #include "io/sharded_checkpoint_reader.h"
 #include "parallel/pipeline/pipeline_schedule.h"
+#include "plan/layout_workspace.h"
 #include "plan/rank_model.h"
 
 namespace ff {
@@ -135,8 +136,14 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   // and gradients of about one micro-batch per direction and chunk.
   if (L.pp > 1) ws += 4 * int64_t(chunks.size()) * R * C;
   ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads));
-  m.bytes[size_t(MemCategory::activations)] += acts * kF;
-  m.bytes[size_t(MemCategory::workspace)] += ws * kF;
+  bool has_moe = false;
+  for (int l : rm.parts.layers) has_moe = has_moe || layout.block_kind(l) == BlockKind::moe;
+  const PrecisionBytes pb = precision_bytes(L.gemm);  // the one place precision changes bytes
+  m.bytes[size_t(MemCategory::params)] += int64_t(layout.total()) * pb.weight_copy;
+  m.bytes[size_t(MemCategory::activations)] += acts * pb.activation;
+  m.bytes[size_t(MemCategory::workspace)] += ws * kF + context_workspace_bytes(c, L, w) +
+                                             moe_workspace_bytes(c, L, w, has_moe) +
+                                             gemm_input_scratch_bytes(L, w, N, R, V, head, has_moe);
   return m;
 }
 
