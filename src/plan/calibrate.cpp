@@ -22,19 +22,26 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
+// The median of several timings, each on its own copy of the operands, so they arrive from
+// beyond the core's L2 as a training step's weights and activations do.
 double time_gemm(GemmClass& g, DType inputs = DType::f32) {
   const GemmInputDtypeScope scope(inputs);
-  TrackedBuffer<float> a(size_t(g.M) * g.K, MemCategory::workspace), b(size_t(g.K) * g.N, MemCategory::workspace),
-      c(size_t(g.M) * g.N, MemCategory::workspace);
+  const size_t na = size_t(g.M) * g.K, nb = size_t(g.K) * g.N, nc = size_t(g.M) * g.N;
+  const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * (na + nb + nc)), 1, 16));
+  TrackedBuffer<float> a(na * copies, MemCategory::workspace), b(nb * copies, MemCategory::workspace),
+      c(nc * copies, MemCategory::workspace);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 7) * 0.25f - 0.75f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) * 0.5f - 1.0f;
-  double best = 1e30;
-  for (int rep = 0; rep < 6; ++rep) {
+  std::vector<double> t;
+  for (int rep = 0; rep <= std::max(copies, 5); ++rep) {
+    const size_t k = size_t(rep % copies);
     const auto t0 = clock_type::now();
-    gemm_run_precision(false, false, g.M, g.N, g.K, 1.0f, a.data(), g.K, b.data(), g.N, 0.0f, c.data(), g.N);
-    if (rep > 0) best = std::min(best, since(t0));  // the first pays for page faults
+    gemm_run_precision(false, false, g.M, g.N, g.K, 1.0f, a.data() + k * na, g.K, b.data() + k * nb, g.N, 0.0f,
+                       c.data() + k * nc, g.N);
+    if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
   }
-  return g.flops = 2.0 * g.M * g.N * double(g.K) / best;
+  std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+  return g.flops = 2.0 * g.M * g.N * double(g.K) / t[t.size() / 2];
 }
 
 // Triad over three arrays of `n` floats (the working set is 12 n bytes).
@@ -132,15 +139,19 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
   return f;
 }
 
+constexpr int kGemmRows[] = {256, 1024, 4096};           // tokens per micro-batch
+constexpr int kGemmWidths[] = {64, 128, 256, 512, 1024};  // a weight's sides
+
 // The per-core rates of plan/cost_rates.h, measured with `threads` threads and stored per thread.
 EngineRates measure_rates(int threads, std::vector<GemmClass>& gemm, double& dram_bandwidth) {
   EngineRates r;
   r.cores = machine_peak().cores;
-  for (int n : {32, 64, 128, 256, 512, 1024}) {
-    GemmClass g{"cube", n, n, n};
-    r.gemm_fp32.points.emplace_back(n, time_gemm(g) / threads);
-    r.gemm_bf16.points.emplace_back(n, time_gemm(g, DType::bf16) / threads);
-  }
+  for (int rows : kGemmRows)
+    for (int w : kGemmWidths) {
+      GemmClass g{"linear", rows, w, w};
+      r.gemm_fp32.add(rows, w, time_gemm(g) / threads);
+      r.gemm_bf16.add(rows, w, time_gemm(g, DType::bf16) / threads);
+    }
   for (GemmClass& g : gemm) time_gemm(g);
   for (int T : {64, 128, 256, 512}) r.attention.points.emplace_back(T, attention_seconds_per_unit(T) * threads);
   for (size_t n : {size_t(4) << 10, size_t(32) << 10, size_t(256) << 10, size_t(4) << 20})
@@ -169,7 +180,10 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
       if (out) flat.push_back(x);
       else x = flat[i++];
     };
-    for (RateCurve* curve : {&rates.gemm_fp32, &rates.gemm_bf16, &rates.attention, &rates.bandwidth})
+    for (GemmTable* table : {&rates.gemm_fp32, &rates.gemm_bf16})
+      for (auto& [rows, curve] : table->by_rows)
+        for (auto& p : curve.points) io(p.second);
+    for (RateCurve* curve : {&rates.attention, &rates.bandwidth})
       for (auto& p : curve->points) io(p.first), io(p.second);
     for (GemmClass& g : c.gemm) io(g.flops);
     io(c.memory_bandwidth);
@@ -182,8 +196,10 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   if (world.rank() != 0) {
     rates = EngineRates{};
     rates.cores = machine_peak().cores;
-    for (RateCurve* curve : {&rates.gemm_fp32, &rates.gemm_bf16, &rates.attention, &rates.bandwidth})
-      curve->points.resize(curve == &rates.attention || curve == &rates.bandwidth ? 4 : 6);
+    for (GemmTable* table : {&rates.gemm_fp32, &rates.gemm_bf16})
+      for (int rows : kGemmRows)
+        for (int w : kGemmWidths) table->add(rows, w, 0);  // the shapes; rank 0's rates fill them
+    for (RateCurve* curve : {&rates.attention, &rates.bandwidth}) curve->points.resize(4);
     pack(false);
   }
   const int n = world.size();
@@ -216,7 +232,8 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   if (!c.links.empty()) {
     const LinkFit& ar = c.links.front();
     cl.intra_bandwidth = cl.inter_bandwidth = ar.busbw;
-    cl.intra_latency = cl.inter_latency = ar.alpha / (2.0 * (n - 1));  // per ring step
+    // Per ring step; a noisy fit's intercept can come out 0, which a cluster file may not hold.
+    cl.intra_latency = cl.inter_latency = std::max(1e-9, ar.alpha / (2.0 * (n - 1)));
   }
   return c;
 }

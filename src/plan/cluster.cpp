@@ -106,7 +106,7 @@ ClusterSpec this_machine(int ranks) {
   // Uncalibrated rates: the one-thread sgemm at every size, attention at the same rate (7 T^2 D
   // FLOPs per B H of causal forward + backward), a DRAM-like bandwidth.
   c.rates.cores = p.cores;
-  c.rates.gemm_fp32.points = {{1, p.sgemm_flops_per_core}};
+  c.rates.gemm_fp32.add(1, 1, p.sgemm_flops_per_core);
   c.rates.gemm_bf16 = c.rates.gemm_fp32;
   c.rates.attention.points = {{1, 7.0 / p.sgemm_flops_per_core}};
   c.rates.bandwidth.points = {{1, 10e9}};

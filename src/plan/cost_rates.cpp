@@ -32,6 +32,37 @@ RateCurve read_curve(const toml::node* n, const std::string& path, const char* k
   return c;
 }
 
+GemmTable read_table(const toml::node* n, const std::string& path, const char* key) {
+  GemmTable g;
+  if (!n) return g;
+  const auto* arr = n->as_array();
+  auto bad = [&] {
+    return std::runtime_error(fmt::format("cluster file '{}': [rates] {} is a list of [rows, width, FLOP/s] in "
+                                          "ascending (rows, width) order, e.g. [[256, 64, 5e10], [256, 256, 9e10]]",
+                                          path, key));
+  };
+  if (!arr) throw bad();
+  for (const toml::node& p : *arr) {
+    const auto* t = p.as_array();
+    if (!t || t->size() != 3) throw bad();
+    const auto r = t->get(0)->value<double>(), w = t->get(1)->value<double>(), y = t->get(2)->value<double>();
+    if (!r || !w || !y || !(*y > 0)) throw bad();
+    if (!g.by_rows.empty() && (*r < g.by_rows.back().first ||
+                               (*r == g.by_rows.back().first && *w <= g.by_rows.back().second.points.back().first)))
+      throw bad();
+    g.add(*r, *w, *y);
+  }
+  return g;
+}
+
+std::string table_toml(const char* key, const GemmTable& g) {
+  std::string s = fmt::format("{} = [", key);
+  bool first = true;
+  for (const auto& [rows, curve] : g.by_rows)
+    for (const auto& [w, y] : curve.points) s += fmt::format("{}[{:.6g}, {:.6g}, {:.6g}]", first ? "" : ", ", rows, w, y), first = false;
+  return s + "]\n";
+}
+
 std::string curve_toml(const char* key, const RateCurve& c) {
   std::string s = fmt::format("{} = [", key);
   for (size_t i = 0; i < c.points.size(); ++i)
@@ -54,6 +85,23 @@ double RateCurve::at(double x) const {
   const auto [x0, y0] = points[i - 1];
   const auto [x1, y1] = points[i];
   const double f = std::log(x / x0) / std::log(x1 / x0);
+  return std::exp(std::log(y0) + f * (std::log(y1) - std::log(y0)));
+}
+
+void GemmTable::add(double rows, double width, double rate) {
+  if (by_rows.empty() || by_rows.back().first != rows) by_rows.push_back({rows, RateCurve{}});
+  by_rows.back().second.points.emplace_back(width, rate);
+}
+
+double GemmTable::at(double rows, double width) const {
+  if (by_rows.empty()) return 0;
+  if (rows <= by_rows.front().first) return by_rows.front().second.at(width);
+  if (rows >= by_rows.back().first) return by_rows.back().second.at(width);
+  size_t i = 1;
+  while (by_rows[i].first < rows) ++i;
+  const double r0 = by_rows[i - 1].first, r1 = by_rows[i].first;
+  const double y0 = by_rows[i - 1].second.at(width), y1 = by_rows[i].second.at(width);
+  const double f = std::log(rows / r0) / std::log(r1 / r0);
   return std::exp(std::log(y0) + f * (std::log(y1) - std::log(y0)));
 }
 
@@ -94,8 +142,8 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   r.cores = int(t["cores"].value_or(0));
   r.step_overhead = t["step_overhead"].value_or(0.0);
   r.available_cores = t["available_cores"].value_or(0.0);
-  r.gemm_fp32 = read_curve(t.get("gemm_fp32"), path, "gemm_fp32");
-  r.gemm_bf16 = read_curve(t.get("gemm_bf16"), path, "gemm_bf16");
+  r.gemm_fp32 = read_table(t.get("gemm_fp32"), path, "gemm_fp32");
+  r.gemm_bf16 = read_table(t.get("gemm_bf16"), path, "gemm_bf16");
   r.attention = read_curve(t.get("attention"), path, "attention");
   r.bandwidth = read_curve(t.get("bandwidth"), path, "bandwidth");
   if (r.cores <= 0 || r.gemm_fp32.empty() || r.attention.empty() || r.bandwidth.empty())
@@ -109,8 +157,8 @@ std::string rates_to_toml(const EngineRates& r) {
   return fmt::format("\n[rates]  # one core, one thread\ncores = {}\navailable_cores = {:.3f}  # what the ranks got, "
                      "all busy\nstep_overhead = {:.6g}  # s\n",
                      r.cores, r.available_cores, r.step_overhead) +
-         "# [cube side cbrt(M N K), FLOP/s]\n" + curve_toml("gemm_fp32", r.gemm_fp32) +
-         curve_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
+         "# [rows, width, FLOP/s]: (rows, width) x (width, width), operands rotated out of the cache\n" +
+         table_toml("gemm_fp32", r.gemm_fp32) + table_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
          curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth);
 }
 

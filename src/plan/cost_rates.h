@@ -22,6 +22,15 @@ struct RateCurve {
   bool empty() const { return points.empty(); }
 };
 
+// GEMM FLOP/s by shape class: rows (the tokens of a micro-batch) x width (the geometric mean of
+// the weight's two sides), log-log interpolated along widths within a row count, then across rows.
+struct GemmTable {
+  std::vector<std::pair<double, RateCurve>> by_rows;  // ascending rows
+  double at(double rows, double width) const;
+  bool empty() const { return by_rows.empty(); }
+  void add(double rows, double width, double rate);  // in ascending (rows, width) order
+};
+
 // One class of links, per collective: alpha per ring step (s) and the bandwidth of one link
 // (bytes/s). A ring over n ranks takes passes x ((n-1) alpha + (n-1)/n x bytes / bandwidth), with
 // passes 2 for all-reduce, 1 otherwise; an all-to-all (n-1) alpha + (n-1)/n x bytes / bandwidth
@@ -45,7 +54,7 @@ struct EngineRates {
   // machine (0: assume `cores`).
   double available_cores = 0;
   double usable_cores() const { return available_cores > 0 ? available_cores : double(cores); }
-  RateCurve gemm_fp32, gemm_bf16;      // FLOP/s per core by the GEMM's cube side cbrt(M N K)
+  GemmTable gemm_fp32, gemm_bf16;      // FLOP/s per core by (rows, width), operands not in cache
   RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
   RateCurve bandwidth;                 // bytes/s per core by working-set bytes
   double step_overhead = 0;            // seconds per step outside the model (data, metrics)

@@ -17,10 +17,11 @@ struct Costs {
   const EngineRates& r;
   Precision gemm_precision;
   int threads;
-  double gemm(double M, double N, double K) const {  // one (M, K) x (K, N) product
+  // One linear over M rows (tokens), N x K weight; its backward's dgrad and wgrad do the same FLOPs.
+  double gemm(double M, double N, double K) const {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
-    const RateCurve& curve = gemm_precision == Precision::fp32 || r.gemm_bf16.empty() ? r.gemm_fp32 : r.gemm_bf16;
-    return 2 * M * N * K / (curve.at(std::cbrt(M * N * K)) * threads);
+    const GemmTable& table = gemm_precision == Precision::fp32 || r.gemm_bf16.empty() ? r.gemm_fp32 : r.gemm_bf16;
+    return 2 * M * N * K / (table.at(M, std::sqrt(N * K)) * threads);
   }
   // Bytes streamed by element-wise kernels whose largest operand is `working_set` bytes.
   double stream(double bytes, double working_set) const { return bytes / (r.bandwidth.at(working_set) * threads); }

@@ -33,13 +33,13 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
     ASSERT_TRUE(std::regex_search(t, m, std::regex(std::string(key) + R"( = ([0-9.e+-]+))"))) << key;
     EXPECT_GT(std::stod(m[1]), 1e8) << key;
   }
-  // The step-time model's rates: GEMM curves at six cube sides per precision, attention at four
+  // The step-time model's rates: GEMMs at 3 row counts x 5 widths per precision, attention at four
   // lengths, bandwidth at four working sets, the cores the ranks got, per-op link fits.
   for (const char* curve : {"gemm_fp32", "gemm_bf16", "attention", "bandwidth"}) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(t, m, std::regex(std::string("\\n") + curve + R"( = \[(.*)\]\n)"))) << curve;
     const std::string points = m[1];
-    EXPECT_EQ(std::count(points.begin(), points.end(), '['), std::string(curve).rfind("gemm", 0) == 0 ? 6 : 4) << points;
+    EXPECT_EQ(std::count(points.begin(), points.end(), '['), std::string(curve).rfind("gemm", 0) == 0 ? 15 : 4) << points;
   }
   std::smatch cores;
   ASSERT_TRUE(std::regex_search(t, cores, std::regex(R"(available_cores = ([0-9.e+-]+))")));

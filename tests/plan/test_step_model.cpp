@@ -27,8 +27,8 @@ ClusterSpec gemm_only(int cores, double rate = 1e10) {
   ClusterSpec cl;
   cl.name = "synthetic", cl.engine = true, cl.devices_per_node = 64, cl.memory_bytes = 1e15, cl.peak_flops = 1e12;
   cl.rates.cores = cores;
-  cl.rates.gemm_fp32.points = {{1, rate}};
-  cl.rates.gemm_bf16.points = {{1, 2 * rate}};
+  cl.rates.gemm_fp32.add(1, 1, rate);
+  cl.rates.gemm_bf16.add(1, 1, 2 * rate);
   cl.rates.attention.points = {{1, 1e-30}};
   cl.rates.bandwidth.points = {{1, 1e30}};
   cl.same_node = cl.across_nodes = LinkClass::uniform(1e-30, 1e30);
