@@ -12,6 +12,7 @@
 #include "core/memory.h"
 #include "kernels/flash_attention.h"
 #include "kernels/gemm_precision.h"
+#include "model/linear.h"
 #include "plan/hardware_peak.h"
 #include "plan/memory_fit.h"
 
@@ -42,6 +43,29 @@ double time_gemm(GemmClass& g, DType inputs = DType::f32) {
   }
   std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
   return g.flops = 2.0 * g.M * g.N * double(g.K) / t[t.size() / 2];
+}
+
+// A linear layer as training runs it (model/linear.h): forward y = x W^T, dgrad dx = dy W, wgrad
+// dW += dy^T x, on (rows, width) activations and a (width, width) weight; FLOP/s over the three,
+// median of timings on rotating operand copies (beyond the L2, as in a step).
+double time_linear(int rows, int width, DType inputs) {
+  const GemmInputDtypeScope scope(inputs);
+  const size_t nx = size_t(rows) * width, nw = size_t(width) * width, set = 3 * nx + 2 * nw;
+  const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * set), 1, 16));
+  TrackedBuffer<float> buf(set * copies, MemCategory::workspace);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(i % 7) * 0.05f - 0.15f;
+  std::vector<double> t;
+  for (int rep = 0; rep <= std::max(copies, 5); ++rep) {
+    float* x = buf.data() + size_t(rep % copies) * set;
+    float *y = x + nx, *dx = y + nx, *W = dx + nx, *dW = W + nw;
+    const auto t0 = clock_type::now();
+    matmul_xwt(y, x, W, rows, width, width);
+    matmul_dyw(dx, y, W, rows, width, width);
+    accumulate_dw(dW, y, x, rows, width, width);
+    if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
+  }
+  std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+  return 6.0 * rows * double(width) * width / t[t.size() / 2];
 }
 
 // Triad over three arrays of `n` floats (the working set is 12 n bytes).
@@ -148,9 +172,8 @@ EngineRates measure_rates(int threads, std::vector<GemmClass>& gemm, double& dra
   r.cores = machine_peak().cores;
   for (int rows : kGemmRows)
     for (int w : kGemmWidths) {
-      GemmClass g{"linear", rows, w, w};
-      r.gemm_fp32.add(rows, w, time_gemm(g) / threads);
-      r.gemm_bf16.add(rows, w, time_gemm(g, DType::bf16) / threads);
+      r.gemm_fp32.add(rows, w, time_linear(rows, w, DType::f32) / threads);
+      r.gemm_bf16.add(rows, w, time_linear(rows, w, DType::bf16) / threads);
     }
   for (GemmClass& g : gemm) time_gemm(g);
   for (int T : {64, 128, 256, 512}) r.attention.points.emplace_back(T, attention_seconds_per_unit(T) * threads);

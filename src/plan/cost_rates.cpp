@@ -157,7 +157,7 @@ std::string rates_to_toml(const EngineRates& r) {
   return fmt::format("\n[rates]  # one core, one thread\ncores = {}\navailable_cores = {:.3f}  # what the ranks got, "
                      "all busy\nstep_overhead = {:.6g}  # s\n",
                      r.cores, r.available_cores, r.step_overhead) +
-         "# [rows, width, FLOP/s]: (rows, width) x (width, width), operands rotated out of the cache\n" +
+         "# [rows, width, FLOP/s]: a linear layer's forward, dgrad and wgrad, operands rotated out of the cache\n" +
          table_toml("gemm_fp32", r.gemm_fp32) + table_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
          curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth);
 }
@@ -171,13 +171,13 @@ LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const
     for (Coll c : kColls)
       if (key == coll_name(c)) op = int(c);
     const auto* pair = v.as_array();
-    const auto a = pair && pair->size() == 2 ? pair->get(0)->value<double>() : std::nullopt;
-    const auto b = pair && pair->size() == 2 ? pair->get(1)->value<double>() : std::nullopt;
-    if (op < 0 || !a || !b || !(*a > 0) || !(*b > 0))
+    const bool two = pair && pair->size() == 2;
+    const double a = two ? pair->get(0)->value_or(0.0) : 0.0, b = two ? pair->get(1)->value_or(0.0) : 0.0;
+    if (op < 0 || !(a > 0) || !(b > 0))
       throw std::runtime_error(fmt::format("cluster file '{}': [{}] takes all_reduce, all_gather, reduce_scatter, "
                                            "all_to_all, p2p = [alpha seconds, bandwidth bytes/s] (got '{}')",
                                            path, name, key));
-    l.alpha[op] = *a, l.bandwidth[op] = *b;
+    l.alpha[op] = a, l.bandwidth[op] = b;
   }
   return l;
 }

@@ -54,7 +54,7 @@ struct EngineRates {
   // machine (0: assume `cores`).
   double available_cores = 0;
   double usable_cores() const { return available_cores > 0 ? available_cores : double(cores); }
-  GemmTable gemm_fp32, gemm_bf16;      // FLOP/s per core by (rows, width), operands not in cache
+  GemmTable gemm_fp32, gemm_bf16;      // FLOP/s per core of a linear's fwd + dgrad + wgrad by (rows, width)
   RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
   RateCurve bandwidth;                 // bytes/s per core by working-set bytes
   double step_overhead = 0;            // seconds per step outside the model (data, metrics)
