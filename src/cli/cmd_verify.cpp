@@ -37,12 +37,15 @@ int cmd_verify(const Args& a) {
   if (given.count("chunks")) cfg.chunks = L.chunks;
   if (given.count("mb")) cfg.micro_batch = L.micro_batch;
   if (given.count("m")) cfg.grad_accum = L.grad_accum;
+  if (given.count("cp_comm")) cfg.cp_comm = L.cp_comm;
+  if (given.count("ep")) cfg.ep = L.ep;
+  if (given.count("precision") && L.gemm != Precision::fp32) cfg.precision = precision_name(L.gemm);
   const int steps = a.get_int("steps", 5, 1, 100000, "steps to compare");
   const double tol = a.get_double("tolerance", 1e-5);
   const Comm& world = comm_world();
   validate_train_config(cfg);
   resolve_layout(cfg, world.size());
-  const Mesh mesh(world, MeshDegrees{.dp = cfg.dp, .cp = cfg.cp, .tp = cfg.tp, .pp = cfg.pp});
+  const Mesh mesh(world, MeshDegrees{.dp = cfg.dp, .cp = cfg.cp, .tp = cfg.tp, .pp = cfg.pp, .ep = cfg.ep});
   const char* inject = std::getenv("FIVEFOLD_VERIFY_INJECT");
   const float scale = inject ? std::strtof(inject, nullptr) : 1.0f;
   const VerifyReport r = verify_layout(cfg, mesh, steps, tol, scale);

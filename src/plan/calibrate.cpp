@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "core/memory.h"
-#include "kernels/gemm.h"
+#include "kernels/flash_attention.h"
+#include "kernels/gemm_precision.h"
+#include "model/linear.h"
 #include "plan/hardware_peak.h"
 #include "plan/memory_fit.h"
 
@@ -20,26 +23,58 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
-double time_gemm(GemmClass& g) {
-  TrackedBuffer<float> a(size_t(g.M) * g.K, MemCategory::workspace), b(size_t(g.K) * g.N, MemCategory::workspace),
-      c(size_t(g.M) * g.N, MemCategory::workspace);
+// The median of several timings, each on its own copy of the operands, so they arrive from
+// beyond the core's L2 as a training step's weights and activations do.
+double time_gemm(GemmClass& g, DType inputs = DType::f32) {
+  const GemmInputDtypeScope scope(inputs);
+  const size_t na = size_t(g.M) * g.K, nb = size_t(g.K) * g.N, nc = size_t(g.M) * g.N;
+  const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * (na + nb + nc)), 1, 16));
+  TrackedBuffer<float> a(na * copies, MemCategory::workspace), b(nb * copies, MemCategory::workspace),
+      c(nc * copies, MemCategory::workspace);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 7) * 0.25f - 0.75f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 5) * 0.5f - 1.0f;
-  double best = 1e30;
-  for (int rep = 0; rep < 6; ++rep) {
+  std::vector<double> t;
+  for (int rep = 0; rep <= std::max(copies, 5); ++rep) {
+    const size_t k = size_t(rep % copies);
     const auto t0 = clock_type::now();
-    gemm(false, false, g.M, g.N, g.K, 1.0f, a.data(), g.K, b.data(), g.N, 0.0f, c.data(), g.N);
-    if (rep > 0) best = std::min(best, since(t0));  // the first pays for page faults
+    gemm_run_precision(false, false, g.M, g.N, g.K, 1.0f, a.data() + k * na, g.K, b.data() + k * nb, g.N, 0.0f,
+                       c.data() + k * nc, g.N);
+    if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
   }
-  return g.flops = 2.0 * g.M * g.N * double(g.K) / best;
+  std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+  return g.flops = 2.0 * g.M * g.N * double(g.K) / t[t.size() / 2];
 }
 
-double triad_bandwidth() {
-  const size_t n = size_t(8) << 20;  // 32 MiB per array: well beyond the caches
+// A linear layer as training runs it (model/linear.h): forward y = x W^T, dgrad dx = dy W, wgrad
+// dW += dy^T x, on (rows, width) activations and a (width, width) weight; FLOP/s over the three,
+// median of timings on rotating operand copies (beyond the L2, as in a step).
+double time_linear(int rows, int width, DType inputs) {
+  const GemmInputDtypeScope scope(inputs);
+  const size_t nx = size_t(rows) * width, nw = size_t(width) * width, set = 3 * nx + 2 * nw;
+  const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * set), 1, 16));
+  TrackedBuffer<float> buf(set * copies, MemCategory::workspace);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(i % 7) * 0.05f - 0.15f;
+  std::vector<double> t;
+  for (int rep = 0; rep <= std::max(copies, 5); ++rep) {
+    float* x = buf.data() + size_t(rep % copies) * set;
+    float *y = x + nx, *dx = y + nx, *W = dx + nx, *dW = W + nw;
+    const auto t0 = clock_type::now();
+    matmul_xwt(y, x, W, rows, width, width);
+    matmul_dyw(dx, y, W, rows, width, width);
+    accumulate_dw(dW, y, x, rows, width, width);
+    if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
+  }
+  std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+  return 6.0 * rows * double(width) * width / t[t.size() / 2];
+}
+
+// Triad over three arrays of `n` floats (the working set is 12 n bytes).
+double triad_bandwidth(size_t n) {
   TrackedBuffer<float> a(n, MemCategory::workspace), b(n, MemCategory::workspace), c(n, MemCategory::workspace);
   for (size_t i = 0; i < n; ++i) b[i] = 1.0f, c[i] = 2.0f;
   double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
+  const int reps = int(std::clamp<size_t>((size_t(64) << 20) / n, 5, 200));
+  for (int rep = 0; rep < reps; ++rep) {
     const auto t0 = clock_type::now();
     float* pa = a.data();
     const float *pb = b.data(), *pc = c.data();
@@ -48,6 +83,43 @@ double triad_bandwidth() {
     if (rep > 0) best = std::min(best, since(t0));
   }
   return 3.0 * n * sizeof(float) / best;
+}
+
+// Seconds per B H T^2 D of causal attention, forward + backward, at sequence length T (D 64).
+double attention_seconds_per_unit(int T) {
+  const int B = 1, H = 4, D = 64;
+  const size_t qn = size_t(B) * T * H * D;
+  TrackedBuffer<float> q(qn, MemCategory::workspace), k(qn, MemCategory::workspace), v(qn, MemCategory::workspace),
+      o(qn, MemCategory::workspace), d(qn * 3, MemCategory::workspace), lse(size_t(B) * H * T, MemCategory::workspace);
+  for (size_t i = 0; i < qn; ++i) q[i] = float(i % 13) * 0.01f, k[i] = float(i % 7) * 0.02f, v[i] = float(i % 5) * 0.1f;
+  const AttentionShape s{B, T, H, H, D, H * D, H * D};
+  double best = 1e30;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto t0 = clock_type::now();
+    attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    attention_backward(d.data(), d.data() + qn, d.data() + 2 * qn, o.data(), q.data(), k.data(), v.data(), o.data(),
+                       lse.data(), s);
+    if (rep > 0) best = std::min(best, since(t0));
+  }
+  return best / (double(B) * H * T * double(T) * D);
+}
+
+// The cores this rank's threads get while every rank computes at once: CPU time over wall time
+// of a busy loop (other work on the machine, or more ranks than cores, lowers it).
+double busy_cpu_share(const Comm& world) {
+  world.barrier();
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  const auto t0 = clock_type::now();
+#pragma omp parallel
+  {
+    volatile double x = 1;  // every thread of the rank spins
+    while (since(t0) < 0.5)
+      for (int i = 0; i < 100000; ++i) x = x * 1.0000001 + 1e-9;
+  }
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  const double cpu = double(c1.tv_sec - c0.tv_sec) + 1e-9 * double(c1.tv_nsec - c0.tv_nsec);
+  return cpu / since(t0);  // cores' worth this rank's threads got
 }
 
 // Best of several timings of one collective of `floats` per rank (every rank starts together).
@@ -65,7 +137,7 @@ double time_op(const Comm& world, F&& op) {
   return best;
 }
 
-LinkFit fit(const Comm& world, const std::string& name, double bus_factor, size_t small, size_t large) {
+LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, size_t small, size_t large) {
   const int n = world.size();
   std::vector<float> in(large * size_t(n)), out(large * size_t(n));
   auto run = [&](size_t count) {
@@ -91,6 +163,26 @@ LinkFit fit(const Comm& world, const std::string& name, double bus_factor, size_
   return f;
 }
 
+constexpr int kGemmRows[] = {256, 1024, 4096};           // tokens per micro-batch
+constexpr int kGemmWidths[] = {64, 128, 256, 512, 1024};  // a weight's sides
+
+// The per-core rates of plan/cost_rates.h, measured with `threads` threads and stored per thread.
+EngineRates measure_rates(int threads, std::vector<GemmClass>& gemm, double& dram_bandwidth) {
+  EngineRates r;
+  r.cores = machine_peak().cores;
+  for (int rows : kGemmRows)
+    for (int w : kGemmWidths) {
+      r.gemm_fp32.add(rows, w, time_linear(rows, w, DType::f32) / threads);
+      r.gemm_bf16.add(rows, w, time_linear(rows, w, DType::bf16) / threads);
+    }
+  for (GemmClass& g : gemm) time_gemm(g);
+  for (int T : {64, 128, 256, 512}) r.attention.points.emplace_back(T, attention_seconds_per_unit(T) * threads);
+  for (size_t n : {size_t(4) << 10, size_t(32) << 10, size_t(256) << 10, size_t(4) << 20})
+    r.bandwidth.points.emplace_back(12.0 * n, triad_bandwidth(n) / threads);
+  dram_bandwidth = r.bandwidth.points.back().second * threads;
+  return r;
+}
+
 }  // namespace
 
 Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
@@ -98,18 +190,63 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   omp_set_num_threads(threads);
   c.gemm = {{"square 1024", 1024, 1024, 1024}, {"few rows 256x1024x1024", 256, 1024, 1024},
             {"wide 1024x4096x512", 1024, 4096, 512}};
-  for (GemmClass& g : c.gemm) time_gemm(g);
-  c.memory_bandwidth = triad_bandwidth();
+  // The rates are per core: measured by every rank at once when the ranks' threads fit the cores
+  // (as in training), else by rank 0 alone while the others wait, then shared.
+  const bool alone = ranks_per_machine * threads > machine_peak().cores;
+  EngineRates rates;
+  if (!alone || world.rank() == 0) rates = measure_rates(threads, c.gemm, c.memory_bandwidth);
+  std::vector<double> flat;
+  // Rank 0's numbers as one list of doubles, in and out (every value passes through `io`).
+  auto pack = [&](bool out) {
+    size_t i = 0;
+    auto io = [&](double& x) {
+      if (out) flat.push_back(x);
+      else x = flat[i++];
+    };
+    for (GemmTable* table : {&rates.gemm_fp32, &rates.gemm_bf16})
+      for (auto& [rows, curve] : table->by_rows)
+        for (auto& p : curve.points) io(p.second);
+    for (RateCurve* curve : {&rates.attention, &rates.bandwidth})
+      for (auto& p : curve->points) io(p.first), io(p.second);
+    for (GemmClass& g : c.gemm) io(g.flops);
+    io(c.memory_bandwidth);
+  };
+  if (world.rank() == 0) pack(true);
+  int64_t count = int64_t(flat.size());
+  world.broadcast(&count, 1, 0);
+  flat.resize(size_t(count));
+  world.broadcast(flat.data(), size_t(count), 0);
+  if (world.rank() != 0) {
+    rates = EngineRates{};
+    rates.cores = machine_peak().cores;
+    for (GemmTable* table : {&rates.gemm_fp32, &rates.gemm_bf16})
+      for (int rows : kGemmRows)
+        for (int w : kGemmWidths) table->add(rows, w, 0);  // the shapes; rank 0's rates fill them
+    for (RateCurve* curve : {&rates.attention, &rates.bandwidth}) curve->points.resize(4);
+    pack(false);
+  }
   const int n = world.size();
+  double share = busy_cpu_share(world);
+  world.all_reduce(&share, 1);
+  rates.available_cores = std::min(double(rates.cores), share / std::max(1, n / ranks_per_machine));  // per node
+  ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   if (n > 1) {
     const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
-    c.links.push_back(fit(world, "all_reduce", ar, 256, size_t(1) << 18));
-    c.links.push_back(fit(world, "all_gather", other, 256, size_t(1) << 18));
-    c.links.push_back(fit(world, "reduce_scatter", other, 256, size_t(1) << 18));
-    c.links.push_back(fit(world, "all_to_all", other, 256, size_t(1) << 18));
-    c.links.push_back(fit(world, "p2p", 1.0, 256, size_t(1) << 18));
+    c.links.push_back(fit_link(world, "all_reduce", ar, 256, size_t(1) << 18));
+    c.links.push_back(fit_link(world, "all_gather", other, 256, size_t(1) << 18));
+    c.links.push_back(fit_link(world, "reduce_scatter", other, 256, size_t(1) << 18));
+    c.links.push_back(fit_link(world, "all_to_all", other, 256, size_t(1) << 18));
+    c.links.push_back(fit_link(world, "p2p", 1.0, 256, size_t(1) << 18));
+    const Coll ops[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
+    for (size_t i = 0; i < c.links.size(); ++i) cl.same_node.set_from_fit(ops[i], c.links[i].alpha, c.links[i].beta, n);
+    // One node here: the across-node class needs ranks on two nodes to measure; until then it
+    // is the same-node one (a cluster file from two nodes, or a hand-written one, sets it).
+    cl.across_nodes = cl.same_node;
+    // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
+    float x = 1;
+    rates.step_overhead = 4 * time_op(world, [&] { world.all_reduce(&x, 1); });
   }
-  ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
+  cl.rates = rates;
   cl.name = "calibrated: " + cl.name;
   cl.devices_per_node = ranks_per_machine;
   double best_gemm = 0;
@@ -118,7 +255,8 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   if (!c.links.empty()) {
     const LinkFit& ar = c.links.front();
     cl.intra_bandwidth = cl.inter_bandwidth = ar.busbw;
-    cl.intra_latency = cl.inter_latency = ar.alpha / (2.0 * (n - 1));  // per ring step
+    // Per ring step; a noisy fit's intercept can come out 0, which a cluster file may not hold.
+    cl.intra_latency = cl.inter_latency = std::max(1e-9, ar.alpha / (2.0 * (n - 1)));
   }
   return c;
 }

@@ -16,7 +16,7 @@ namespace {
 const std::set<std::string> kKeys = {"name", "devices_per_node", "peak_flops", "gemm_efficiency", "memory_bytes",
                                      "intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency",
                                      "precision", "activation_bytes", "flash_attention", "engine",
-                                     "measured"};  // calibrate's raw measurements, for people
+                                     "measured", "rates", "same_node", "across_nodes"};  // calibrate's raw measurements, for people
 }
 
 ClusterSpec load_cluster(const std::string& path) {
@@ -57,6 +57,11 @@ ClusterSpec load_cluster(const std::string& path) {
   c.activation_bytes = int(num("activation_bytes", c.precision == StatePrecision::fp32 ? 4 : 2, false));
   c.flash_attention = t["flash_attention"].value_or(true);
   c.engine = t["engine"].value_or(false);
+  c.same_node = read_link_class(t["same_node"].as_table(), LinkClass::uniform(c.intra_latency, c.intra_bandwidth),
+                                path, "same_node");
+  c.across_nodes = read_link_class(t["across_nodes"].as_table(),
+                                   LinkClass::uniform(c.inter_latency, c.inter_bandwidth), path, "across_nodes");
+  if (const toml::table* r = t["rates"].as_table()) c.rates = read_rates(*r, path);
   return c;
 }
 
@@ -68,7 +73,19 @@ std::string cluster_to_toml(const ClusterSpec& c) {
       "flash_attention = {}\nengine = {}\n",
       c.name, c.devices_per_node, c.peak_flops, c.gemm_efficiency, c.memory_bytes, c.intra_bandwidth,
       c.inter_bandwidth, c.intra_latency, c.inter_latency, precision_name(c.precision), c.activation_bytes,
-      c.flash_attention, c.engine);
+      c.flash_attention, c.engine) +
+         (c.rates.known() ? rates_to_toml(c.rates) : "") + link_class_to_toml(c.same_node, "same_node") +
+         link_class_to_toml(c.across_nodes, "across_nodes");
+}
+
+bool group_spans_nodes(int stride, int n, int world, int per_node) {
+  if (n <= 1 || per_node <= 0) return false;
+  for (int r = 0; r < world; ++r) {
+    if ((r / stride) % n) continue;  // not the first rank of its group
+    const int last = r + (n - 1) * stride;
+    if (last < world && r / per_node != last / per_node) return true;
+  }
+  return false;
 }
 
 ClusterSpec this_machine(int ranks) {
@@ -85,6 +102,15 @@ ClusterSpec this_machine(int ranks) {
   c.precision = StatePrecision::fp32;
   c.activation_bytes = 4;
   c.engine = true;
+  c.same_node = c.across_nodes = LinkClass::uniform(c.intra_latency, c.intra_bandwidth);
+  // Uncalibrated rates: the one-thread sgemm at every size, attention at the same rate (7 T^2 D
+  // FLOPs per B H of causal forward + backward), a DRAM-like bandwidth.
+  c.rates.cores = p.cores;
+  c.rates.gemm_fp32.add(1, 1, p.sgemm_flops_per_core);
+  c.rates.gemm_bf16 = c.rates.gemm_fp32;
+  c.rates.attention.points = {{1, 7.0 / p.sgemm_flops_per_core}};
+  c.rates.bandwidth.points = {{1, 10e9}};
+  c.rates.step_overhead = 1e-3;
   return c;
 }
 

@@ -4,6 +4,7 @@
 // configs/clusters/h100-80gb.toml for paper-scale planning).
 #include <string>
 
+#include "plan/cost_rates.h"
 #include "plan/layout_spec.h"
 
 namespace ff {
@@ -23,7 +24,18 @@ struct ClusterSpec {
   bool flash_attention = true;        // no s x s scores kept
   // This engine on this machine's CPUs: memory comes from the engine's exact model (fp32).
   bool engine = false;
+  // Link classes: a group whose ranks all sit on one node uses same_node, any other across_nodes
+  // (group_spans_nodes). Built from the bandwidth and latency keys unless the file has
+  // [same_node] / [across_nodes] tables of per-collective fits (what calibrate writes).
+  LinkClass same_node, across_nodes;
+  EngineRates rates;  // [rates]: the engine's calibrated per-core rates (engine clusters)
+  const LinkClass& link(bool spans_nodes) const { return spans_nodes ? across_nodes : same_node; }
 };
+
+// Whether some group along a mesh axis spans nodes: the axis's ranks sit `stride` apart (the
+// product of the faster axes' degrees, in Megatron's order tp, cp, dp, pp), n of them per group,
+// `world` ranks placed on nodes of per_node consecutive ranks.
+bool group_spans_nodes(int stride, int n, int world, int per_node);
 
 // Reads a cluster.toml; unknown keys and missing required ones throw naming the file and key.
 ClusterSpec load_cluster(const std::string& path);

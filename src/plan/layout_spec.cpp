@@ -12,11 +12,13 @@ const char* precision_name(StatePrecision p) { return p == StatePrecision::fp32 
 std::string LayoutSpec::str() const {
   std::string s = fmt::format("dp={},tp={}", dp, tp);
   if (sp) s += ",sp";
-  if (cp > 1) s += fmt::format(",cp={}", cp);
+  if (cp > 1) s += fmt::format(",cp={},cp_comm={}", cp, cp_comm);
+  if (ep > 1) s += fmt::format(",ep={}", ep);
   s += fmt::format(",pp={}", pp);
   if (pp > 1) s += "," + schedule + (chunks > 1 ? fmt::format(",chunks={}", chunks) : "");
   s += fmt::format(",mb={},m={},zero={},recompute={}", micro_batch, grad_accum, zero, recompute_name(recompute));
   if (precision != StatePrecision::fp32) s += ",precision=mixed";
+  if (gemm != Precision::fp32) s += fmt::format(",precision={}", precision_name(gemm));
   return s;
 }
 
@@ -58,12 +60,19 @@ LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given) {
     else if (k == "m" || k == "grad_accum") L.grad_accum = positive(k, v);
     else if (k == "zero") L.zero = positive(k, v);
     else if (k == "recompute") L.recompute = parse_recompute(v);
-    else if (k == "precision") {
-      if (v != "fp32" && v != "mixed") throw std::runtime_error("layout key 'precision' is fp32 or mixed (got '" + v + "')");
-      L.precision = v == "fp32" ? StatePrecision::fp32 : StatePrecision::mixed;
+    else if (k == "cp_comm") {
+      if (v != "ring" && v != "allgather" && v != "a2a")
+        throw std::runtime_error("layout key 'cp_comm' is ring, allgather or a2a (got '" + v + "')");
+      L.cp_comm = v;
+    } else if (k == "precision") {
+      if (v != "fp32" && v != "mixed" && v != "bf16")
+        throw std::runtime_error("layout key 'precision' is fp32, bf16 (the engine's bf16 GEMMs) or mixed (paper-scale "
+                                 "16-bit states) (got '" + v + "')");
+      if (v == "mixed") L.precision = StatePrecision::mixed;
+      if (v == "bf16") L.gemm = Precision::bf16;
     } else
       throw std::runtime_error(fmt::format(
-          "unknown layout key '{}' in '{}'; the keys are dp, tp, sp, pp, cp, ep, schedule, chunks, mb, m, "
+          "unknown layout key '{}' in '{}'; the keys are dp, tp, sp, pp, cp, cp_comm, ep, schedule, chunks, mb, m, "
           "zero, recompute, precision (e.g. \"tp=2,pp=2,zero=1\")",
           k, text));
   }

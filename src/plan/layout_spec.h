@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/activations.h"
+#include "model/precision.h"
 
 namespace ff {
 
@@ -17,7 +18,8 @@ const char* precision_name(StatePrecision p);
 
 struct LayoutSpec {
   int dp = 1, tp = 1, pp = 1;
-  int cp = 1, ep = 1;  // hooks for context and expert parallelism: degree 1 only, for now
+  int cp = 1, ep = 1;  // context parallelism (a factor of the world), expert (divides dp x cp)
+  std::string cp_comm = "ring";  // ring | allgather | a2a (cp > 1)
   bool sp = false;
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1 (pp > 1)
   int chunks = 1;                 // model chunks per pipeline rank (interleaved)
@@ -26,10 +28,12 @@ struct LayoutSpec {
   int zero = 0;
   Recompute recompute = Recompute::none;
   StatePrecision precision = StatePrecision::fp32;
+  Precision gemm = Precision::fp32;  // the engine's `precision`: bf16 = bf16 GEMM inputs, fp32 states
 
   int ranks() const { return dp * tp * pp * cp; }
   int global_batch() const { return micro_batch * grad_accum * dp; }  // sequences per step
-  // "dp=2,tp=2,sp,pp=2,1f1b,m=4,mb=1,zero=1,recompute=selective": what `verify --layout` parses.
+  // "dp=2,tp=2,sp,pp=2,1f1b,m=4,mb=1,zero=1,recompute=selective": what `verify --layout` parses
+  // (plus ",cp=2,cp_comm=a2a", ",ep=2", ",precision=bf16" when they are not the defaults).
   std::string str() const;
 };
 

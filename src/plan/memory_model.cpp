@@ -7,11 +7,9 @@
 #include <fmt/format.h>
 
 #include "io/sharded_checkpoint_reader.h"
-#include "model/llama.h"
-#include "model/parameters.h"
 #include "parallel/pipeline/pipeline_schedule.h"
-#include "parallel/pipeline/pipeline_stages.h"
-#include "parallel/tensor/tensor_plan.h"
+#include "plan/layout_workspace.h"
+#include "plan/rank_model.h"
 
 namespace ff {
 
@@ -31,12 +29,6 @@ std::string RankMemory::describe() const {
 namespace {
 
 constexpr int64_t kF = sizeof(float);
-
-int64_t vocab_rows(const ParamLayout& layout) {
-  for (const ParamView& v : layout.views())
-    if (v.name == "model.embed_tokens.weight" || v.name == "lm_head.weight") return v.shape[0];
-  return 0;
-}
 
 // Model states under the layout's ZeRO stage over the shard group (dp x cp), as
 // ReplicatedState / ShardedState allocate them. Rank 0 of the group holds the longest chunks.
@@ -109,25 +101,16 @@ int64_t kernel_scratch_floats(const ModelConfig& c, const BlockWidths& w, int64_
 RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int pp_rank, int threads) {
   RankMemory m;
   m.pp_rank = pp_rank;
-  std::unique_ptr<PlanSlicer> slicer;
-  if (L.tp > 1) slicer = std::make_unique<PlanSlicer>(c, L.tp, 0);
-  ModelParts parts = ModelParts::all(c);
-  std::vector<ModelChunk> chunks;
-  if (L.pp > 1) {
-    const StageSplit split = split_model(c, L.pp, L.chunks);
-    parts = parts_of_rank(split, pp_rank);
-    chunks = chunks_of_rank(split, pp_rank);
-  } else {
-    chunks.push_back(ModelChunk{0, c.n_layers, true, true});
-  }
-  const ParamLayout layout(c, slicer.get(), L.pp > 1 ? &parts : nullptr);
+  const RankModel rm = rank_model(c, L, pp_rank);
+  const ParamLayout& layout = *rm.layout;
+  const std::vector<ModelChunk>& chunks = rm.chunks;
   add_model_states(m, layout, L.dp * L.cp, L.zero);
   m.checkpoint_bytes = int64_t(ReadOptions{}.staging_bytes);
 
-  const BlockWidths w = local_widths(layout, c, parts);  // as the model reads them
+  const BlockWidths& w = rm.widths;
   const int64_t N = int64_t(L.micro_batch) * c.seq_len / L.cp;
   const int64_t R = L.sp ? N / L.tp : N, C = c.dim;
-  const int64_t V = vocab_rows(layout);
+  const int64_t V = rm.vocab_rows;
   const bool head = layout.head_segment().count > 0;
   int64_t acts = 0, ws = 0;
   std::vector<int> in_flight(chunks.size(), 1);
@@ -153,8 +136,14 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   // and gradients of about one micro-batch per direction and chunk.
   if (L.pp > 1) ws += 4 * int64_t(chunks.size()) * R * C;
   ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads));
-  m.bytes[size_t(MemCategory::activations)] += acts * kF;
-  m.bytes[size_t(MemCategory::workspace)] += ws * kF;
+  bool has_moe = false;
+  for (int l : rm.parts.layers) has_moe = has_moe || layout.block_kind(l) == BlockKind::moe;
+  const PrecisionBytes pb = precision_bytes(L.gemm);  // the one place precision changes bytes
+  m.bytes[size_t(MemCategory::params)] += int64_t(layout.total()) * pb.weight_copy;
+  m.bytes[size_t(MemCategory::activations)] += acts * pb.activation;
+  m.bytes[size_t(MemCategory::workspace)] += ws * kF + context_workspace_bytes(c, L, w) +
+                                             moe_workspace_bytes(c, L, w, has_moe) +
+                                             gemm_input_scratch_bytes(L, w, N, R, V, head, has_moe);
   return m;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parallel/context/context_layout.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
 
@@ -45,42 +46,82 @@ bool schedule_valid(const ModelConfig& c, const LayoutSpec& L) {
   return true;
 }
 
+bool cp_valid(const ModelConfig& c, const LayoutSpec& L) {
+  if (L.cp == 1) return true;
+  try {
+    validate_context_parallel(L.cp, L.cp_comm, "headtail", c.seq_len, c.n_heads, c.n_kv_heads, L.tp);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+// The context-parallel variants (engine only: the paper model has no cp attention cost), the
+// expert-parallel degrees (MoE models: dividing dp x cp and the experts) and the precisions.
+struct Variant {
+  int cp;
+  std::string cp_comm;
+};
+std::vector<Variant> cp_variants(int ranks_left, bool engine) {
+  std::vector<Variant> v = {{1, "ring"}};
+  if (!engine) return v;
+  for (int cp : divisors(ranks_left))
+    if (cp > 1)
+      for (const char* mode : {"ring", "allgather", "a2a"}) v.push_back({cp, mode});
+  return v;
+}
+std::vector<int> ep_degrees(const ModelConfig& c, int dp_cp) {
+  std::vector<int> v = {1};
+  if (!c.moe.enabled()) return v;
+  for (int ep : divisors(dp_cp))
+    if (ep > 1 && c.moe.n_experts % ep == 0) v.push_back(ep);
+  return v;
+}
+
 }  // namespace
 
 PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const PlanRequest& req) {
   PlanResult out;
   const std::vector<std::string> schedules = {"1f1b", "gpipe", "interleaved", "zb-h1"};
+  const std::vector<Precision> precisions =
+      cl.engine ? std::vector<Precision>{Precision::fp32, Precision::bf16} : std::vector<Precision>{Precision::fp32};
+  auto consider = [&](LayoutSpec L) {
+    for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full})
+      for (bool sp : L.tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
+        for (Precision p : precisions) {
+          L.recompute = rc, L.sp = sp, L.gemm = p;
+          if (!tp_valid(c, L, cl.engine) || !schedule_valid(c, L) || !cp_valid(c, L)) continue;
+          ++out.considered;
+          LayoutPrediction pred = predict_layout(c, L, cl, req.threads);
+          if (!pred.fits) {
+            ++out.dropped_memory;
+            continue;
+          }
+          out.ranked.push_back(std::move(pred));
+        }
+  };
   for (int tp : divisors(req.ranks)) {
     if (tp > cl.devices_per_node) continue;  // tensor parallelism stays on the fast links
-    for (int pp : divisors(req.ranks / tp)) {
-      if (pp > c.n_layers) continue;
-      const int dp = req.ranks / (tp * pp);
-      const int G = req.global_batch > 0 ? req.global_batch : dp;
-      if (G % dp) continue;
-      const int per_replica = G / dp;
-      for (int mb = 1; mb <= std::min(req.max_micro_batch, per_replica); mb *= 2) {
-        if (per_replica % mb) continue;
-        for (const std::string& sched : pp > 1 ? schedules : std::vector<std::string>{"1f1b"}) {
-          for (int chunks : sched == "interleaved" ? std::vector<int>{2, 4} : std::vector<int>{1}) {
-            for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
-              for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-                for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    for (const Variant& cv : cp_variants(req.ranks / tp, cl.engine)) {
+      if ((req.ranks / tp) % cv.cp) continue;
+      for (int pp : divisors(req.ranks / (tp * cv.cp))) {
+        if (pp > c.n_layers) continue;
+        const int dp = req.ranks / (tp * cv.cp * pp);
+        const int G = req.global_batch > 0 ? req.global_batch : dp;
+        if (G % dp) continue;
+        const int per_replica = G / dp;
+        for (int mb = 1; mb <= std::min(req.max_micro_batch, per_replica); mb *= 2) {
+          if (per_replica % mb) continue;
+          for (const std::string& sched : pp > 1 ? schedules : std::vector<std::string>{"1f1b"})
+            for (int chunks : sched == "interleaved" ? std::vector<int>{2, 4} : std::vector<int>{1})
+              for (int zero = 0; zero <= (dp * cv.cp > 1 ? 3 : 0); ++zero)
+                for (int ep : ep_degrees(c, dp * cv.cp)) {
                   LayoutSpec L;
-                  L.dp = dp, L.tp = tp, L.pp = pp, L.sp = sp, L.schedule = sched, L.chunks = chunks;
-                  L.micro_batch = mb, L.grad_accum = per_replica / mb, L.zero = zero, L.recompute = rc;
-                  L.precision = cl.precision;
-                  if (!tp_valid(c, L, cl.engine) || !schedule_valid(c, L)) continue;
-                  ++out.considered;
-                  LayoutPrediction p = predict_layout(c, L, cl, req.threads);
-                  if (!p.fits) {
-                    ++out.dropped_memory;
-                    continue;
-                  }
-                  out.ranked.push_back(std::move(p));
+                  L.dp = dp, L.tp = tp, L.pp = pp, L.cp = cv.cp, L.cp_comm = cv.cp_comm, L.ep = ep;
+                  L.schedule = sched, L.chunks = chunks, L.micro_batch = mb, L.grad_accum = per_replica / mb;
+                  L.zero = zero, L.precision = cl.precision;
+                  consider(L);
                 }
-              }
-            }
-          }
         }
       }
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plan/engine_step_time.h"
 #include "plan/paper_formulas.h"
 
 namespace ff {
@@ -31,13 +32,6 @@ double in_flight(const LayoutSpec& L) {
   if (L.schedule == "gpipe") return m;
   if (L.schedule == "interleaved") return std::min(m, p) * (1 + (p - 1) / (p * L.chunks));
   return std::min(m, p);
-}
-
-// One ring collective of `bytes` per rank over n ranks moving (n-1)/n of it per pass, `passes`
-// passes (all-reduce 2, all-gather or reduce-scatter 1).
-double ring(double bytes, int n, double passes, double bandwidth, double latency) {
-  if (n <= 1) return 0;
-  return passes * ((n - 1) * latency + double(n - 1) / n * bytes / bandwidth);
 }
 
 }  // namespace
@@ -71,9 +65,17 @@ LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const
   r.memory = cl.engine ? estimate_peak_memory(c, L, threads) : paper_memory(c, L, cl);
   r.fits = double(r.memory.peak()) <= cl.memory_bytes * (cl.engine ? 1.0 : 0.9);  // GPU: allocator slack
 
-  const double s = double(c.seq_len) / L.cp, mb = L.micro_batch, h = c.dim, m = L.grad_accum;
   const double tokens = double(L.global_batch()) * c.seq_len;
   const double fpt = training_flops_per_token(c);
+  if (cl.engine && cl.rates.known()) {  // this engine on CPU ranks: the calibrated op-by-op model
+    const EngineStepTime e = engine_step_time(c, L, cl, threads);
+    r.compute = e.compute + e.other, r.bubble = e.bubble, r.tp_comm = e.tp_comm, r.dp_comm = e.dp_comm;
+    r.step_seconds = e.step;
+    r.tokens_per_s = tokens / r.step_seconds;
+    r.mfu = r.tokens_per_s * fpt / (cl.peak_flops * L.ranks());
+    return r;
+  }
+  const double s = double(c.seq_len) / L.cp, mb = L.micro_batch, h = c.dim, m = L.grad_accum;
   double flops = fpt * tokens / L.ranks();
   // Recompute: full re-runs each block's forward (a third of the FLOPs); selective re-runs the
   // attention core (Megatron; this engine recomputes it with the norms and SwiGLU, no GEMM).
@@ -91,28 +93,24 @@ LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const
   }
   const double layers = double(c.n_layers) / L.pp;
   const double act = mb * s * h * cl.activation_bytes;  // one (b s, h) tensor
-  const bool tp_inside = L.tp <= cl.devices_per_node;
-  const double tp_bw = tp_inside ? cl.intra_bandwidth : cl.inter_bandwidth;
-  const double tp_lat = tp_inside ? cl.intra_latency : cl.inter_latency;
+  // Each group costed on its link class: across nodes when some group of it spans nodes.
+  const int world = L.ranks(), per_node = cl.devices_per_node, n = L.dp * L.cp;
+  const LinkClass& tp_link = cl.link(group_spans_nodes(1, L.tp, world, per_node));
   // Megatron: per layer two all-reduces forward, two backward (all-gather + reduce-scatter under
   // sp: the same bytes); a full recompute repeats the forward's.
-  const double per_layer = 4 * ring(act, L.tp, 2, tp_bw, tp_lat) * (L.recompute == Recompute::full ? 1.5 : 1);
+  const double per_layer =
+      4 * tp_link.seconds(Coll::all_reduce, act, L.tp) * (L.recompute == Recompute::full ? 1.5 : 1);
   r.tp_comm = per_layer * layers * m;
   if (L.pp > 1) {
-    const bool pp_inside = L.tp * L.dp * L.cp * L.pp <= cl.devices_per_node;
-    const double bw = pp_inside ? cl.intra_bandwidth : cl.inter_bandwidth;
-    const double lat = pp_inside ? cl.intra_latency : cl.inter_latency;
-    r.pp_comm = 2 * m * L.chunks * (lat + act / (L.sp ? L.tp : 1) / bw);
+    const LinkClass& pp_link = cl.link(group_spans_nodes(L.tp * n, L.pp, world, per_node));
+    r.pp_comm = 2 * m * L.chunks * pp_link.seconds(Coll::p2p, act / (L.sp ? L.tp : 1), 2);
   }
-  const int n = L.dp * L.cp;
   if (n > 1) {
-    const bool dp_inside = L.tp * n <= cl.devices_per_node;
-    const double bw = dp_inside ? cl.intra_bandwidth : cl.inter_bandwidth;
-    const double lat = dp_inside ? cl.intra_latency : cl.inter_latency;
+    const LinkClass& dp_link = cl.link(group_spans_nodes(L.tp, n, world, per_node));
     const double grad = stage_parameters(c, L) * (cl.precision == StatePrecision::fp32 ? 4 : 2);
-    double comm = ring(grad, n, 2, bw, lat);                                   // all-reduce, or RS + AG
-    if (L.zero >= 2) comm += (m - 1) * ring(grad, n, 1, bw, lat);              // RS every micro-batch
-    if (L.zero == 3) comm += (2 * m - 1) * ring(grad, n, 1, bw, lat);          // gathers fwd + bwd
+    double comm = dp_link.seconds(Coll::all_reduce, grad, n);                                  // all-reduce, or RS + AG
+    if (L.zero >= 2) comm += (m - 1) * dp_link.seconds(Coll::reduce_scatter, grad, n);        // RS every micro-batch
+    if (L.zero == 3) comm += (2 * m - 1) * dp_link.seconds(Coll::all_gather, grad, n);        // gathers fwd + bwd
     // Buckets overlap the last micro-batch's backward; ZeRO-3's prefetched gathers the compute.
     const double hidden = L.zero == 3 ? 0.5 * r.compute : r.compute / m * 2 / 3;
     r.dp_comm = std::max(0.0, comm - hidden);

@@ -1,6 +1,7 @@
 // The planner's per-rank memory prediction against the MemoryLedger's measured peaks, run under
 // mpirun with one layout per process (the kernels' per-thread scratch outlives a trainer):
-//   memory_vs_ledger LAYOUT      e.g. "tp=2,sp,mb=4" or "pp=2,zb-h1,m=4"
+//   memory_vs_ledger LAYOUT      e.g. "tp=2,sp,mb=4", "pp=2,zb-h1,m=4", "cp=2,cp_comm=a2a",
+//                                "ep=2,mb=2" (tiny with 4 experts, top 2), "precision=bf16"
 // Every rank trains `tiny` for two steps in that layout, then compares the ledger's peak of each
 // category with estimate_rank_memory for its own pipeline rank: model states (params, grads,
 // optimizer) and activations within 1% (they differ only by the shard chunks of dp ranks > 0),
@@ -27,7 +28,9 @@ int main(int argc, char** argv) {
   TrainConfig c = testkit::tiny_config(data);
   c.dp = L.dp, c.tp = L.tp, c.pp = L.pp, c.sp = L.sp, c.zero = L.zero, c.recompute = L.recompute;
   c.micro_batch = L.micro_batch, c.grad_accum = L.grad_accum, c.schedule = L.schedule, c.chunks = L.chunks;
-  const Mesh mesh(world, MeshDegrees{.dp = L.dp, .cp = 1, .tp = L.tp, .pp = L.pp});
+  c.cp = L.cp, c.cp_comm = L.cp_comm, c.ep = L.ep, c.precision = precision_name(L.gemm);
+  if (L.ep > 1) c.model.moe.n_experts = 4, c.model.moe.top_k = 2, c.model.moe.expert_ffn_dim = 48;
+  const Mesh mesh(world, MeshDegrees{.dp = L.dp, .cp = L.cp, .tp = L.tp, .pp = L.pp, .ep = L.ep});
   int failures = 0;
   {
     Trainer t(c, testkit::temp_dir("plan_mem"), &mesh);

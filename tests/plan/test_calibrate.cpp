@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <regex>
+#include <thread>
 
 #include "cli_runner.h"
 #include "test_data.h"
@@ -31,6 +33,19 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
     ASSERT_TRUE(std::regex_search(t, m, std::regex(std::string(key) + R"( = ([0-9.e+-]+))"))) << key;
     EXPECT_GT(std::stod(m[1]), 1e8) << key;
   }
+  // The step-time model's rates: GEMMs at 3 row counts x 5 widths per precision, attention at four
+  // lengths, bandwidth at four working sets, the cores the ranks got, per-op link fits.
+  for (const char* curve : {"gemm_fp32", "gemm_bf16", "attention", "bandwidth"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(t, m, std::regex(std::string("\\n") + curve + R"( = \[(.*)\]\n)"))) << curve;
+    const std::string points = m[1];
+    EXPECT_EQ(std::count(points.begin(), points.end(), '['), std::string(curve).rfind("gemm", 0) == 0 ? 15 : 4) << points;
+  }
+  std::smatch cores;
+  ASSERT_TRUE(std::regex_search(t, cores, std::regex(R"(available_cores = ([0-9.e+-]+))")));
+  EXPECT_GT(std::stod(cores[1]), 0.05);
+  EXPECT_LE(std::stod(cores[1]), double(std::thread::hardware_concurrency()) + 1e-9);
+  for (const char* cls : {"[same_node]", "[across_nodes]"}) EXPECT_NE(t.find(cls), std::string::npos) << cls;
   const std::string model = dir + "/model.toml";
   std::FILE* f = std::fopen(model.c_str(), "w");
   std::fputs("vocab_size = 320\ndim = 64\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nffn_dim = 160\nseq_len = 32\n", f);

@@ -1,0 +1,191 @@
+#include "plan/cost_rates.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ff {
+
+namespace {
+constexpr Coll kColls[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
+double passes(Coll op) { return op == Coll::all_reduce ? 2 : 1; }
+
+RateCurve read_curve(const toml::node* n, const std::string& path, const char* key) {
+  RateCurve c;
+  if (!n) return c;
+  const auto* arr = n->as_array();
+  auto bad = [&] {
+    return std::runtime_error(fmt::format("cluster file '{}': [rates] {} is a list of [x, value] pairs with x "
+                                          "ascending and value > 0, e.g. [[64, 1e9], [256, 3e9]]",
+                                          path, key));
+  };
+  if (!arr) throw bad();
+  for (const toml::node& p : *arr) {
+    const auto* pair = p.as_array();
+    if (!pair || pair->size() != 2) throw bad();
+    const auto x = pair->get(0)->value<double>(), y = pair->get(1)->value<double>();
+    if (!x || !y || !(*y > 0) || (!c.points.empty() && *x <= c.points.back().first)) throw bad();
+    c.points.emplace_back(*x, *y);
+  }
+  return c;
+}
+
+GemmTable read_table(const toml::node* n, const std::string& path, const char* key) {
+  GemmTable g;
+  if (!n) return g;
+  const auto* arr = n->as_array();
+  auto bad = [&] {
+    return std::runtime_error(fmt::format("cluster file '{}': [rates] {} is a list of [rows, width, FLOP/s] in "
+                                          "ascending (rows, width) order, e.g. [[256, 64, 5e10], [256, 256, 9e10]]",
+                                          path, key));
+  };
+  if (!arr) throw bad();
+  for (const toml::node& p : *arr) {
+    const auto* t = p.as_array();
+    if (!t || t->size() != 3) throw bad();
+    const auto r = t->get(0)->value<double>(), w = t->get(1)->value<double>(), y = t->get(2)->value<double>();
+    if (!r || !w || !y || !(*y > 0)) throw bad();
+    if (!g.by_rows.empty() && (*r < g.by_rows.back().first ||
+                               (*r == g.by_rows.back().first && *w <= g.by_rows.back().second.points.back().first)))
+      throw bad();
+    g.add(*r, *w, *y);
+  }
+  return g;
+}
+
+std::string table_toml(const char* key, const GemmTable& g) {
+  std::string s = fmt::format("{} = [", key);
+  bool first = true;
+  for (const auto& [rows, curve] : g.by_rows)
+    for (const auto& [w, y] : curve.points) s += fmt::format("{}[{:.6g}, {:.6g}, {:.6g}]", first ? "" : ", ", rows, w, y), first = false;
+  return s + "]\n";
+}
+
+std::string curve_toml(const char* key, const RateCurve& c) {
+  std::string s = fmt::format("{} = [", key);
+  for (size_t i = 0; i < c.points.size(); ++i)
+    s += fmt::format("{}[{:.6g}, {:.6g}]", i ? ", " : "", c.points[i].first, c.points[i].second);
+  return s + "]\n";
+}
+}  // namespace
+
+const char* coll_name(Coll op) {
+  static const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"};
+  return names[int(op)];
+}
+
+double RateCurve::at(double x) const {
+  if (points.empty()) return 0;
+  if (x <= points.front().first) return points.front().second;
+  if (x >= points.back().first) return points.back().second;
+  size_t i = 1;
+  while (points[i].first < x) ++i;
+  const auto [x0, y0] = points[i - 1];
+  const auto [x1, y1] = points[i];
+  const double f = std::log(x / x0) / std::log(x1 / x0);
+  return std::exp(std::log(y0) + f * (std::log(y1) - std::log(y0)));
+}
+
+void GemmTable::add(double rows, double width, double rate) {
+  if (by_rows.empty() || by_rows.back().first != rows) by_rows.push_back({rows, RateCurve{}});
+  by_rows.back().second.points.emplace_back(width, rate);
+}
+
+double GemmTable::at(double rows, double width) const {
+  if (by_rows.empty()) return 0;
+  if (rows <= by_rows.front().first) return by_rows.front().second.at(width);
+  if (rows >= by_rows.back().first) return by_rows.back().second.at(width);
+  size_t i = 1;
+  while (by_rows[i].first < rows) ++i;
+  const double r0 = by_rows[i - 1].first, r1 = by_rows[i].first;
+  const double y0 = by_rows[i - 1].second.at(width), y1 = by_rows[i].second.at(width);
+  const double f = std::log(rows / r0) / std::log(r1 / r0);
+  return std::exp(std::log(y0) + f * (std::log(y1) - std::log(y0)));
+}
+
+double LinkClass::seconds(Coll op, double bytes, int n) const {
+  const int k = int(op);
+  if (op == Coll::p2p) return alpha[k] + bytes / bandwidth[k];
+  if (n <= 1) return 0;
+  return passes(op) * ((n - 1) * alpha[k] + double(n - 1) / n * bytes / bandwidth[k]);
+}
+
+LinkClass LinkClass::uniform(double latency, double bw) {
+  LinkClass l;
+  for (Coll op : kColls) l.alpha[int(op)] = latency, l.bandwidth[int(op)] = bw;
+  return l;
+}
+
+void LinkClass::set_from_fit(Coll op, double fit_alpha, double fit_beta, int n) {
+  // Inverse of seconds(): the fit's intercept spread over the ring's steps, its slope over the
+  // bytes one link carries per byte of the fit's payload (calibrate's: the all-reduce's buffer,
+  // one rank's piece of an all-gather or reduce-scatter, one peer's share of an all-to-all).
+  const int k = int(op);
+  const double steps = op == Coll::p2p ? 1 : passes(op) * (n - 1);
+  const double share = op == Coll::p2p ? 1 : op == Coll::all_reduce ? 2.0 * (n - 1) / n : double(n - 1);
+  alpha[k] = std::max(1e-9, fit_alpha / steps);
+  bandwidth[k] = fit_beta > 0 ? share / fit_beta : 1e12;
+}
+
+EngineRates read_rates(const toml::table& t, const std::string& path) {
+  EngineRates r;
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    if (key != "cores" && key != "available_cores" && key != "step_overhead" && key != "gemm_fp32" && key != "gemm_bf16" && key != "attention" &&
+        key != "bandwidth")
+      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, "
+                                           "gemm_fp32, gemm_bf16, attention, bandwidth)",
+                                           path, key));
+  }
+  r.cores = int(t["cores"].value_or(0));
+  r.step_overhead = t["step_overhead"].value_or(0.0);
+  r.available_cores = t["available_cores"].value_or(0.0);
+  r.gemm_fp32 = read_table(t.get("gemm_fp32"), path, "gemm_fp32");
+  r.gemm_bf16 = read_table(t.get("gemm_bf16"), path, "gemm_bf16");
+  r.attention = read_curve(t.get("attention"), path, "attention");
+  r.bandwidth = read_curve(t.get("bandwidth"), path, "bandwidth");
+  if (r.cores <= 0 || r.gemm_fp32.empty() || r.attention.empty() || r.bandwidth.empty())
+    throw std::runtime_error(fmt::format("cluster file '{}': [rates] needs cores > 0, gemm_fp32, attention and "
+                                         "bandwidth (write it with `fivefold calibrate`)",
+                                         path));
+  return r;
+}
+
+std::string rates_to_toml(const EngineRates& r) {
+  return fmt::format("\n[rates]  # one core, one thread\ncores = {}\navailable_cores = {:.3f}  # what the ranks got, "
+                     "all busy\nstep_overhead = {:.6g}  # s\n",
+                     r.cores, r.available_cores, r.step_overhead) +
+         "# [rows, width, FLOP/s]: a linear layer's forward, dgrad and wgrad, operands rotated out of the cache\n" +
+         table_toml("gemm_fp32", r.gemm_fp32) + table_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
+         curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth);
+}
+
+LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const std::string& path, const char* name) {
+  if (!t) return fallback;
+  LinkClass l = fallback;
+  for (const auto& [k, v] : *t) {
+    const std::string key(k.str());
+    int op = -1;
+    for (Coll c : kColls)
+      if (key == coll_name(c)) op = int(c);
+    const auto* pair = v.as_array();
+    const bool two = pair && pair->size() == 2;
+    const double a = two ? pair->get(0)->value_or(0.0) : 0.0, b = two ? pair->get(1)->value_or(0.0) : 0.0;
+    if (op < 0 || !(a > 0) || !(b > 0))
+      throw std::runtime_error(fmt::format("cluster file '{}': [{}] takes all_reduce, all_gather, reduce_scatter, "
+                                           "all_to_all, p2p = [alpha seconds, bandwidth bytes/s] (got '{}')",
+                                           path, name, key));
+    l.alpha[op] = a, l.bandwidth[op] = b;
+  }
+  return l;
+}
+
+std::string link_class_to_toml(const LinkClass& l, const char* name) {
+  std::string s = fmt::format("\n[{}]  # per collective: [alpha per ring step (s), bandwidth per link (bytes/s)]\n", name);
+  for (Coll c : kColls) s += fmt::format("{} = [{:.6g}, {:.6g}]\n", coll_name(c), l.alpha[int(c)], l.bandwidth[int(c)]);
+  return s;
+}
+
+}  // namespace ff

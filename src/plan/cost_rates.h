@@ -1,0 +1,71 @@
+#pragma once
+// The rates the engine's step-time model reads (plan/engine_step_time.h), as `fivefold calibrate`
+// measures them on one core with one thread: GEMM FLOP/s by size (small GEMMs run far below the
+// peak) per input precision, attention seconds per unit of work by sequence length, memory
+// bandwidth by working-set size (caches vs DRAM), and per link class (same node, across nodes)
+// the alpha-beta of every collective normalised to one ring step, so a group of any size is costed.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <toml++/toml.h>
+
+namespace ff {
+
+enum class Coll { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
+const char* coll_name(Coll op);
+
+// A piecewise log-log curve: y(x) through measured (x, y) points, flat beyond the ends.
+struct RateCurve {
+  std::vector<std::pair<double, double>> points;  // ascending x
+  double at(double x) const;
+  bool empty() const { return points.empty(); }
+};
+
+// GEMM FLOP/s by shape class: rows (the tokens of a micro-batch) x width (the geometric mean of
+// the weight's two sides), log-log interpolated along widths within a row count, then across rows.
+struct GemmTable {
+  std::vector<std::pair<double, RateCurve>> by_rows;  // ascending rows
+  double at(double rows, double width) const;
+  bool empty() const { return by_rows.empty(); }
+  void add(double rows, double width, double rate);  // in ascending (rows, width) order
+};
+
+// One class of links, per collective: alpha per ring step (s) and the bandwidth of one link
+// (bytes/s). A ring over n ranks takes passes x ((n-1) alpha + (n-1)/n x bytes / bandwidth), with
+// passes 2 for all-reduce, 1 otherwise; an all-to-all (n-1) alpha + (n-1)/n x bytes / bandwidth
+// (bytes: the rank's whole send buffer); a point-to-point alpha + bytes / bandwidth.
+struct LinkClass {
+  double alpha[5] = {5e-6, 5e-6, 5e-6, 5e-6, 5e-6};
+  double bandwidth[5] = {5e9, 5e9, 5e9, 5e9, 5e9};
+  double seconds(Coll op, double bytes, int n) const;
+  // Every op from one latency and bandwidth (published hardware descriptions).
+  static LinkClass uniform(double latency, double bandwidth);
+  // From a fit t(bytes) = alpha + beta x bytes of `op` measured over n ranks by calibrate (bytes:
+  // the all-reduce's buffer, one rank's piece of an all-gather or reduce-scatter, one peer's
+  // share of an all-to-all, the message of a point-to-point).
+  void set_from_fit(Coll op, double fit_alpha, double fit_beta, int n);
+};
+
+struct EngineRates {
+  int cores = 0;                       // cores the ranks of one node share (0: rates unknown)
+  // The cores the job's ranks actually got when all were busy at once (calibrate's busy loop:
+  // CPU time over wall time, summed over the ranks): below `cores` when other work shares the
+  // machine (0: assume `cores`).
+  double available_cores = 0;
+  double usable_cores() const { return available_cores > 0 ? available_cores : double(cores); }
+  GemmTable gemm_fp32, gemm_bf16;      // FLOP/s per core of a linear's fwd + dgrad + wgrad by (rows, width)
+  RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
+  RateCurve bandwidth;                 // bytes/s per core by working-set bytes
+  double step_overhead = 0;            // seconds per step outside the model (data, metrics)
+  bool known() const { return cores > 0 && !gemm_fp32.empty(); }
+};
+
+// The [rates] table of a cluster.toml; unknown keys throw naming the file.
+EngineRates read_rates(const toml::table& t, const std::string& path);
+std::string rates_to_toml(const EngineRates& r);
+LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const std::string& path,
+                          const char* name);
+std::string link_class_to_toml(const LinkClass& l, const char* name);
+
+}  // namespace ff

@@ -1,0 +1,163 @@
+#include "plan/engine_step_time.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "plan/rank_model.h"
+
+namespace ff {
+
+namespace {
+
+constexpr double kF = 4;  // bytes per fp32 element: every tensor the engine streams is fp32
+
+// Per-core costs of one rank's work (seconds at one thread on one core).
+struct Costs {
+  const EngineRates& r;
+  Precision gemm_precision;
+  int threads;
+  // One linear over M rows (tokens), N x K weight; its backward's dgrad and wgrad do the same FLOPs.
+  double gemm(double M, double N, double K) const {
+    if (M <= 0 || N <= 0 || K <= 0) return 0;
+    const GemmTable& table = gemm_precision == Precision::fp32 || r.gemm_bf16.empty() ? r.gemm_fp32 : r.gemm_bf16;
+    return 2 * M * N * K / (table.at(M, std::sqrt(N * K)) * threads);
+  }
+  // Bytes streamed by element-wise kernels whose largest operand is `working_set` bytes.
+  double stream(double bytes, double working_set) const { return bytes / (r.bandwidth.at(working_set) * threads); }
+  double attention(double units, double T) const { return units * r.attention.at(T) / threads; }
+};
+
+// One rank's work per micro-batch: forward, backward (both passes), and its communication.
+struct MicroBatchCost {
+  double fwd = 0, bwd = 0, comm = 0;
+};
+
+struct Groups {  // the link each group of the layout uses
+  const LinkClass *tp, *cp, *dp, *pp, *ep;
+};
+
+MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const RankModel& rm, const Costs& k,
+                       const Groups& g) {
+  const BlockWidths& w = rm.widths;
+  const double N = double(L.micro_batch) * c.seq_len / L.cp, R = L.sp ? N / L.tp : N, C = double(w.C);
+  const double act = N * C * kF;  // one (N, C) fp32 tensor
+  MicroBatchCost t;
+  double refwd = 0;  // recompute: forward work repeated in the backward
+  for (const ModelChunk& ch : rm.chunks) {
+    for (int l = ch.first_layer; l < ch.last_layer; ++l) {
+      const bool moe = rm.layout->block_kind(l) == BlockKind::moe;
+      // GEMMs: qkv, o; dense MLP gate_up, down; the backward does dgrad and wgrad of each.
+      double gemm = k.gemm(N, double(w.Q), C) + k.gemm(N, C, double(w.A));
+      double mlp_tokens = N, mlp_width = double(w.F);
+      if (moe) {
+        // The router, then the routed tokens (N k, spread evenly over the rank's E/ep experts
+        // after the exchange) through each expert, and the shared experts on every token.
+        const double local = double(w.E) / L.ep, rows = N * w.K / local;
+        gemm += k.gemm(N, double(w.E), C) + local * (k.gemm(rows, 2.0 * w.Fe, C) + k.gemm(rows, C, double(w.Fe)));
+        gemm += k.gemm(N, 2.0 * w.Fs, C) + k.gemm(N, C, double(w.Fs));
+        mlp_tokens = N * w.K, mlp_width = double(w.Fe);
+        if (L.ep > 1) t.comm += 4 * g.ep->seconds(Coll::all_to_all, N * w.K * C * kF, L.ep);  // dispatch, combine
+      } else {
+        gemm += k.gemm(N, 2 * mlp_width, C) + k.gemm(N, C, mlp_width);
+      }
+      // Attention: each cp rank does 1/cp of the causal work; a2a splits heads, the others the queries.
+      const double units = double(L.micro_batch) * w.H * double(c.seq_len) * c.seq_len * c.head_dim() / L.cp;
+      const double attn = k.attention(units, L.cp_comm == "a2a" ? c.seq_len : double(c.seq_len) / L.cp);
+      // Element-wise traffic per token, forward: two norms (read, write C), two residual adds
+      // (3C), RoPE on q and k (read, write), SwiGLU (read 2F, write F); the backward twice that.
+      const double elem = (10 * R / N * C + 2 * double(w.Q)) * N * kF + 3 * mlp_width * mlp_tokens * kF;
+      const double elem_t = k.stream(elem, N * std::max(C, 2 * mlp_width) * kF);
+      const double attn_fwd = attn * 2 / 7;  // 2 of the 7 T^2 D FLOPs per (B, H) are the forward's
+      t.fwd += gemm + attn_fwd + elem_t;
+      t.bwd += 2 * gemm + (attn - attn_fwd) + 2 * elem_t;
+      if (L.recompute == Recompute::full) refwd += gemm + attn_fwd + elem_t;
+      if (L.recompute == Recompute::selective) refwd += attn_fwd + elem_t;
+      // Tensor parallelism: per block two all-reduces forward, two backward (all-gather +
+      // reduce-scatter under sp: the same bytes), and the forward's again under full recompute.
+      if (L.tp > 1) t.comm += (4 + (L.recompute == Recompute::full ? 2 : 0)) * g.tp->seconds(Coll::all_reduce, act, L.tp);
+      if (L.cp > 1) {  // K and V of this rank's tokens (and their gradients back)
+        const double kv = 2.0 * c.n_kv_heads * c.head_dim() / L.tp * N * kF;
+        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);  // K/V fwd; K/V + dK/dV bwd
+        if (L.cp_comm == "allgather")
+          t.comm += 2 * g.cp->seconds(Coll::all_gather, kv * L.cp, L.cp) + g.cp->seconds(Coll::reduce_scatter, kv * L.cp, L.cp);
+        if (L.cp_comm == "a2a")  // q, k, v to heads and the output back; the same backward
+          t.comm += 2 * g.cp->seconds(Coll::all_to_all, (double(w.Q) + double(w.A)) * N * kF, L.cp);
+      }
+    }
+    if (ch.embedding) t.fwd += k.stream(2 * act, act), t.bwd += k.stream(2 * act, act);
+    if (ch.head) {  // final norm, the head's GEMM and the cross-entropy's passes over the logits
+      const double V = double(rm.vocab_rows), logits = N * V * kF;
+      const double g3 = k.gemm(N, V, C);
+      t.fwd += g3 + k.stream(4 * act + 2 * logits, logits);
+      t.bwd += 2 * g3 + k.stream(8 * act + 2 * logits, logits);
+      if (L.tp > 1) t.comm += 2 * g.tp->seconds(Coll::all_reduce, act, L.tp) + 3 * g.tp->seconds(Coll::all_reduce, N * kF, L.tp);
+    }
+    if (L.pp > 1) t.comm += 2 * g.pp->seconds(Coll::p2p, R * C * kF, 2);  // activation out, gradient back
+  }
+  t.bwd += refwd;
+  return t;
+}
+
+// Per step: the data-parallel (and ZeRO) collectives over dp x cp, and AdamW on the local shard.
+void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const LinkClass& link, double& comm,
+              double& optimizer) {
+  const int n = L.dp * L.cp;
+  double local = 0;
+  comm = 0;
+  for (const ParamSegment& s : rm.layout->segments()) {
+    const double bytes = double(s.count) * kF;
+    local += n > 1 && L.zero > 0 ? std::ceil(double(s.count) / n) : double(s.count);
+    if (n == 1) continue;
+    if (L.zero == 0) comm += link.seconds(Coll::all_reduce, bytes, n);  // DDP's buckets: about a segment each
+    else comm += link.seconds(Coll::reduce_scatter, bytes, n) * (L.zero >= 2 ? L.grad_accum : 1) +
+                 link.seconds(Coll::all_gather, bytes, n) * (L.zero == 3 ? 2 * L.grad_accum : 1);
+  }
+  // AdamW reads param, grad, m, v and writes param, m, v; the gradient is zeroed and its norm read.
+  optimizer = k.stream(9 * local * kF, local * kF);
+}
+
+}  // namespace
+
+EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const ClusterSpec& cl, int threads) {
+  const int world = L.ranks(), per_node = std::max(1, cl.devices_per_node);
+  // Megatron's order (comm/mesh.h): tp fastest, then cp, dp, pp.
+  const Groups g{&cl.link(group_spans_nodes(1, L.tp, world, per_node)),
+                 &cl.link(group_spans_nodes(L.tp, L.cp, world, per_node)),
+                 &cl.link(group_spans_nodes(L.tp, L.dp * L.cp, world, per_node)),
+                 &cl.link(group_spans_nodes(L.tp * L.cp * L.dp, L.pp, world, per_node)),
+                 &cl.link(group_spans_nodes(L.tp, L.ep, world, per_node))};
+  const Costs k{cl.rates, L.gemm, std::max(1, threads)};
+  const double m = L.grad_accum;
+  std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
+  double cpu = 0, comm_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;
+  for (int r = 0; r < L.pp; ++r) {
+    const RankModel rm = rank_model(c, L, r);
+    const MicroBatchCost mb = micro_batch(c, L, rm, k, g);
+    stage.push_back(mb.fwd + mb.bwd);
+    fwd_share = std::max(fwd_share, mb.fwd / (mb.fwd + mb.bwd));
+    comm_mb = std::max(comm_mb, mb.comm);
+    double dc = 0, opt = 0;
+    per_step(L, rm, k, *g.dp, dc, opt);
+    dp_comm = std::max(dp_comm, dc), optimizer = std::max(optimizer, opt);
+    cpu += (m * (mb.fwd + mb.bwd) + opt) / L.pp;  // the average rank's CPU work
+  }
+  EngineStepTime t;
+  const double slowest = *std::max_element(stage.begin(), stage.end());
+  double fill = 0;  // the first micro-batch's way through the other stages, by schedule
+  for (double s : stage) fill += s;
+  fill = (fill - slowest) * (L.schedule == "interleaved" ? 1.0 / L.chunks : L.schedule == "zb-h1" ? fwd_share : 1.0);
+  t.compute = m * slowest;
+  t.bubble = L.pp > 1 ? fill : 0;
+  t.tp_comm = m * comm_mb;  // tp, cp and ep collectives sit on the critical path
+  t.dp_comm = dp_comm;
+  t.other = optimizer + cl.rates.step_overhead;
+  const double critical = t.compute + t.bubble + t.tp_comm + t.dp_comm + optimizer;
+  // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
+  const double ranks_here = std::min(world, per_node) * double(k.threads);
+  const double share = ranks_here / cl.rates.usable_cores();
+  t.step = (share > 1 ? std::max(critical, share * cpu + t.tp_comm + t.dp_comm) : critical) + cl.rates.step_overhead;
+  return t;
+}
+
+}  // namespace ff

@@ -1,0 +1,25 @@
+#pragma once
+// Step time of a layout as this engine runs it on CPU ranks, from calibrated per-core rates
+// (plan/cost_rates.h), never from runs of the layouts themselves:
+//  - GEMMs op by op (the rank's slices, rows = its tokens) at the measured rate of their size and
+//    input precision; flash attention at the measured seconds per B H T^2 D; the non-GEMM work
+//    (norms, RoPE, residuals, SwiGLU, cross-entropy, AdamW) as bytes over the bandwidth of its
+//    working set;
+//  - collectives (tp, cp, ep, pp, dp/ZeRO) by the alpha-beta of the link class the group uses;
+//  - the pipeline as m micro-batches through the slowest stage plus the schedule's fill;
+//  - ranks x threads beyond the cores the job gets (calibrated) time-share them: MPI waits yield, so the step is the
+//    larger of the critical path and all ranks' CPU work over the cores.
+#include "model/model_config.h"
+#include "plan/cluster.h"
+#include "plan/layout_spec.h"
+
+namespace ff {
+
+struct EngineStepTime {
+  double compute = 0, bubble = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, other = 0;  // seconds per step
+  double step = 0;
+};
+
+EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const ClusterSpec& cl, int threads);
+
+}  // namespace ff

@@ -1,0 +1,62 @@
+#include "plan/layout_workspace.h"
+
+#include <algorithm>
+
+#include "model/model_hooks.h"
+
+namespace ff {
+
+PrecisionBytes precision_bytes(Precision p) {
+  PrecisionBytes b;
+  if (p == Precision::bf16 || p == Precision::fp16) b.gemm_input = 2;
+  return b;
+}
+
+int64_t context_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const BlockWidths& w) {
+  if (L.cp <= 1) return 0;
+  const int64_t B = L.micro_batch, T = c.seq_len / L.cp, D = c.head_dim(), cp = L.cp;
+  const int64_t H = w.H, Hkv = (w.Q - w.A) / (2 * D);
+  int64_t floats = 0;
+  if (L.cp_comm == "a2a") {  // ulysses_attention.cpp: a2a_[0..5], part_ and part_lse_ reused
+    const int64_t hq = H / cp, hk = Hkv / cp, rows = B * T, W = (hq + 2 * hk) * D, Wo = hq * D + hq;
+    const int64_t wide = std::max(W, Wo), full = B * c.seq_len;
+    floats = 2 * cp * rows * wide + 2 * full * wide + B * hq * c.seq_len + rows * H + 2 * full * hq * D;
+  } else {  // context_attention.cpp: kv_ pieces, the partial block output and its lse
+    const int64_t piece = B * T * 2 * Hkv * D;
+    floats = B * (T / 2) * H * D + B * H * (T / 2) + piece;
+    if (L.cp_comm == "ring") floats += piece + 3 * piece;  // kv_[1]; dkv_[0..2]
+    else floats += 2 * piece * cp + piece;                 // full_, dfull_; dkv_[0]
+  }
+  return floats * 4;
+}
+
+int64_t moe_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const BlockWidths& w, bool has_moe) {
+  if (!has_moe) return 0;
+  const int64_t N = int64_t(L.micro_batch) * c.seq_len / L.cp;
+  int64_t floats = int64_t(moe_scratch_floats(w, size_t(N)));
+  // moe_training.cpp: staging for micro_batch x seq_len x top_k routes from each of ep ranks.
+  if (L.ep > 1) floats += int64_t(L.micro_batch) * c.seq_len * w.K * L.ep * w.C;
+  return floats * 4;
+}
+
+int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t R, int64_t vocab,
+                                 bool head, bool has_moe) {
+  const PrecisionBytes pb = precision_bytes(L.gemm);
+  if (pb.gemm_input == 4) return 0;
+  auto pad = [](int64_t n) { return (n + 31) / 32 * 32; };
+  int64_t most = 0;
+  auto linear = [&](int64_t rows, int64_t in, int64_t out) {  // forward, dgrad, wgrad operands
+    most = std::max({most, pad(rows * in) + out * in, pad(rows * out) + out * in, pad(rows * out) + rows * in});
+  };
+  (void)R;  // under sp the projections read the gathered N rows
+  linear(N, w.C, w.Q), linear(N, w.A, w.C);
+  if (w.F > 0) linear(N, w.C, 2 * w.F), linear(N, w.F, w.C);
+  if (has_moe) {
+    linear(N, w.C, w.E);
+    if (w.Fs > 0) linear(N, w.C, 2 * w.Fs), linear(N, w.Fs, w.C);
+  }
+  if (head) linear(N, w.C, vocab);
+  return most * pb.gemm_input;
+}
+
+}  // namespace ff

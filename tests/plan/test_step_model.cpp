@@ -1,0 +1,144 @@
+// The engine's step-time model (plan/engine_step_time.h) on synthetic clusters whose rates make
+// the expected numbers computable by hand, and the link classes: a group that spans nodes is
+// costed with the across-node link, one inside a node with the same-node link.
+#include <gtest/gtest.h>
+
+#include "model/model_config.h"
+#include "parallel/tensor/tensor_plan.h"
+#include "plan/cluster.h"
+#include "plan/search.h"
+#include "plan/step_time.h"
+
+using namespace ff;
+
+namespace {
+
+ModelConfig model(int n_experts = 0) {
+  ModelConfig c;
+  c.vocab_size = 256, c.dim = 64, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 160, c.seq_len = 32;
+  c.tied_embeddings = false;
+  if (n_experts) c.moe.n_experts = n_experts, c.moe.top_k = 2, c.moe.expert_ffn_dim = 48;
+  c.validate();
+  return c;
+}
+
+// Only GEMMs cost anything: one flat GEMM rate, (almost) free attention, element-wise work and links.
+ClusterSpec gemm_only(int cores, double rate = 1e10) {
+  ClusterSpec cl;
+  cl.name = "synthetic", cl.engine = true, cl.devices_per_node = 64, cl.memory_bytes = 1e15, cl.peak_flops = 1e12;
+  cl.rates.cores = cores;
+  cl.rates.gemm_fp32.add(1, 1, rate);
+  cl.rates.gemm_bf16.add(1, 1, 2 * rate);
+  cl.rates.attention.points = {{1, 1e-30}};
+  cl.rates.bandwidth.points = {{1, 1e30}};
+  cl.same_node = cl.across_nodes = LinkClass::uniform(1e-30, 1e30);
+  return cl;
+}
+
+LayoutSpec layout(const char* text, int ranks) {
+  std::set<std::string> given;
+  LayoutSpec L = parse_layout(text, &given);
+  if (!given.count("dp")) L.dp = ranks / (L.tp * L.pp * L.cp);
+  return L;
+}
+
+}  // namespace
+
+TEST(EngineStepModel, GemmTimeIsSixTokensTimesMatmulParametersOverTheRate) {
+  // Serial, one micro-batch of 4 x 32 tokens: every linear's forward is 2 N in out FLOPs and
+  // its backward twice that, so compute = 6 N (matmul parameters) / rate.
+  const ModelConfig c = model();
+  const double N = 4 * 32, C = 64, Q = (4 + 2 * 2) * 16, F = 160, V = 256;
+  const double matmul = 4 * (C * Q + C * C + 3 * C * F) + C * V;
+  const LayoutPrediction p = predict_layout(c, layout("mb=4", 1), gemm_only(2), 1);
+  EXPECT_NEAR(p.compute, 6 * N * matmul / 1e10, 1e-9);
+  // bf16 GEMMs at twice the rate take half the time.
+  const LayoutPrediction b = predict_layout(c, layout("mb=4,precision=bf16", 1), gemm_only(2), 1);
+  EXPECT_NEAR(b.compute, p.compute / 2, 1e-9);
+  // Full recompute repeats the blocks' forward (not the head's): 2 N more per block parameter.
+  const LayoutPrediction f = predict_layout(c, layout("mb=4,recompute=full", 1), gemm_only(2), 1);
+  EXPECT_NEAR(f.compute, p.compute + 2 * N * 4 * (C * Q + C * C + 3 * C * F) / 1e10, 1e-9);
+}
+
+TEST(EngineStepModel, RanksBeyondTheCoresShareThem) {
+  // dp 4 on 4 cores: each rank alone on a core; on 2 cores: twice the time (MPI waits idle).
+  const ModelConfig c = model();
+  const LayoutSpec L = layout("dp=4,mb=2", 4);
+  const double four = predict_layout(c, L, gemm_only(4), 1).step_seconds;
+  const double two = predict_layout(c, L, gemm_only(2), 1).step_seconds;
+  EXPECT_NEAR(two / four, 2.0, 1e-6);
+  // Two threads per rank on 4 cores for 4 ranks: also oversubscribed, but each GEMM on 2 threads.
+  EXPECT_NEAR(predict_layout(c, L, gemm_only(4), 2).step_seconds, four, 1e-9);
+}
+
+TEST(EngineStepModel, PipelineBubbleBySchedule) {
+  // Two stages on two cores, GEMM-only: 1F1B and GPipe fill the pipeline with the other stage's
+  // whole micro-batch (forward + backward), ZB-H1 only with its forward: a third of it.
+  const ModelConfig c = model();
+  const ClusterSpec cl = gemm_only(2);
+  const LayoutPrediction a = predict_layout(c, layout("pp=2,1f1b,mb=2,m=4", 2), cl, 1);
+  const LayoutPrediction g = predict_layout(c, layout("pp=2,gpipe,mb=2,m=4", 2), cl, 1);
+  const LayoutPrediction z = predict_layout(c, layout("pp=2,zb-h1,mb=2,m=4", 2), cl, 1);
+  EXPECT_GT(a.bubble, 0);
+  EXPECT_DOUBLE_EQ(a.bubble, g.bubble);
+  EXPECT_NEAR(z.bubble, a.bubble / 3, 1e-12);
+  // The stages: the first holds two blocks, the last two blocks and the head; per micro-batch of
+  // 2 x 32 tokens, 6 N P / rate each; the bubble is the smaller stage's (the head's is larger).
+  const double N = 2 * 32, C = 64, Q = 128, F = 160, V = 256, block = C * Q + C * C + 3 * C * F;
+  EXPECT_NEAR(a.bubble, 6 * N * 2 * block / 1e10, 1e-9);
+  EXPECT_NEAR(a.compute, 4 * 6 * N * (2 * block + C * V) / 1e10, 1e-9);
+}
+
+TEST(LinkClasses, GroupSpansNodes) {
+  EXPECT_FALSE(group_spans_nodes(1, 2, 4, 2));  // tp 2 inside nodes of 2
+  EXPECT_TRUE(group_spans_nodes(2, 2, 4, 2));   // dp 2 over them
+  EXPECT_TRUE(group_spans_nodes(1, 4, 4, 2));
+  EXPECT_FALSE(group_spans_nodes(2, 2, 8, 4));  // tp 2 x dp 2 inside nodes of 4
+  EXPECT_TRUE(group_spans_nodes(4, 2, 8, 4));   // pp 2 over them
+  EXPECT_FALSE(group_spans_nodes(4, 2, 8, 8));
+}
+
+TEST(LinkClasses, AGroupSpanningNodesIsCostedWithTheAcrossNodeLink) {
+  // dp 2 x tp 2 on nodes of 2 ranks: the tp pairs sit inside a node, the dp pairs span two.
+  const ModelConfig c = model();
+  ClusterSpec cl = gemm_only(2);
+  cl.devices_per_node = 2;
+  cl.same_node = LinkClass::uniform(1e-6, 1e9);
+  cl.across_nodes = LinkClass::uniform(1e-5, 1e7);
+  const LayoutSpec L = layout("tp=2,mb=2,zero=0", 4);
+  const LayoutPrediction p = predict_layout(c, L, cl, 1);
+  // tp: per block four all-reduces of one (N, C) fp32 tensor, two more on the head, and three of
+  // N floats (the vocab-parallel loss); the ring over 2 ranks: 2 ((n-1) alpha + (n-1)/n bytes / bw).
+  const double N = 2 * 32, act = N * 64 * 4;
+  auto ar = [](double bytes, double alpha, double bw) { return 2 * (alpha + bytes / 2 / bw); };
+  EXPECT_NEAR(p.tp_comm, (4 * 4 + 2) * ar(act, 1e-6, 1e9) + 3 * ar(N * 4, 1e-6, 1e9), 1e-12);
+  // dp: the all-reduce of the rank's gradient, segment by segment (tp rank 0's slices), on the
+  // across-node link.
+  const PlanSlicer slicer(c, 2, 0);
+  double across = 0, same = 0;
+  const ParamLayout sliced(c, &slicer);
+  for (const ParamSegment& s : sliced.segments())
+    across += ar(4.0 * s.count, 1e-5, 1e7), same += ar(4.0 * s.count, 1e-6, 1e9);
+  EXPECT_NEAR(p.dp_comm, across, 1e-9);
+  ClusterSpec inside = cl;
+  inside.devices_per_node = 4;  // the same job on one node of 4: every group same-node
+  const LayoutPrediction q = predict_layout(c, L, inside, 1);
+  EXPECT_NEAR(q.tp_comm, p.tp_comm, 1e-12);
+  EXPECT_NEAR(q.dp_comm, same, 1e-12);
+}
+
+TEST(PlanSearch, EnumeratesContextExpertParallelismAndPrecision) {
+  const PlanRequest req{.ranks = 4, .global_batch = 4, .threads = 1, .max_micro_batch = 4};
+  const PlanResult r = search_layouts(model(4), gemm_only(4), req);
+  bool cp_a2a = false, cp_ring = false, cp_ag = false, ep = false, bf16 = false;
+  for (const LayoutPrediction& p : r.ranked) {
+    cp_ring |= p.layout.cp == 2 && p.layout.cp_comm == "ring";
+    cp_ag |= p.layout.cp == 2 && p.layout.cp_comm == "allgather";
+    cp_a2a |= p.layout.cp == 2 && p.layout.cp_comm == "a2a";
+    ep |= p.layout.ep == 4;
+    bf16 |= p.layout.gemm == Precision::bf16;
+  }
+  EXPECT_TRUE(cp_ring && cp_ag && cp_a2a && ep && bf16);
+  // The layout string round-trips through parse_layout.
+  for (const LayoutPrediction& p : r.ranked) ASSERT_EQ(parse_layout(p.layout.str()).str(), p.layout.str());
+}
