@@ -37,6 +37,7 @@ struct DataParallelConfig {
   double bucket_mb = 4.0;    // DDP bucket size (zero 0)
   GradSync sync = GradSync::overlap;
   DpModeConfig mode;         // sync (DDP/ZeRO), or replicas that step on their own (dp_mode.h)
+  DType grad_reduce = DType::f32;  // the dtype gradients are reduced in (grad_wire.h)
 };
 
 // A run of the model's flat layout and where this rank keeps it: how a sharded checkpoint sees

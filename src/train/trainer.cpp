@@ -25,6 +25,7 @@
 #include "train/memory_check.h"
 #include "plan/hardware_peak.h"
 #include "train/dp_mode_config.h"
+#include "parallel/grad_wire.h"
 
 namespace ff {
 
@@ -83,6 +84,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
   fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
   set_gemm_fp8(fp8_);
+  if (fp8_) set_fp8_recipe((fp8_recipe_ = std::make_unique<Fp8Recipe>()).get());
   if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
@@ -165,7 +167,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay},
-                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_)}, mesh_,
+                            DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_),
+                                               parse_grad_reduce_dtype(cfg_.grad_reduce_dtype)},
+                            mesh_,
                             tracer_.get(), replicas);
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
@@ -194,6 +198,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     load_checkpoint_state(resume->dir);
     step_ = saved_step_ = resume->state.step;
     if (moe_) moe_->set_router_bias(resume->state.router_bias);
+    // fp16 continues its scale trajectory; from another precision's checkpoint it starts afresh.
+    if (scaler_ && resume->state.loss_scale) scaler_->restore(*resume->state.loss_scale);
     loader_->set_position(resume->state.data);
   } else {
     state_->init_parameters(cfg_.model, cfg_.seed);
@@ -223,7 +229,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 }
 
 Trainer::~Trainer() {
-  if (fp8_) set_gemm_fp8(false);
+  if (fp8_) set_gemm_fp8(false), set_fp8_recipe(nullptr);
 }
 
 double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {
@@ -314,6 +320,7 @@ StepRecord Trainer::train_step() {
     state_->optimizer_step(lr, step_);
   }
   if (moe_) moe_->finish_step();  // after the step: the router bias moves once per optimizer step
+  if (fp8_recipe_) fp8_recipe_->end_step();  // fp8: this step's amaxes enter the histories
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   StepRecord r{step_, loss, norm, lr, seconds, loss_scale, skip};
   history_.push_back(r);

@@ -19,8 +19,9 @@ namespace ff {
 
 class ShardedState final : public ModelState {
  public:
+  // wire: the dtype gradients are reduce-scattered in (grad_wire.h).
   ShardedState(const GroupLayout& layout, const AdamWConfig& adam, int stage, const Comm& dp,
-               Tracer* tracer);
+               Tracer* tracer, DType wire = DType::f32);
   ~ShardedState() override;
   ParamSource& params() override;
   GradSink& grads(bool sync) override;
