@@ -54,15 +54,17 @@ def main():
               if os.path.exists(os.path.join(runs_dir, p, "metrics.jsonl"))}
     # A run still going (or not yet evaluated) is left out rather than reported short.
     curves = {p: recs for p, recs in curves.items() if any("val_loss" in r for r in recs)}
-    ref = [r for r in curves["fp32"] if "val_loss" in r][-1]
-    print("| precision | steps | final val loss | vs fp32 | final train loss | skipped steps (fp16) | final loss scale |")
+    fp32_val = {r["step"]: r["val_loss"] for r in curves["fp32"] if "val_loss" in r}
+    print("| precision | steps | final val loss | vs fp32 (same step) | final train loss | skipped steps (fp16) | final loss scale |")
     print("|---|---|---|---|---|---|---|")
     for name, recs in curves.items():
         last_val = [r for r in recs if "val_loss" in r][-1]
+        # A run stopped early (fp8 is slow: scalar quantisation) is compared at its last evaluation.
+        ref = {"val_loss": fp32_val.get(last_val["step"], float("nan"))}
         skipped = sum(1 for r in recs if r.get("skipped"))
         scale = recs[-1].get("loss_scale", "")
         delta = (last_val["val_loss"] - ref["val_loss"]) / ref["val_loss"]
-        print(f"| {name} | {recs[-1]['step']} | {last_val['val_loss']:.4f} | {100 * delta:+.2f}% | "
+        print(f"| {name} | {last_val['step']} | {last_val['val_loss']:.4f} | {100 * delta:+.2f}% | "
               f"{recs[-1]['loss']:.4f} | {skipped if 'loss_scale' in recs[-1] else ''} | {scale} |")
     svg(curves, out_svg)
 

@@ -7,6 +7,7 @@
 
 #include "kernels/convert.h"
 #include "kernels/fp8.h"
+#include "kernels/fp8_recipe.h"
 #include "kernels/gemm.h"
 #include "kernels/scratch.h"
 #include "kernels/weight_copy.h"
@@ -31,8 +32,17 @@ void fp8_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
     std::copy(src, src + n, dst);
     fake_quantise_fp8(dst, n, amax > 0.0f && std::isfinite(amax) ? fp8_max(f) / amax : 1.0f, f);
   };
-  quantise(a, A, na, role == GemmRole::forward ? Fp8Format::e4m3 : Fp8Format::e5m2);
-  quantise(b, B, nb, Fp8Format::e4m3);
+  const Fp8Format fa = role == GemmRole::forward ? Fp8Format::e4m3 : Fp8Format::e5m2;
+  if (Fp8Recipe* recipe = fp8_recipe()) {  // delayed scaling: the layer's tensors by its weight (fp8_recipe.h)
+    const void* key = role == GemmRole::wgrad ? static_cast<const void*>(C) : static_cast<const void*>(B);
+    std::copy(A, A + na, a);
+    recipe->quantise(key, role, 0, fa, a, na);
+    std::copy(B, B + nb, b);
+    recipe->quantise(key, role, 1, Fp8Format::e4m3, b, nb);
+  } else {
+    quantise(a, A, na, fa);
+    quantise(b, B, nb, Fp8Format::e4m3);
+  }
   gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, C, ldc);
 }
 }  // namespace

@@ -15,7 +15,7 @@ std::unique_ptr<ModelState> make_group_state(const GroupLayout& layout, const Co
                                              Tracer* tracer) {
   if (cfg.zero == 0 || !comm || comm->size() == 1)
     return std::make_unique<ReplicatedState>(layout, adam, cfg, comm, tracer);
-  return std::make_unique<ShardedState>(layout, adam, cfg.zero, *comm, tracer, cfg.gather_dtype);
+  return std::make_unique<ShardedState>(layout, adam, cfg.zero, *comm, tracer, cfg.gather_dtype, cfg.grad_reduce);
 }
 
 // The model reads segments in its own layout; each goes to its group's source. A prefetch hint

@@ -38,6 +38,7 @@ struct DataParallelConfig {
   GradSync sync = GradSync::overlap;
   DpModeConfig mode;         // sync (DDP/ZeRO), or replicas that step on their own (dp_mode.h)
   DType gather_dtype = DType::f32;  // ZeRO-3's parameter all-gathers (a 16-bit run's GEMM dtype)
+  DType grad_reduce = DType::f32;  // the dtype gradients are reduced in (grad_wire.h)
 };
 
 // A run of the model's flat layout and where this rank keeps it: how a sharded checkpoint sees

@@ -173,6 +173,11 @@ CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std
       s.router_bias.push_back(x.get<float>());
     }
   }
+  if (meta.contains("loss_scale")) {
+    const MetaFields ls(f.at("loss_scale"), source, "loss_scale.");
+    s.loss_scale = LossScaleState{ls.real("scale", false, 3.4e38), int(ls.integer("clean_steps", 0, 1'000'000'000)),
+                                  int(ls.integer("hysteresis_left", -1'000'000'000, 1'000'000'000))};
+  }
   return s;
 }
 

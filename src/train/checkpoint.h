@@ -6,6 +6,7 @@
 // see it refused. The data loader's position plus the seed is the whole RNG state of training,
 // so resuming continues bit-identically.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "io/data_loader.h"
 #include "model/model_config.h"
+#include "train/loss_scaler.h"
 
 namespace ff {
 
@@ -23,6 +25,7 @@ struct CheckpointState {
   std::string config_toml;  // the resolved config of the run that wrote it, for humans
   uint64_t tokenizer_checksum = 0;  // Tokenizer::checksum() of the run's tokenizer; 0 = unrecorded
   std::vector<float> router_bias;   // MoE: the selection bias (n_layers x n_experts); empty = zero
+  std::optional<LossScaleState> loss_scale;  // fp16's dynamic loss scale; none for other precisions
 };
 
 // Bounds a checkpoint's fields must meet on top of ModelConfig::validate: a forged but

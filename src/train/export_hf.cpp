@@ -6,15 +6,25 @@
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
+#include "core/memory.h"
 #include "io/safetensors.h"
+#include "kernels/convert.h"
 
 namespace ff {
 
 namespace fs = std::filesystem;
 
+DType parse_export_dtype(const std::string& s) {
+  if (s == "fp32") return DType::f32;
+  if (s == "bf16") return DType::bf16;
+  throw std::runtime_error("export --dtype must be fp32 or bf16 (got '" + s + "')");
+}
+
 void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
                          const ParamLayout& layout, const float* params,
-                         const std::string& tokenizer_model, int bos_id, int eos_id) {
+                         const std::string& tokenizer_model, int bos_id, int eos_id, DType dtype) {
+  if (dtype != DType::f32 && dtype != DType::bf16)
+    throw std::invalid_argument(std::string("export writes fp32 or bf16, not ") + dtype_name(dtype));
   const MoeConfig& m = c.moe;
   if (m.enabled()) {
     // Mixtral's layout is ours (block_sparse_moe.gate, experts.N.w1/w2/w3); its model is every
@@ -31,8 +41,18 @@ void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
   }
   fs::create_directories(out_dir);
   std::vector<SafeTensor> tensors;
-  for (const ParamView& v : layout.views())
-    tensors.push_back({v.name, "F32", v.shape, params + v.offset, v.numel * sizeof(float)});
+  // bf16: the whole model rounded once (RNE, as PyTorch's .to(torch.bfloat16)), 2 bytes a parameter.
+  TrackedBuffer<uint16_t> half;
+  if (dtype == DType::bf16) {
+    half.allocate(layout.total(), MemCategory::workspace);
+    convert_from_f32(TypedPtr(half.data(), DType::bf16), params, layout.total());
+  }
+  for (const ParamView& v : layout.views()) {
+    if (dtype == DType::bf16)
+      tensors.push_back({v.name, "BF16", v.shape, half.data() + v.offset, v.numel * sizeof(uint16_t)});
+    else
+      tensors.push_back({v.name, "F32", v.shape, params + v.offset, v.numel * sizeof(float)});
+  }
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), tensors,
                     {{"format", "pt"}});
   nlohmann::json config = {
@@ -52,7 +72,7 @@ void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
       {"attention_bias", false},
       {"bos_token_id", bos_id},
       {"eos_token_id", eos_id},
-      {"torch_dtype", "float32"}};
+      {"torch_dtype", dtype == DType::bf16 ? "bfloat16" : "float32"}};
   if (m.enabled()) {
     config["architectures"] = {"MixtralForCausalLM"};
     config["model_type"] = "mixtral";

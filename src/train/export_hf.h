@@ -1,8 +1,10 @@
 #pragma once
-// Writes a Hugging Face LlamaForCausalLM folder: model.safetensors (HF tensor names, fp32),
+// Writes a Hugging Face LlamaForCausalLM folder: model.safetensors (HF tensor names, fp32, or
+// bf16 rounded to nearest even from the fp32 master weights: `export --dtype bf16`),
 // config.json, and the SentencePiece tokenizer with its config, so `from_pretrained(dir)` loads it.
 #include <string>
 
+#include "core/dtype.h"
 #include "model/model_config.h"
 #include "model/parameters.h"
 
@@ -10,6 +12,8 @@ namespace ff {
 
 void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
                          const ParamLayout& layout, const float* params,
-                         const std::string& tokenizer_model, int bos_id, int eos_id);
+                         const std::string& tokenizer_model, int bos_id, int eos_id, DType dtype = DType::f32);
+// "fp32" | "bf16" (export's --dtype); anything else throws naming the option.
+DType parse_export_dtype(const std::string& s);
 
 }  // namespace ff

@@ -16,12 +16,22 @@ struct LossScaleConfig {
   int hysteresis = 2;     // overflows before the scale halves
 };
 
+// Everything the scaler carries from one step to the next: a checkpoint saves it so a resumed
+// fp16 run continues the same scale trajectory (train/checkpoint.h).
+struct LossScaleState {
+  float scale = 0;
+  int clean_steps = 0;      // clean steps since the last overflow or growth
+  int hysteresis_left = 0;  // overflows left before the scale halves (<= 0: every one halves)
+};
+
 class LossScaler {
  public:
   explicit LossScaler(const LossScaleConfig& c) : c_(c), scale_(c.init), hysteresis_left_(c.hysteresis) {}
   float scale() const { return scale_; }
   // After a step: overflow = its gradients held an inf or NaN (the step was skipped).
   void update(bool overflow);
+  LossScaleState state() const { return {scale_, clean_steps_, hysteresis_left_}; }
+  void restore(const LossScaleState& s) { scale_ = s.scale, clean_steps_ = s.clean_steps, hysteresis_left_ = s.hysteresis_left; }
 
  private:
   LossScaleConfig c_;

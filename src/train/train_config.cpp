@@ -7,6 +7,7 @@
 #include "parallel/tensor/tensor_plan.h"
 #include "train/moe_config_check.h"
 #include "train/dp_mode_config.h"
+#include "parallel/grad_wire.h"
 
 #include <algorithm>
 #include <charconv>
@@ -95,6 +96,7 @@ const std::vector<Binding>& bindings() {
       {{"cp_balance", "sequence chunks per cp rank: headtail (r and 2cp-1-r: equal causal work) | contiguous"}, FF_FIELD(cp_balance)},
       {{"zero", "ZeRO stage over the data-parallel group: 0 (DDP), 1, 2 or 3 (FSDP)"}, FF_FIELD(zero)},
       {{"bucket_mb", "DDP gradient bucket size in MiB"}, FF_FIELD(bucket_mb)},
+      {{"grad_reduce_dtype", "fp32 | bf16: dtype of the data-parallel gradient reduction (bf16: half the bytes, fp32 sums)"}, FF_FIELD(grad_reduce_dtype)},
       {{"grad_sync", "DDP all-reduce: overlap (with backward) | after_backward | none (benchmarks only: replicas drift)"}, FF_FIELD(grad_sync)},
       {{"trace", "write a Chrome trace (open in Perfetto) of the run to this file"}, FF_FIELD(trace)},
       {{"on_nonfinite", "a non-finite or vanished gradient norm: stop (locate it, no update) | skip (the step)"}, FF_FIELD(on_nonfinite)},
@@ -367,6 +369,10 @@ void validate_train_config(const TrainConfig& c) {
                    c.loss_scale.init, c.loss_scale.window, c.loss_scale.hysteresis));
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
+  parse_grad_reduce_dtype(c.grad_reduce_dtype);  // throws naming the key
+  need(c.precision != "fp8" || c.zero <= 1,
+       fmt::format("precision = fp8 keys its delayed scales by the fixed weight and gradient buffers, which "
+                   "zero = {} does not have; use zero = 0 or 1 with fp8", c.zero));
   need(c.on_nonfinite == "stop" || c.on_nonfinite == "skip",
        fmt::format("on_nonfinite must be stop or skip (got '{}')", c.on_nonfinite));
   need(c.loss_spike >= 0 && std::isfinite(c.loss_spike),

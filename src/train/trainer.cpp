@@ -27,6 +27,7 @@
 #include "train/memory_check.h"
 #include "plan/hardware_peak.h"
 #include "train/dp_mode_config.h"
+#include "parallel/grad_wire.h"
 
 namespace ff {
 
@@ -85,6 +86,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
   fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
   set_gemm_fp8(fp8_);
+  if (fp8_) set_fp8_recipe((fp8_recipe_ = std::make_unique<Fp8Recipe>()).get());
   if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
@@ -169,7 +171,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay,
                                         parse_optimizer(cfg_.optimizer)},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_),
-                                               zero3_gather_dtype(cfg_)}, mesh_,
+                                               zero3_gather_dtype(cfg_),
+                                               parse_grad_reduce_dtype(cfg_.grad_reduce_dtype)},
+                            mesh_,
                             tracer_.get(), replicas);
   weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8_, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);  // 16-bit runs
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
@@ -199,6 +203,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     load_checkpoint_state(resume->dir);
     step_ = saved_step_ = resume->state.step;
     if (moe_) moe_->set_router_bias(resume->state.router_bias);
+    // fp16 continues its scale trajectory; from another precision's checkpoint it starts afresh.
+    if (scaler_ && resume->state.loss_scale) scaler_->restore(*resume->state.loss_scale);
     loader_->set_position(resume->state.data);
   } else {
     state_->init_parameters(cfg_.model, cfg_.seed);
@@ -228,7 +234,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 }
 
 Trainer::~Trainer() {
-  if (fp8_) set_gemm_fp8(false);
+  if (fp8_) set_gemm_fp8(false), set_fp8_recipe(nullptr);
 }
 
 double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {
@@ -322,6 +328,7 @@ StepRecord Trainer::train_step() {
     if (weight_copy_) weight_copy_->invalidate();  // stale until the next step refreshes it
   }
   if (moe_) moe_->finish_step();  // after the step: the router bias moves once per optimizer step
+  if (fp8_recipe_) fp8_recipe_->end_step();  // fp8: this step's amaxes enter the histories
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   StepRecord r{step_, loss, norm, lr, seconds, loss_scale, skip};
   history_.push_back(r);

@@ -59,6 +59,7 @@ void Trainer::save() {
   if (step_ == saved_step_) return;  // resumed at the last step: that checkpoint is this state
   CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
   if (moe_) s.router_bias = moe_->router_bias();
+  if (scaler_) s.loss_scale = scaler_->state();
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only
   // rank 0's info reaches the manifest.
   if (leader())

@@ -1,8 +1,11 @@
 // Parallel layouts in bf16 against the serial bf16 run, under mpirun:
-//   mpirun -np 2 bf16_layouts
-// Both ranks train `tiny` (4 layers) for 12 steps with precision = bf16 in each layout (dp 2 x
-// ZeRO 0/1/3, tp 2 + sp, pp 2 with 1f1b); rank 0 then trains the serial bf16 model on the same
-// global batch and compares per-step losses and gradient norms. A layout changes only the order
+//   mpirun -np 2 bf16_layouts   dp 2 x ZeRO 0/1/3, tp 2 + sp, pp 2 (1f1b); dp 2 with
+//                               grad_reduce_dtype = bf16 (its own, looser tolerance); fp16 overflow
+//   mpirun -np 4 bf16_layouts   3D: dp 2 x tp 2 + sp x ZeRO 1, pp 2 x tp 2 + sp, pp 2 x dp 2 x ZeRO 3
+//   mpirun -np 8 bf16_layouts   pp 2 x tp 2 + sp x dp 2 (bench/serial/bf16_layouts_3d.sh: not in CI)
+// Every rank trains `tiny` (4 layers) for 20 steps with precision = bf16 in each layout; rank 0
+// then trains the serial bf16 model on the same global batch (8 sequences) and compares per-step
+// losses and gradient norms. A layout changes only the order
 // of fp32 additions (reductions over ranks, a GEMM's K split over tp), but a last-bit change can
 // move a value across a bf16 rounding boundary, so the tolerance is bf16's, not the 1e-5 of the
 // fp32 tests: losses 1e-4 and gradient norms 2e-3 relative per step (seen on Zen 5: losses
@@ -28,11 +31,15 @@ using namespace ff;
 namespace {
 
 constexpr double kLossTol = 1e-4, kNormTol = 2e-3;
+// grad_reduce_dtype = bf16 rounds every summed gradient to 8 mantissa bits (grad_wire.h): a real
+// change of the arithmetic, not of the order of additions, so its bound is wider (seen on Zen 5
+// in 20 steps: see the printed line; bench/RESULTS.md records it).
+constexpr double kWireLossTol = 2e-3, kWireNormTol = 2e-2;
 
 TrainConfig tiny_bf16(const std::string& data, int micro_batch, int accum, const std::string& precision) {
   TrainConfig c = testkit::tiny_config(data);
   c.model.n_layers = 4;  // two per stage at pp = 2
-  c.steps = 12;
+  c.steps = 20;
   c.micro_batch = micro_batch;
   c.grad_accum = accum;
   c.precision = precision;
@@ -64,6 +71,7 @@ struct Layout {
   int dp, zero, tp;
   bool sp;
   int pp;
+  bool bf16_wire = false;  // grad_reduce_dtype = bf16
 };
 
 }  // namespace
@@ -71,10 +79,18 @@ struct Layout {
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   const Comm& world = comm_world();
-  if (world.size() != 2) return std::fprintf(stderr, "bf16_layouts runs under mpirun -np 2\n"), 2;
+  const int ranks = world.size();
+  if (ranks != 2 && ranks != 4 && ranks != 8)
+    return std::fprintf(stderr, "bf16_layouts runs under mpirun -np 2, 4 or 8\n"), 2;
   const std::string data = testkit::shared_tiny_data_dir(world);
-  const Layout layouts[] = {{2, 0, 1, false, 1}, {2, 1, 1, false, 1}, {2, 3, 1, false, 1},
-                            {1, 0, 2, true, 1},  {1, 0, 1, false, 2}};
+  std::vector<Layout> layouts;
+  if (ranks == 2)
+    layouts = {{2, 0, 1, false, 1}, {2, 1, 1, false, 1}, {2, 3, 1, false, 1}, {1, 0, 2, true, 1},
+               {1, 0, 1, false, 2}, {2, 0, 1, false, 1, true}, {2, 3, 1, false, 1, true}};
+  else if (ranks == 4)
+    layouts = {{2, 1, 2, true, 1}, {1, 0, 2, true, 2}, {2, 3, 1, false, 2}};
+  else
+    layouts = {{2, 1, 2, true, 2}};
   // Serial histories by accumulation (pp runs 1f1b over 2 micro-batches); 8 sequences per step.
   std::vector<StepRecord> serial_bf16[3];
   int failures = 0;
@@ -83,6 +99,7 @@ int main(int argc, char** argv) {
     const int accum = l.pp > 1 ? 2 : 1, mb = 8 / accum / l.dp;
     TrainConfig c = tiny_bf16(data, mb, accum, "bf16");
     c.dp = l.dp, c.zero = l.zero, c.tp = l.tp, c.sp = l.sp, c.pp = l.pp;
+    if (l.bf16_wire) c.grad_reduce_dtype = "bf16";
     Trainer parallel(c, testkit::temp_dir("bf16"), &mesh);
     parallel.quiet = true;
     parallel.run();
@@ -90,13 +107,15 @@ int main(int argc, char** argv) {
     std::vector<StepRecord>& serial = serial_bf16[accum];
     if (serial.empty()) serial = serial_history(tiny_bf16(data, 8 / accum, accum, "bf16"));
     const Gap g = gap(parallel.history(), serial);
-    const bool ok = g.loss <= kLossTol && g.norm <= kNormTol;
-    std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d vs serial bf16: worst step-loss rel diff %.2e (tol %.1e), "
-                "worst grad-norm rel diff %.2e (tol %.1e): %s\n",
-                l.dp, l.zero, l.tp, int(l.sp), l.pp, g.loss, kLossTol, g.norm, kNormTol, ok ? "ok" : "FAIL");
+    const double loss_tol = l.bf16_wire ? kWireLossTol : kLossTol, norm_tol = l.bf16_wire ? kWireNormTol : kNormTol;
+    const bool ok = g.loss <= loss_tol && g.norm <= norm_tol;
+    std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d grad_reduce_dtype=%s vs serial bf16, %d steps: worst step-loss "
+                "rel diff %.2e (tol %.1e), worst grad-norm rel diff %.2e (tol %.1e): %s\n",
+                l.dp, l.zero, l.tp, int(l.sp), l.pp, l.bf16_wire ? "bf16" : "fp32", c.steps, g.loss, loss_tol, g.norm,
+                norm_tol, ok ? "ok" : "FAIL");
     failures += !ok;
   }
-  {
+  if (ranks == 2) {
     // fp16 under ZeRO-1: an inf injected into rank 1's gradient shard alone at step 3 must make
     // both ranks skip step 3 (and only it) and back off the scale alike.
     const Mesh mesh(world, MeshDegrees{.dp = 2});
@@ -118,7 +137,7 @@ int main(int argc, char** argv) {
                 ok ? "as expected (3 skipped; 1024 -> 512)" : "WRONG");
     failures += !ok;
   }
-  if (world.rank() == 0) {
+  if (world.rank() == 0 && ranks == 2) {
     const std::vector<StepRecord>& serial = serial_bf16[1];
     const Gap precision = gap(serial_history(tiny_bf16(data, 8, 1, "fp32")), serial);
     const bool learned = serial.back().loss < serial.front().loss - 0.5;

@@ -5,8 +5,8 @@
 namespace ff {
 
 BucketedAllReduce::BucketedAllReduce(const GroupLayout& layout, float* grads, const Comm& comm,
-                                     size_t bucket_elems, bool overlap, Tracer* tracer)
-    : grads_(grads), comm_(comm), tracer_(tracer), overlap_(overlap) {
+                                     size_t bucket_elems, bool overlap, Tracer* tracer, DType wire)
+    : grads_(grads), comm_(comm), tracer_(tracer), overlap_(overlap), wire_(wire, layout.total(), MemCategory::grads) {
   // Segments in completion order; a bucket closes once it reaches bucket_elems, so a large
   // segment is a bucket of its own and small ones share.
   std::vector<ParamSegment> order;
@@ -45,7 +45,12 @@ void BucketedAllReduce::release(const ParamSegment& seg) {
 
 void BucketedAllReduce::start(size_t b) {
   const Bucket& k = buckets_[b];
-  inflight_.push_back(comm_.all_reduce_async(grads_ + k.lo, k.hi - k.lo));
+  if (!wire_.active()) {
+    inflight_.push_back(comm_.all_reduce_async(grads_ + k.lo, k.hi - k.lo));
+    return;
+  }
+  wire_.round_in(grads_ + k.lo, k.lo, k.hi - k.lo);
+  inflight_.push_back(comm_.all_reduce_async(wire_.at(k.lo), k.hi - k.lo));
 }
 
 void BucketedAllReduce::finish() {
@@ -54,6 +59,8 @@ void BucketedAllReduce::finish() {
   }
   for (size_t i = 0; i < inflight_.size(); ++i) {
     inflight_[i].wait();
+    // Buckets start in order, so request i carried bucket i.
+    if (wire_.active()) wire_.widen_out(grads_ + buckets_[i].lo, buckets_[i].lo, buckets_[i].hi - buckets_[i].lo);
     if (tracer_)
       tracer_->span("all-reduce bucket " + std::to_string(i), "comm", inflight_[i].started_us(),
                     inflight_[i].completed_us());

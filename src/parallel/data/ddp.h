@@ -10,6 +10,7 @@
 #include "comm/comm.h"
 #include "io/trace.h"
 #include "model/param_access.h"
+#include "parallel/grad_wire.h"
 #include "parallel/param_group.h"
 
 namespace ff {
@@ -17,7 +18,7 @@ namespace ff {
 class BucketedAllReduce final : public GradSink {
  public:
   BucketedAllReduce(const GroupLayout& layout, float* grads, const Comm& comm, size_t bucket_elems,
-                    bool overlap, Tracer* tracer);
+                    bool overlap, Tracer* tracer, DType wire = DType::f32);
   void set_sync(bool sync) { sync_ = sync; }
   TypedPtr acquire(const ParamSegment& seg) override;
   void release(const ParamSegment& seg) override;
@@ -37,6 +38,7 @@ class BucketedAllReduce final : public GradSink {
   std::vector<Bucket> buckets_;  // in completion order: highest offsets first
   std::vector<std::pair<size_t, std::string>> segment_names_;  // offset -> "block 3", for traces
   std::vector<CommRequest> inflight_;
+  GradWire wire_;  // grad_reduce_dtype = bf16: the buckets travel in bf16 (accounted as gradients)
   size_t next_bucket_ = 0;
   bool sync_ = false;
   bool overlap_ = true;

@@ -18,7 +18,7 @@ ReplicatedState::ReplicatedState(const GroupLayout& layout, const AdamWConfig& a
   if (dp && dp->size() > 1 && cfg.sync != GradSync::none) {
     const size_t bucket_elems = size_t(cfg.bucket_mb * 1024 * 1024 / sizeof(float));
     ddp_ = std::make_unique<BucketedAllReduce>(layout, grads_.data(), *dp, bucket_elems,
-                                               cfg.sync == GradSync::overlap, tracer);
+                                               cfg.sync == GradSync::overlap, tracer, cfg.grad_reduce);
   }
 }
 

@@ -9,13 +9,17 @@
 #include "core/memory.h"
 #include "io/trace.h"
 #include "model/param_access.h"
+#include "parallel/grad_wire.h"
 #include "parallel/zero/shard_layout.h"
 
 namespace ff {
 
 class ReduceScatterGrads final : public GradSink {
  public:
-  ReduceScatterGrads(const ShardLayout& shards, float* grad_shard, const Comm& comm, Tracer* tracer);
+  // wire bf16: each segment is rounded into a bf16 staging copy and reduce-scattered in bf16
+  // (grad_wire.h); the chunk is widened and added into the fp32 shard.
+  ReduceScatterGrads(const ShardLayout& shards, float* grad_shard, const Comm& comm, Tracer* tracer,
+                     DType wire = DType::f32);
   TypedPtr acquire(const ParamSegment& seg) override;
   void release(const ParamSegment& seg) override;
   void finish();  // waits for every reduce-scatter and folds it into the shard
@@ -24,6 +28,7 @@ class ReduceScatterGrads final : public GradSink {
   struct Stage {
     TrackedBuffer<float> full;   // (segment) this rank's local gradient
     TrackedBuffer<float> mine;   // (chunk) the reduce-scatter's result
+    GradWire wire_full, wire_mine;  // their bf16 copies (grad_reduce_dtype = bf16 only)
     const ShardedSegment* seg = nullptr;
     CommRequest pending;
     bool has_pending = false;

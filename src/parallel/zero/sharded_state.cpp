@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/adamw.h"
+#include "parallel/grad_wire.h"
 
 namespace ff {
 
@@ -13,18 +14,30 @@ namespace ff {
 // each released segment is reduce-scattered straight into the gradient shard.
 class ShardedState::Stage1Sink final : public GradSink {
  public:
-  Stage1Sink(const ShardLayout& shards, float* full, float* shard, const Comm& comm)
-      : shards_(shards), full_(full), shard_(shard), comm_(comm) {}
+  // wire bf16: the full gradient goes out through a bf16 copy (2Ψ, accounted as gradients: with
+  // the fp32 buffer, FORMULAS.md's 20Ψ split) and the chunk returns into a bf16 shard.
+  Stage1Sink(const ShardLayout& shards, size_t total, float* full, float* shard, const Comm& comm, DType wire)
+      : shards_(shards), full_(full), shard_(shard), comm_(comm),
+        wire_in_(wire, total, MemCategory::grads),
+        wire_out_(wire, shards.shard_size(), MemCategory::workspace) {}
   void set_sync(bool sync) { sync_ = sync; }
   TypedPtr acquire(const ParamSegment& seg) override { return full_ + seg.offset; }
   void release(const ParamSegment& seg) override {
     if (!sync_) return;
     const ShardedSegment& s = shards_.of(seg);
-    inflight_.push_back(comm_.reduce_scatter_async(full_ + seg.offset, shard_ + s.shard_at, seg.count));
+    if (!wire_in_.active()) {
+      inflight_.push_back(comm_.reduce_scatter_async(full_ + seg.offset, shard_ + s.shard_at, seg.count));
+      return;
+    }
+    wire_in_.round_in(full_ + seg.offset, seg.offset, seg.count);
+    inflight_.push_back(comm_.reduce_scatter_async(wire_in_.at(seg.offset), wire_out_.at(s.shard_at), seg.count));
+    released_.push_back(&s);
   }
   void finish() {
     for (auto& r : inflight_) r.wait();
+    for (const ShardedSegment* s : released_) wire_out_.widen_out(shard_ + s->shard_at, s->shard_at, s->mine.count);
     inflight_.clear();
+    released_.clear();
   }
 
  private:
@@ -34,10 +47,12 @@ class ShardedState::Stage1Sink final : public GradSink {
   const Comm& comm_;
   bool sync_ = false;
   std::vector<CommRequest> inflight_;
+  GradWire wire_in_, wire_out_;
+  std::vector<const ShardedSegment*> released_;  // this step's, when the wire is bf16
 };
 
 ShardedState::ShardedState(const GroupLayout& layout, const AdamWConfig& adam, int stage,
-                           const Comm& dp, Tracer* tracer, DType gather_dtype)
+                           const Comm& dp, Tracer* tracer, DType gather_dtype, DType wire)
     : layout_(layout),
       stage_(stage),
       comm_(dp),
@@ -50,9 +65,9 @@ ShardedState::ShardedState(const GroupLayout& layout, const AdamWConfig& adam, i
       flat_source_(params_.data()) {
   if (stage == 1) {
     full_grads_.allocate(layout.total(), MemCategory::grads);
-    stage1_sink_ = std::make_unique<Stage1Sink>(shards_, full_grads_.data(), grad_shard_.data(), dp);
+    stage1_sink_ = std::make_unique<Stage1Sink>(shards_, layout.total(), full_grads_.data(), grad_shard_.data(), dp, wire);
   } else {
-    rs_sink_ = std::make_unique<ReduceScatterGrads>(shards_, grad_shard_.data(), dp, tracer);
+    rs_sink_ = std::make_unique<ReduceScatterGrads>(shards_, grad_shard_.data(), dp, tracer, wire);
   }
   if (stage == 3) gather_ = std::make_unique<GatherPool>(shards_, params_.data(), dp, tracer, 3, gather_dtype);
 }

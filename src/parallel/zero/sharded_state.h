@@ -19,9 +19,10 @@ namespace ff {
 
 class ShardedState final : public ModelState {
  public:
-  // gather_dtype: what ZeRO-3 all-gathers parameters in (16-bit: half the bytes, gather_pool.h).
+  // gather_dtype: what ZeRO-3 all-gathers parameters in (16-bit: half the bytes, gather_pool.h);
+  // wire: the dtype gradients are reduce-scattered in (grad_wire.h).
   ShardedState(const GroupLayout& layout, const AdamWConfig& adam, int stage, const Comm& dp,
-               Tracer* tracer, DType gather_dtype = DType::f32);
+               Tracer* tracer, DType gather_dtype = DType::f32, DType wire = DType::f32);
   ~ShardedState() override;
   ParamSource& params() override;
   GradSink& grads(bool sync) override;
