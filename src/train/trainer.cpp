@@ -286,9 +286,8 @@ StepRecord Trainer::train_step() {
   }
   // Loss and norm are reduced over every rank, so every rank takes this branch together. An fp16
   // overflow is not a blow-up: the scaler has skipped that step and backed off.
-  // (Async DP's first max_staleness steps apply no gradient: their norm is 0 by design.)
-  const bool expect_gradient = cfg_.dp_mode != "async" || step_ >= cfg_.max_staleness;
-  if (!skip && step_is_nonfinite(loss, norm, expect_gradient)) return nonfinite_step(loss, norm, grad_scale, t0);
+  if (!skip && step_is_nonfinite(loss, norm, state_->applies_gradient()))
+    return nonfinite_step(loss, norm, grad_scale, t0);
   if (!skip && cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;  // a skipped step still consumed its batch and advances the LR schedule
   const float lr = schedule_.at(step_);
