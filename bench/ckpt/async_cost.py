@@ -1,16 +1,17 @@
 #!/usr/bin/python3
 """The cost of saving while training (issue 10): the bench model (configs/bench.toml, ~12M
-parameters) on 2 ranks (dp 2, ZeRO 1, one thread per rank, micro-batch 4), 21 steps, without
+parameters) on 2 ranks (dp 2, ZeRO 1, one thread per rank, micro-batch 4), 20 steps, without
 periodic saves, with a synchronous save every 10 steps and with an asynchronous one every 10 steps
-(every run also saves at its end, outside the steps; ~80 MB per rank per save). The three runs
+(so one periodic save, at step 10, with 10 steps after it to hide behind; every run also saves at
+its end, outside the steps; ~80 MB per rank per save). The three runs
 alternate within each round, each round starting with the next variant (a load that drifts
 during the rounds then falls on every variant alike); medians over the rounds.
 
-- mean step: the mean of metrics.jsonl's step_seconds over steps 2-21. A synchronous save happens
+- mean step: the mean of metrics.jsonl's step_seconds over steps 2-20. A synchronous save happens
   between steps, outside them; an asynchronous one's writer thread runs during the steps that
   follow it, so what it costs training shows here.
 - wall: the whole mpirun, saves included. The synchronous save's stall is its wall time over the
-  run without saves, per periodic save (2); the same for the asynchronous save is what training
+  run without saves, per periodic save (1); the same for the asynchronous save is what training
   still waits for (the copy into the staging buffer, a write not done by the next save).
 - CPU: user + system seconds of every process of the run (getrusage of the waited-for
   children): what the writer thread takes from training on a machine with no idle core, apart
@@ -33,8 +34,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from benchlib import mpi_env, publish, read_metrics  # noqa: E402
 
 SECTION = "## Issue 10: the cost of an asynchronous checkpoint save"
-STEPS, EVERY = 21, 10
-SAVES = STEPS // EVERY  # periodic saves (steps 10 and 20); the final one is in every run
+STEPS, EVERY = 20, 10
+SAVES = (STEPS - 1) // EVERY  # periodic saves (step 10); the final one (step 20) is in every run
 
 
 def run(a, flags, out):
