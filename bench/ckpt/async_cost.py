@@ -86,8 +86,8 @@ def main():
                     f"{100 * (cpu[name] / cpu[base] - 1):+.1f}% |")
     per_round = "; ".join(f"{n}: " + ", ".join(f"{x[0]:.3f}" for x in r) for n, r in results.items())
     summary = (f"Mean step per round (s): {per_round}. Machine: AMD EPYC (Zen 5, family 26, AVX512-BF16), "
-               f"2 cores; run at nice 0 through /work/bin/bench-quiet with other agents' work at nice 19 "
-               f"(load average {load0:.1f} at the start, {load1:.1f} at the end).")
+               f"2 cores; run at nice {os.nice(0)} (0 = through /work/bin/bench-quiet, with other agents' work at "
+               f"nice 19; load average {load0:.1f} at the start, {load1:.1f} at the end).")
     publish(SECTION, __doc__.split("usage:")[0].strip(), "\n".join(rows), summary, a.write)
     shutil.rmtree(work, ignore_errors=True)
 
