@@ -1,7 +1,9 @@
 #!/bin/sh
-# Issue 10's 8-rank resharding case, too many ranks for CI: pp 2 x tp 2 x dp 2 ZeRO 3 saves at
-# step 4 and serial and tp 2 x dp 2 ZeRO 3 resume it (and the reverse), each continuing with a
-# straight serial run's losses and gradient norms (1e-5). Prints one line per case and PASS/FAIL.
+# Issue 10's 8-rank resharding case (also CTest sharded_checkpoint_reshard_8_ranks): pp 2 x tp 2 x
+# dp 2 ZeRO 3 saves at step 4 and serial, tp 2 x dp 2 ZeRO 3 and itself resume it, and tp 2 x dp 2
+# ZeRO 3's save resumes under pp 2 x tp 2 x dp 2, each continuing with a straight serial run's
+# losses and gradient norms (1e-5), and bitwise a straight run's under the layout that saved.
+# Prints one line per case and PASS/FAIL.
 # usage: sh bench/ckpt/reshard_8_ranks.sh [BUILD_DIR]
 build=${1:-build}
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \

@@ -203,7 +203,7 @@ void write_manifest(const std::string& step_dir, const CheckpointInfo& info,
 Manifest read_manifest(const std::string& step_dir) {
   FileReader f((fs::path(step_dir) / kManifestName).string(), "checkpoint manifest", kDamagedCheckpointFix,
                "the save that wrote " + step_dir + " did not finish, so the folder is not a "
-               "checkpoint; resume from the previous complete one (find_latest_complete)");
+               "checkpoint; use the previous complete one (`fivefold train` resumes from it by itself)");
   std::string raw(f.size(), '\0');
   f.read_at(0, raw.data(), raw.size());
   const size_t head = kPrefix.size() + 16 + kMiddle.size();

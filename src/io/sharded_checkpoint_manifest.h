@@ -65,8 +65,9 @@ struct Manifest {
 constexpr const char* kManifestName = "manifest.json";
 // What to do about a damaged checkpoint, ending every such error.
 constexpr const char* kDamagedCheckpointFix =
-    "the checkpoint is damaged: resume from the previous complete checkpoint "
-    "(find_latest_complete with below = this step) or restore the folder from a copy";
+    "the checkpoint is damaged: restore the folder from a copy, or use an earlier one (`fivefold "
+    "train` resumes from the previous complete checkpoint by itself; sample, eval and export take "
+    "an earlier step_N folder)";
 
 // Checks that the records describe one consistent checkpoint (each tensor has one shape and
 // dtype, no two pieces overlap, every tensor is covered whole, ranks are distinct, each data

@@ -139,8 +139,7 @@ const FileReader& ShardedCheckpointReader::open(size_t file) {
   slot = std::make_unique<FileReader>(
       (std::filesystem::path(dir_) / rec.file).string(), "checkpoint data file",
       kDamagedCheckpointFix,
-      "the checkpoint is incomplete (a rank's file was lost); resume from the previous complete "
-      "checkpoint (find_latest_complete with below = this step)");
+      std::string("the checkpoint is incomplete (a rank's file was lost): ") + kDamagedCheckpointFix);
   ++stats_.files_opened;
   if (slot->size() != rec.bytes)
     slot->fail((slot->size() < rec.bytes ? "truncated: " : "wrong size: ") +
@@ -181,7 +180,7 @@ void ShardedCheckpointReader::read(const std::vector<ReadRequest>& requests) {
     // write_manifest refuses holes, so a hole means a manifest edited or written by other code.
     const std::vector<Box> hole = uncovered(req.box, found);
     if (!hole.empty())
-      throw std::runtime_error(
+      throw CheckpointDamaged(
           "checkpoint " + dir_ + ": no piece covers " + describe(hole.front()) +
           (hole.size() > 1 ? " (and " + std::to_string(hole.size() - 1) + " more boxes)" : "") +
           " of tensor \"" + req.tensor + "\", asked for by a " + what + "; " +
@@ -196,7 +195,14 @@ void ShardedCheckpointReader::read(const std::vector<ReadRequest>& requests) {
   if (work.empty()) return;
   TrackedBuffer<unsigned char> buf(staging, MemCategory::workspace);
   stats_.staging_bytes = std::max(stats_.staging_bytes, staging);
-  for (const auto& [key, jobs] : work) read_piece({key.first, key.second}, jobs, buf.data(), staging);
+  for (const auto& [key, jobs] : work) {
+    try {
+      read_piece({key.first, key.second}, jobs, buf.data(), staging);
+    } catch (const std::runtime_error& e) {
+      // Every failure past the requests' checks is the files' (FileReader's or a checksum's).
+      throw CheckpointDamaged(e.what());
+    }
+  }
 }
 
 void ShardedCheckpointReader::read_piece(const PieceRef& ref, const std::vector<Job>& jobs,

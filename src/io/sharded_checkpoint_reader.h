@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@
 namespace ff {
 
 class FileReader;
+
+// The checkpoint's data is damaged (a checksum mismatch, a truncated, missing or foreign data
+// file, a region no piece covers): another checkpoint of the same run may still be good, whereas
+// the reader's other errors (an unknown tensor, a shape or dtype the request does not match) say
+// the caller asked for another model's state, which no earlier checkpoint would fix.
+struct CheckpointDamaged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct ReadRequest {
   std::string tensor;
@@ -62,8 +71,9 @@ class ShardedCheckpointReader {
   const TensorInfo& tensor(const std::string& name) const;  // throws naming the tensor
   std::vector<std::string> tensor_names() const;
 
-  // Fills every request or throws naming the problem (unknown tensor, dtype, a region no piece
-  // covers, a missing, truncated or damaged data file). Requests may overlap each other.
+  // Fills every request or throws naming the problem: CheckpointDamaged for a region no piece
+  // covers or a missing, truncated or damaged data file, std::runtime_error for a request that
+  // does not fit the checkpoint (unknown tensor, dtype, shape). Requests may overlap each other.
   void read(const std::vector<ReadRequest>& requests);
   const ReadStats& stats() const { return stats_; }
 

@@ -152,4 +152,28 @@ std::optional<CompleteCheckpoint> find_latest_complete(const std::string& run_di
   return std::nullopt;
 }
 
+std::vector<std::string> damaged_step_dirs(const std::string& run_dir, int64_t above) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (int64_t s : step_folders(run_dir))
+    if (s > above && fs::exists(fs::path(step_dir_path(run_dir, s)) / kManifestName, ec))
+      out.push_back(step_dir_path(run_dir, s));
+  return out;
+}
+
+std::vector<std::string> set_aside_damaged(const std::string& run_dir, int64_t resumed_step) {
+  std::vector<std::string> moved;
+  for (const std::string& d : damaged_step_dirs(run_dir, resumed_step)) {
+    std::error_code ec;
+    std::string to = d + ".damaged";
+    for (int k = 2; fs::exists(to, ec); ++k) to = d + ".damaged." + std::to_string(k);
+    fs::rename(d, to, ec);
+    if (ec)
+      throw std::runtime_error("cannot set the damaged checkpoint " + d + " aside as " + to + ": " +
+                               ec.message() + "; move it out of the run folder by hand and retry");
+    moved.push_back(to);
+  }
+  return moved;
+}
+
 }  // namespace ff

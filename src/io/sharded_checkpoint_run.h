@@ -42,4 +42,14 @@ struct CompleteCheckpoint {
 std::optional<CompleteCheckpoint> find_latest_complete(const std::string& run_dir,
                                                        std::optional<int64_t> below = {});
 
+// The step folders above step `above` that hold a manifest, newest first. Above the checkpoint a
+// run resumes from (or above -1 when it found none), each was complete once and has been damaged
+// since; a folder without a manifest is a save that did not finish, which the next save removes.
+std::vector<std::string> damaged_step_dirs(const std::string& run_dir, int64_t above);
+
+// After resuming from resumed_step: renames each of damaged_step_dirs(run_dir, resumed_step)
+// step_N.damaged, where no later save or keep-K deletes it and no scan takes it for a checkpoint.
+// Returns the new paths.
+std::vector<std::string> set_aside_damaged(const std::string& run_dir, int64_t resumed_step);
+
 }  // namespace ff

@@ -85,6 +85,11 @@ class ModelState {
   // False when a step must not wait on the other data-parallel replicas (async with staleness):
   // the trainer then reports this replica's own loss instead of all-reducing it every step.
   virtual bool lockstep() const { return true; }
+  // After finish_grads: whether this step's optimizer_step applies a gradient. False for async
+  // DP's steps before its first delayed gradient arrives (from the start, and again after a
+  // resume): their gradient is zeros by design, which the non-finite guard must not take for a
+  // dead model.
+  virtual bool applies_gradient() const { return true; }
   // Full-size tensors a checkpoint keeps beyond parameters and AdamW moments, by section name
   // (DiLoCo's outer state); the same on every rank.
   virtual std::vector<std::pair<std::string, float*>> extra_state() { return {}; }

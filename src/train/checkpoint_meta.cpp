@@ -40,11 +40,24 @@ CheckpointState checkpoint_state_from_info(const CheckpointInfo& info, const std
   return checkpoint_state_from_meta(meta, (fs::path(step_dir) / kManifestName).string());
 }
 
-std::optional<CheckpointMeta> read_latest_checkpoint_meta(const std::string& run_dir) {
-  const std::optional<CompleteCheckpoint> found = find_latest_complete(run_dir);
+std::optional<CheckpointMeta> read_latest_checkpoint_meta(const std::string& run_dir,
+                                                          std::optional<int64_t> below) {
+  const std::optional<CompleteCheckpoint> found = find_latest_complete(run_dir, below);
   if (!found) return std::nullopt;
   const Manifest m = read_manifest(found->dir);
-  return CheckpointMeta{found->dir, checkpoint_state_from_info(m.info, found->dir), m.info.layout};
+  return CheckpointMeta{found->dir, checkpoint_state_from_info(m.info, found->dir), m.info.layout,
+                        found->skipped};
+}
+
+void refuse_only_damaged_checkpoints(const std::string& run_dir) {
+  const std::vector<std::string> damaged = damaged_step_dirs(run_dir, -1);
+  if (damaged.empty()) return;
+  std::string what;
+  for (const std::string& d : damaged) what += fmt::format("; '{}': {}", d, incomplete_reason(d));
+  throw std::runtime_error(fmt::format(
+      "'{}' holds no complete checkpoint, only damaged ones{}. Restore them from a copy, or move them "
+      "out of the run folder to start afresh (a fresh start would delete them)",
+      run_dir, what));
 }
 
 CheckpointMeta checkpoint_meta_in(const std::string& path) {
@@ -57,7 +70,7 @@ CheckpointMeta checkpoint_meta_in(const std::string& path) {
                       "its newest complete checkpoint",
                       path, why));
     const Manifest m = read_manifest(path);
-    return {path, checkpoint_state_from_info(m.info, path), m.info.layout};
+    return {path, checkpoint_state_from_info(m.info, path), m.info.layout, {}};
   }
   if (!fs::is_directory(path))
     throw std::runtime_error(fmt::format(

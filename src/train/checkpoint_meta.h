@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/sharded_checkpoint_manifest.h"
 #include "train/checkpoint.h"
@@ -22,12 +23,19 @@ struct CheckpointMeta {
   std::string dir;  // run_dir/step_N
   CheckpointState state;
   nlohmann::json layout;  // the mesh it was saved under (dp, tp, pp, cp, zero, ranks)
+  std::vector<std::string> skipped;  // newer step folders passed over, each with why
 };
 
 // The newest complete checkpoint of a run folder (`latest`, else the newest complete step_N), its
-// manifest read and checked, no tensor read; nullopt when the folder holds none. Throws when the
-// folder holds only an old single-file checkpoint (refused with what to do).
-std::optional<CheckpointMeta> read_latest_checkpoint_meta(const std::string& run_dir);
+// manifest read and checked, no tensor read; nullopt when the folder holds none. With below, only
+// steps < below count (the fallback after step below proved damaged). Throws when the folder
+// holds only an old single-file checkpoint (refused with what to do).
+std::optional<CheckpointMeta> read_latest_checkpoint_meta(const std::string& run_dir,
+                                                          std::optional<int64_t> below = {});
+
+// Throws when run_dir holds no complete checkpoint but a damaged one (a step folder with a
+// manifest): a fresh start would delete it at its first save. Names each and the fix.
+void refuse_only_damaged_checkpoints(const std::string& run_dir);
 
 // For sample, eval and export: a run folder (its latest complete checkpoint) or a step_N folder.
 // Throws naming the folder and the fix when there is none.

@@ -108,27 +108,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   // A communication waiting past collective_timeout dumps this rank's flight record and ends the job.
   if (world_size() > 1)
     start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
-  const std::optional<CheckpointMeta> resume = read_latest_checkpoint_meta(out_dir_);
+  std::optional<CheckpointMeta> resume = read_latest_checkpoint_meta(out_dir_);
   const bool resuming = resume.has_value();
-  if (resuming) {
-    std::string diff = describe_model_difference(resume->state.model, cfg_.model);
-    if (!diff.empty())
-      throw std::runtime_error(fmt::format(
-          "the checkpoint '{}' is of a different model ({}); use a new --out folder, or the "
-          "same model keys to resume it",
-          resume->dir, diff));
-    if (resume->state.tokenizer_checksum != 0 && resume->state.tokenizer_checksum != tokenizer.checksum())
-      throw std::runtime_error(fmt::format(
-          "the checkpoint '{}' was trained with another tokenizer than '{}' (checksums differ); "
-          "resume with the data folder the run was prepared with, or use a new --out folder",
-          resume->dir, tok_path));
-    // Refuses (naming the key) a seed, data folder or global batch other than the checkpoint's.
-    resume_changes_ = check_resume_config(resume->state.config_toml, cfg_, out_dir_);
-    if (resume->state.step > cfg_.steps)
-      throw std::runtime_error(fmt::format(
-          "the checkpoint '{}' is at step {}, past steps = {}; raise --steps to continue",
-          resume->dir, resume->state.step, cfg_.steps));
-  }
+  if (resuming) check_resume(*resume, tokenizer.checksum(), tok_path);
+  else refuse_only_damaged_checkpoints(out_dir_);
 
   const std::string train_path = data_file(cfg_, "train.bin"), val_path = data_file(cfg_, "val.bin");
   const TokenShardExpect expect{cfg_.model.vocab_size, tokenizer.checksum(), "the tokenizer " + tok_path};
@@ -200,7 +183,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   }
   if (resuming) {
     // Each rank reads only what its layout holds, whatever layout saved it.
-    load_checkpoint_state(resume->dir);
+    resume = load_resume(std::move(*resume), tokenizer.checksum(), tok_path);
     step_ = saved_step_ = resume->state.step;
     if (moe_) moe_->set_router_bias(resume->state.router_bias);
     // fp16 continues its scale trajectory; from another precision's checkpoint it starts afresh.
@@ -316,9 +299,8 @@ StepRecord Trainer::train_step() {
   }
   // Loss and norm are reduced over every rank, so every rank takes this branch together. An fp16
   // overflow is not a blow-up: the scaler has skipped that step and backed off.
-  // (Async DP's first max_staleness steps apply no gradient: their norm is 0 by design.)
-  const bool expect_gradient = cfg_.dp_mode != "async" || step_ >= cfg_.max_staleness;
-  if (!skip && step_is_nonfinite(loss, norm, expect_gradient)) return nonfinite_step(loss, norm, grad_scale, t0);
+  if (!skip && step_is_nonfinite(loss, norm, state_->applies_gradient()))
+    return nonfinite_step(loss, norm, grad_scale, t0);
   if (!skip && cfg_.grad_clip > 0 && norm > cfg_.grad_clip) state_->scale_grads(float(cfg_.grad_clip / norm));
   ++step_;  // a skipped step still consumed its batch and advances the LR schedule
   const float lr = schedule_.at(step_);

@@ -27,6 +27,7 @@
 #include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
+#include "train/checkpoint_meta.h"
 #include "train/checkpoint_saver.h"
 #include "train/dp_mode_config.h"
 #include "train/lr_schedule.h"
@@ -87,8 +88,16 @@ class Trainer {
   bool leader() const { return world_rank() == 0; }  // rank 0 on every axis, cp included
   // x summed over the ranks differing from this one only along `axes` (x itself without a mesh).
   double sum_over(double x, std::initializer_list<MeshAxis> axes) const;
-  // Fills this rank's state from a sharded checkpoint folder, reading only what it holds.
+  // Fills this rank's state from a sharded checkpoint folder, reading only what it holds; the
+  // caller then calls state_->after_load() (collective). Throws CheckpointDamaged on damage.
   void load_checkpoint_state(const std::string& step_dir);
+  // Refuses (naming the checkpoint and the fix) a checkpoint this run cannot continue: another
+  // model, another tokenizer, a refused config change, a step past `steps` (trainer_resume.cpp).
+  void check_resume(const CheckpointMeta& resume, uint64_t tokenizer_checksum, const std::string& tok_path);
+  // Loads `resume` collectively; when any rank finds its data damaged, every rank goes back to
+  // the previous complete checkpoint (checked like the first), and the damaged folders are set
+  // aside. Returns the checkpoint loaded; throws an AgreedError when none is left.
+  CheckpointMeta load_resume(CheckpointMeta resume, uint64_t tokenizer_checksum, const std::string& tok_path);
   void log_progress(const StepRecord& r, double tokens_per_s, double val_loss);
   // A step whose reduced loss or gradient norm is non-finite (or the norm 0): skipped, or located
   // and stopped with an AgreedError per on_nonfinite. Collective (trainer_nonfinite.cpp).

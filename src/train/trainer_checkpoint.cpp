@@ -52,7 +52,6 @@ void Trainer::load_checkpoint_state(const std::string& step_dir) {
                                            step_dir, name));
     reader.read(flat_read_requests(tensor, Box{0, 1, 0, n}, 0, n, dst));
   }
-  state_->after_load();
 }
 
 void Trainer::save() {

@@ -77,7 +77,7 @@ TEST(ShardedCheckpointFaults, FolderWithoutManifestIsIgnored) {
   EXPECT_NE(found->skipped[0].find("step_10: no manifest.json"), std::string::npos) << found->skipped[0];
   expect_error([&] { ShardedCheckpointReader r(step_dir_path(run, 10)); },
                {"checkpoint manifest", "manifest.json: file not found", "did not finish",
-                "find_latest_complete"});
+                "the previous complete one"});
 
   // The manifest makes it complete, but `latest` moves only when published.
   CheckpointInfo info;
@@ -111,7 +111,7 @@ TEST(ShardedCheckpointFaults, MissingOrTruncatedDataFileIsIncomplete) {
   EXPECT_NE(found->skipped[0].find("(truncated)"), std::string::npos);
   expect_error([&] { load_everything(s10); },
                {"checkpoint data file " + f1, "truncated", "the manifest records " + std::to_string(size),
-                "find_latest_complete"});
+                "previous complete checkpoint"});
 
   fs::remove(f1);
   found = find_latest_complete(run);
@@ -135,9 +135,10 @@ TEST(ShardedCheckpointFaults, FlippedByteInEachDataFileIsRefusedNamingIt) {
     const std::string clean = read_all(path);
     flip_byte(path, p.offset + p.bytes - 1);
     EXPECT_EQ(incomplete_reason(step), "");  // structure intact: damage shows when the data is read
+    EXPECT_THROW(load_everything(step), CheckpointDamaged);  // which resuming falls back from
     expect_error([&] { load_everything(step); },
                  {"checkpoint data file " + path, "checksum mismatch", "\"" + p.tensor + "\"",
-                  "find_latest_complete"});
+                  "previous complete checkpoint"});
     // A reader that needs none of that file's pieces still loads.
     ShardedCheckpointReader other(step);
     std::vector<unsigned char> dst(dtype_size(m.files[0].pieces[0].dtype));
@@ -165,7 +166,7 @@ TEST(ShardedCheckpointFaults, FlippedManifestByteIsRefusedNamingIt) {
   for (size_t at : {digit, size_t(20), size_t(3)}) {
     flip_byte(path, at);
     expect_error([&] { ShardedCheckpointReader r(step); },
-                 {"checkpoint manifest " + path, "damaged", "find_latest_complete"});
+                 {"checkpoint manifest " + path, "damaged", "previous complete checkpoint"});
     auto found = find_latest_complete(run);
     ASSERT_TRUE(found);
     EXPECT_EQ(found->step, 2);

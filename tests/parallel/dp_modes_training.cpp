@@ -9,7 +9,7 @@
 //   with optimizer = sgd, local SGD H = 1 and DiLoCo H = 1 (outer lr 1, no momentum) equal sync DP
 //     bitwise: losses, the replicas' mean gradient's norm against sync's norm, weights; the same
 //     run with the averaging skipped (H > steps) is far from it;
-//   DiLoCo's outer state survives a checkpoint bitwise;
+//   DiLoCo's outer state survives a checkpoint bitwise; async s = 2 resumes (s steps apply nothing);
 //   lr_scaling's resolved values and the bad-input errors naming their keys.
 #include <chrono>
 #include <cmath>
@@ -278,6 +278,30 @@ int main(int argc, char** argv) {
     bool moved = false;
     for (float m : momentum_before) moved = moved || m != 0;
     check(same && moved, "diloco's outer state (θ_global, momentum) resumes bitwise from the checkpoint");
+  }
+
+  {
+    // Async s = 2 resumed at step 4: the gradients in flight are not in the checkpoint, so steps 5
+    // and 6 apply none (norm exactly 0, which the non-finite guard must accept: the state says no
+    // gradient is due), and from step 7 on the delayed gradients flow again.
+    TrainConfig c = tiny(data, 8, "async");
+    c.max_staleness = 2, c.stop_at = 4;
+    const std::string out = testkit::broadcast_string(world, me == 0 ? testkit::temp_dir("async_ckpt") : "");
+    {
+      Trainer t(c, out, &mesh);
+      t.quiet = true;
+      t.run();
+    }
+    c.stop_at = 0;
+    world.barrier();  // rank 0 has written the checkpoint
+    Trainer resumed(c, out, &mesh);
+    resumed.quiet = true;
+    resumed.run();
+    const std::vector<StepRecord>& h = resumed.history();
+    const bool ok = h.size() == 4 && h[0].step == 5 && h[0].grad_norm == 0 && h[1].grad_norm == 0 &&
+                    h[2].grad_norm > 0 && h[3].grad_norm > 0 && std::isfinite(h[3].loss);
+    check(ok, "async s=2 resumed at step 4 applies nothing at steps 5-6 (norm 0, not taken for a blow-up), then "
+              "steps again to step 8");
   }
 
   world.all_reduce(&failures, 1);

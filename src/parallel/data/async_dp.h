@@ -24,6 +24,7 @@ class AsyncState final : public LocalReplicaState {
   void finish_grads() override;
   void optimizer_step(float lr, int step) override;
   bool lockstep() const override { return mode().max_staleness == 0; }
+  bool applies_gradient() const override { return have_; }
 
  protected:
   void after_local_step(int) override {}
