@@ -8,8 +8,12 @@ namespace ff {
 
 PrecisionBytes precision_bytes(Precision p) {
   PrecisionBytes b;
-  if (p == Precision::bf16 || p == Precision::fp16) b.gemm_input = 2;
+  if (p == Precision::bf16 || p == Precision::fp16) b.gemm_input = 2, b.weight_copy = 2;
   return b;
+}
+
+bool has_weight_copy(const LayoutSpec& L) {
+  return precision_bytes(L.gemm).weight_copy > 0 && !(L.zero == 3 && L.dp * L.cp > 1);
 }
 
 int64_t context_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const BlockWidths& w) {
@@ -45,8 +49,12 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
   if (pb.gemm_input == 4) return 0;
   auto pad = [](int64_t n) { return (n + 31) / 32 * 32; };
   int64_t most = 0;
-  auto linear = [&](int64_t rows, int64_t in, int64_t out) {  // forward, dgrad, wgrad operands
-    most = std::max({most, pad(rows * in) + out * in, pad(rows * out) + out * in, pad(rows * out) + rows * in});
+  const bool copy = has_weight_copy(L);
+  auto linear = [&](int64_t rows, int64_t in, int64_t out) {
+    if (copy)  // the weight is read from the step's copy: x alone forward; dy, then x, backward
+      most = std::max({most, rows * in, pad(rows * out) + rows * in});
+    else       // forward x, W; backward dy, W, x (linear_backward_run_precision)
+      most = std::max({most, pad(rows * in) + out * in, pad(rows * out) + pad(out * in) + rows * in});
   };
   (void)R;  // under sp the projections read the gathered N rows
   linear(N, w.C, w.Q), linear(N, w.A, w.C);

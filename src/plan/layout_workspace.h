@@ -10,15 +10,19 @@
 
 namespace ff {
 
-// Bytes per element the engine stores under a GEMM precision. Today every weight, gradient and
-// activation is fp32 whatever `precision` says (bf16 rounds GEMM inputs into scratch); a bf16
-// weight copy or bf16 activations change these numbers and nothing else in the planner.
+// Bytes per element the engine stores under a GEMM precision. Gradients and activations are fp32
+// whatever `precision` says; bf16/fp16 keep a 16-bit copy of the weights rounded once per step
+// (kernels/weight_copy; none under ZeRO-3, whose gathers are fp32 by default, nor for fp8) and round
+// the activation operand into scratch. bf16 activations would change these numbers and nothing else.
 struct PrecisionBytes {
-  int weight_copy = 0;   // a low-precision copy of the weights, bytes per parameter (none today)
+  int weight_copy = 0;   // the 16-bit weight copy, bytes per parameter the rank holds unsharded
   int activation = 4;    // bytes per kept activation element
   int gemm_input = 4;    // bytes per converted GEMM operand element (the per-thread scratch)
 };
 PrecisionBytes precision_bytes(Precision p);
+// Whether the run keeps that copy (make_weight_copy): ZeRO-3 over more than one rank reads its
+// (fp32) gathered buffers instead.
+bool has_weight_copy(const LayoutSpec& L);
 
 // ContextAttention's buffers (parallel/context): ring and all-gather K/V pieces, partial outputs
 // and dK/dV accumulators; Ulysses' all-to-all send/receive and whole-sequence tensors. Bytes.
