@@ -11,11 +11,13 @@ if [ "${1:-}" = "--sanitize" ]; then
   shift
   t0=$(date +%s)
   jobs=${FIVEFOLD_JOBS:-2}
-  # -O1 keeps the run fast enough while the reports keep their line numbers; -march=native stays
-  # (the default) so the SIMD paths checked are the ones that run.
-  flags="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+  # -O1 keeps the run fast enough; -g1 (line tables only) keeps the reports' file:line frames at a
+  # fifth less compile time than -g; -march=native stays (the default) so the SIMD paths checked
+  # are the ones that run. The libraries build as unity batches (half the CPU time: each batch
+  # parses the shared headers once); the tests never do (tests/CMakeLists.txt says why).
+  flags="-O1 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
   tests=(test_core test_kernels test_io test_fuzz test_cli)
   cmake --build build-asan -j "$jobs" --target fivefold "${tests[@]}" 2>&1 | grep -E "error|warning" || true
   t_built=$(date +%s)
