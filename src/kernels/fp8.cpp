@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace ff {
 namespace {
@@ -56,6 +58,21 @@ void Fp8DelayedScale::record(float amax) {
   next_ = (next_ + 1) % history_.size();
   const float hist_max = *std::max_element(history_.begin(), history_.end());
   if (hist_max > 0.0f) scale_ = fp8_max(f_) / hist_max / std::ldexp(1.0f, margin_);
+}
+
+std::vector<float> Fp8DelayedScale::state() const {
+  std::vector<float> s{scale_, float(next_)};  // next_ < 2^24: exact in a float
+  s.insert(s.end(), history_.begin(), history_.end());
+  return s;
+}
+
+void Fp8DelayedScale::restore(const std::vector<float>& s) {
+  if (s.size() != history_.size() + 2 || !(s[1] >= 0 && s[1] < float(history_.size())))
+    throw std::runtime_error("fp8 scaling state of " + std::to_string(s.size() < 2 ? 0 : s.size() - 2) +
+                             " history entries does not fit this run's amax history of " +
+                             std::to_string(history_.size()));
+  scale_ = s[0], next_ = size_t(s[1]);
+  std::copy(s.begin() + 2, s.end(), history_.begin());
 }
 
 }  // namespace ff

@@ -31,6 +31,11 @@ class Fp8DelayedScale {
   // Records an amax (what quantise does after rounding) and recomputes the scale.
   void record(float amax);
 
+  // The whole state as floats, for checkpoints: [scale, next slot, history ring...]; restore()
+  // takes what state() gave (a ring of another length is refused by name).
+  std::vector<float> state() const;
+  void restore(const std::vector<float>& s);
+
  private:
   Fp8Format f_;
   int margin_;

@@ -6,15 +6,18 @@
 // micro-batches and recomputations) enters the history once, at end_step(). A tensor with no
 // history yet uses scale 1, as TE initialises it.
 //
-// Identity: a GEMM does not know its layer, but the layer's weight buffers do. The forward GEMM
-// (x W^T) and the input-gradient GEMM (dy W) are keyed by W's address, the weight-gradient GEMM
-// (dy^T x) by dW's. These are fixed for the whole run where parameters and gradients live in
-// fixed buffers (serial, DDP, ZeRO-1, tp, pp); ZeRO-2/3 hand out alternating staging and gather
-// buffers, so the trainer refuses fp8 there (train_config: precision = fp8 needs zero <= 1).
-// Amaxes are per rank (TE reduces them over the data-parallel group; here each rank keeps its own).
+// Identity: a GEMM does not know its layer, but the layer's weight does. The forward GEMM
+// (x W^T) and the input-gradient GEMM (dy W) are keyed by W, the weight-gradient GEMM (dy^T x)
+// by dW, each as the tensor id the Identity gives for that pointer. The trainer's identity
+// (parallel/fp8_tensor_ids.h) names the parameter tensor whatever buffer holds it (ZeRO-2/3's
+// staging and gather buffers move), so ids are the same on every rank and in every run; without
+// one (tests of a bare GEMM), the id is the address. end_step() can reduce the step's amaxes over
+// the ranks first (max), as TE does over its amax-reduction group, so replicas keep equal scales.
+#include <compare>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <map>
-#include <tuple>
 #include <vector>
 
 #include "kernels/fp8.h"
@@ -24,12 +27,32 @@ namespace ff {
 
 class Fp8Recipe {
  public:
+  // One scaled tensor: the parameter tensor `id`, the GEMM using it (`role`) and the operand
+  // (0 = A, 1 = B). 6 per linear layer.
+  struct Key {
+    int64_t id = 0;
+    int role = 0, operand = 0;
+    auto operator<=>(const Key&) const = default;
+  };
+  // e5m2 for the gradient operand (A of dgrad and wgrad), e4m3 for the rest.
+  static Fp8Format format_of(const Key& k);
+  // Pointer (W or dW) -> tensor id; ids meant for end_step's reduction lie in [0, ids).
+  using Identity = std::function<int64_t(const void*)>;
+  // Reduces (max) a vector of amaxes in place over the ranks that must agree.
+  using AmaxReduce = std::function<void(std::vector<float>&)>;
+
   explicit Fp8Recipe(int history = 1024, int margin = 0) : history_(history), margin_(margin) {}
+  void set_identity(Identity id, int64_t ids) { identity_ = std::move(id), ids_ = ids; }
   // operand 0 = A, 1 = B of the GEMM keyed `key` with `role`: quantises x[0, n) in place with the
-  // tensor's current scale and records its amax for this step.
+  // tensor's current scale and records its amax for this step (unless recording is off).
   void quantise(const void* key, GemmRole role, int operand, Fp8Format f, float* x, size_t n);
-  // Once per optimizer step: every tensor seen this step records its amax, its scale moves.
-  void end_step();
+  // Off: GEMMs use the current scales and record nothing (evaluation: held-out data must not
+  // steer training's scales, and a resumed run must see the same histories).
+  void set_recording(bool on) { recording_ = on; }
+  // Once per optimizer step: every tensor seen this step records its amax, its scale moves. With
+  // `reduce`, the amaxes are first reduced (max) as one vector of ids x 6 entries (-1: unused;
+  // a non-finite amax travels as +inf), and a tensor used on any rank records the reduced value.
+  void end_step(const AmaxReduce& reduce = {});
 
   // For tests: per tensor, the scale each step used and the amax each step recorded.
   struct Log {
@@ -37,7 +60,11 @@ class Fp8Recipe {
     std::vector<float> scales, amaxes;  // one per step in which the tensor was used
   };
   std::vector<Log> logs() const;
+  std::map<Key, Log> keyed_logs() const;
   size_t tensors() const { return slots_.size(); }
+  // Checkpoints: every tensor's delayed-scaling state (Fp8DelayedScale::state), and back.
+  std::map<Key, std::vector<float>> states() const;
+  void restore(const Key& k, const std::vector<float>& state);
 
  private:
   struct Slot {
@@ -46,8 +73,12 @@ class Fp8Recipe {
     bool used = false;
     Log log;
   };
+  Slot& slot(const Key& k, Fp8Format f);  // created with scale 1 on first use
   int history_, margin_;
-  std::map<std::tuple<const void*, int, int>, Slot> slots_;
+  Identity identity_;
+  int64_t ids_ = 0;
+  bool recording_ = true;
+  std::map<Key, Slot> slots_;
 };
 
 // The recipe fp8 GEMMs use (process-wide, like gemm_fp8()); null: current scaling, each operand

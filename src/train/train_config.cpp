@@ -370,9 +370,6 @@ void validate_train_config(const TrainConfig& c) {
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
   parse_grad_reduce_dtype(c.grad_reduce_dtype);  // throws naming the key
-  need(c.precision != "fp8" || c.zero <= 1,
-       fmt::format("precision = fp8 keys its delayed scales by the fixed weight and gradient buffers, which "
-                   "zero = {} does not have; use zero = 0 or 1 with fp8", c.zero));
   need(c.on_nonfinite == "stop" || c.on_nonfinite == "skip",
        fmt::format("on_nonfinite must be stop or skip (got '{}')", c.on_nonfinite));
   need(c.loss_spike >= 0 && std::isfinite(c.loss_spike),

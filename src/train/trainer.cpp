@@ -86,7 +86,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
   fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
   set_gemm_fp8(fp8_);
-  if (fp8_) set_fp8_recipe((fp8_recipe_ = std::make_unique<Fp8Recipe>()).get());
   if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
@@ -158,6 +157,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                                                parse_grad_reduce_dtype(cfg_.grad_reduce_dtype)},
                             mesh_,
                             tracer_.get(), replicas);
+  if (fp8_)  // the scales follow each parameter tensor through whatever buffer holds it
+    fp8_training_ = std::make_unique<Fp8Training>(cfg_, model_->layout(), parts_, mesh_),
+    state_ = fp8_training_->wrap(std::move(state_));
   weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8_, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);  // 16-bit runs
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
@@ -310,7 +312,7 @@ StepRecord Trainer::train_step() {
     if (weight_copy_) weight_copy_->invalidate();  // stale until the next step refreshes it
   }
   if (moe_) moe_->finish_step();  // after the step: the router bias moves once per optimizer step
-  if (fp8_recipe_) fp8_recipe_->end_step();  // fp8: this step's amaxes enter the histories
+  if (fp8_training_) fp8_training_->end_step();  // fp8: this step's amaxes (reduced) enter the histories
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   StepRecord r{step_, loss, norm, lr, seconds, loss_scale, skip};
   history_.push_back(r);
@@ -324,6 +326,7 @@ double Trainer::evaluate() {
   // the number equals a serial run's with micro_batch G, and every rank runs the same number of
   // forwards (ZeRO-3's gathers stay in step).
   const FreshWeightCopy fresh(weight_copy_.get());
+  const Fp8Training::NotRecording frozen(fp8_training_.get());
   DataLoader val(val_tokens_, T, cfg_.seed);
   std::vector<int32_t> in(size_t(mb) * T), tgt(size_t(mb) * T);
   double sum = 0;

@@ -42,6 +42,7 @@ std::vector<float> Trainer::full_params() {
 void Trainer::load_checkpoint_state(const std::string& step_dir) {
   ShardedCheckpointReader reader(step_dir);
   read_state_pieces(reader, model_->layout(), state_->checkpoint_runs(false));
+  if (fp8_training_) fp8_training_->load(reader);  // fp8 scales; none (another precision's): afresh
   // Replicated state beside the model's (DiLoCo's global weights and outer momentum), whole.
   const int64_t n = int64_t(model_->layout().total());
   for (auto& [name, dst] : state_->extra_state()) {
@@ -74,6 +75,7 @@ void Trainer::save() {
   if (leader())
     for (const auto& [name, data] : state_->extra_state())
       pieces.push_back({"extra/" + name, {n}, Box{0, 1, 0, n}, 0, n, data});
+  if (fp8_training_) fp8_training_->add_save_pieces(pieces);  // one rank per pipeline stage
   saver_->save(checkpoint_info(s, layout), pieces);
   saved_step_ = step_;
 }
