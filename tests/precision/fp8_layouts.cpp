@@ -16,6 +16,8 @@
 //     with identical weights) dp's scales are bitwise serial's: a max does not depend on where
 //     the rows ran. Later steps' scales: dp within 1e-3 relative, tp and pp within 1e-1 (their
 //     fp8 noise grows step by step; a gradient's amax moves with it).
+// Last, a pp 2 run stopped at step 4 resumes serially onto the serial run's steps 5-8, bit for bit
+// (losses, norms, scales, amaxes): each stage's fp8 states are in the checkpoint.
 // Seen on Zen 5: dp (every ZeRO stage) and pp bitwise serial's in losses and scales (norms 2e-9);
 // tp + sp: losses 1.1e-4, norms 7.6e-3, scales 4.3e-2. With the amax reduction switched off,
 // every dp and tp layout fails (ranks' scales differ; scales 0.40 and 0.80 from serial's).
@@ -142,6 +144,46 @@ int main(int argc, char** argv) {
                 logs.size(), same_tensors ? "=" : "!=", ranks_agree ? "bitwise equal" : "DIFFER",
                 step2_bitwise ? "bitwise serial's" : "not bitwise serial's", ok ? "ok" : "FAIL");
     int bad = !ok;
+    world.all_reduce(&bad, 1);
+    failures += bad;
+  }
+  {
+    // Checkpoints hold each stage's fp8 states (saved by the stage's first rank): a pp 2 run stopped
+    // at step 4 resumes serially, and since pp 2 is bitwise serial's (above), steps 5-8 must be
+    // the serial run's bit for bit, scales and amaxes of every tensor included.
+    const Mesh mesh(world, MeshDegrees{.pp = 2});
+    TrainConfig c = tiny_fp8(data, 2);
+    c.pp = 2, c.stop_at = 4;
+    const std::string dir = testkit::broadcast_string(world, testkit::temp_dir("fp8_pp_resume"));
+    {
+      Trainer t(c, dir, &mesh);
+      t.quiet = true;
+      t.run();
+    }
+    int bad = 0;
+    if (world.rank() == 0) {
+      Trainer t(tiny_fp8(data, 2), dir, nullptr);
+      t.quiet = true;
+      t.run();
+      const auto logs = t.fp8_scaling()->keyed_logs();
+      bool ok = t.history().size() == 4 && logs.size() == serial.logs.size();
+      for (size_t i = 0; ok && i < 4; ++i)
+        ok = t.history()[i].loss == serial.history[4 + i].loss &&
+             t.history()[i].grad_norm == serial.history[4 + i].grad_norm;
+      size_t restored = 0;
+      for (const auto& [key, log] : logs) {
+        auto it = serial.logs.find(key);
+        ok &= it != serial.logs.end() && log.scales.size() == 4 && log.amaxes.size() == 4;
+        if (!ok) break;
+        for (size_t s = 0; s < 4; ++s)
+          ok &= log.scales[s] == it->second.scales[4 + s] && log.amaxes[s] == it->second.amaxes[4 + s];
+        restored += log.scales[0] != 1.0f;
+      }
+      ok &= restored == logs.size();
+      std::printf("fp8 pp=2 stopped at step 4, resumed serially: steps 5-8 losses, norms and %zu tensors' scales "
+                  "%s the serial run's: %s\n", logs.size(), ok ? "bitwise" : "NOT", ok ? "ok" : "FAIL");
+      bad = !ok;
+    }
     world.all_reduce(&bad, 1);
     failures += bad;
   }

@@ -6,12 +6,18 @@
 //     (margin 0, history 1024 > 6 steps, so nothing has aged out).
 //   - One GEMM through the recipe over two "steps": the product equals an fp32 GEMM of operands
 //     quantised here, by the independent fp8 rounding of the kernel test, with those scales.
+//   - Resume: a run stopped at step 3 (right after an evaluation) and resumed equals the run
+//     that never stopped, bit for bit: losses, gradient norms, and every tensor's scales and
+//     amaxes of the resumed steps; the checkpoint holds one fp8 state per tensor (6 per linear).
+//   - Precision changes on resume: fp8 -> bf16 ignores the fp8 states and trains on; bf16 -> fp8
+//     starts every scale afresh at 1 (TE's initial scale) and trains on.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "io/sharded_checkpoint.h"
 #include "kernels/fp8_recipe.h"
 #include "kernels/gemm.h"
 #include "test_data.h"
@@ -83,6 +89,92 @@ TEST(Fp8Recipe, GemmUsesTheDelayedScales) {
     for (int i = 0; i < M * N; ++i) EXPECT_EQ(got[i], want[i]) << "step " << step << " element " << i;
   }
   EXPECT_NE(C1, C2);  // the second step's scales really differ from the first's
+}
+
+TrainConfig fp8_config(int steps) {
+  TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
+  c.steps = steps;
+  c.precision = "fp8";
+  return c;
+}
+
+TEST(Fp8Recipe, ResumeIsBitwise) {
+  TrainConfig c = fp8_config(6);
+  c.eval_every = 3, c.eval_batches = 1;  // an evaluation right before the save must not matter
+  Trainer straight(c, testkit::temp_dir("fp8_straight"), nullptr);
+  straight.quiet = true;
+  straight.run();
+
+  const std::string dir = testkit::temp_dir("fp8_split");
+  TrainConfig first = c;
+  first.stop_at = 3;
+  std::vector<StepRecord> h;
+  {
+    Trainer t(first, dir, nullptr);
+    t.quiet = true;
+    t.run();
+    ASSERT_EQ(t.step(), 3);
+    h = t.history();
+  }
+  const size_t linears = size_t(c.model.n_layers) * 4 + 1;
+  size_t saved = 0;
+  for (const std::string& name : ShardedCheckpointReader(step_dir_path(dir, 3)).tensor_names())
+    saved += name.rfind("fp8/", 0) == 0;
+  EXPECT_EQ(saved, 6 * linears);
+  Trainer second(c, dir, nullptr);
+  second.quiet = true;
+  ASSERT_EQ(second.step(), 3);
+  second.run();
+  h.insert(h.end(), second.history().begin(), second.history().end());
+  const std::vector<StepRecord>& want = straight.history();
+  ASSERT_EQ(h.size(), want.size());
+  for (size_t i = 0; i < h.size(); ++i) {
+    EXPECT_EQ(h[i].loss, want[i].loss) << "step " << i + 1;
+    EXPECT_EQ(h[i].grad_norm, want[i].grad_norm) << "step " << i + 1;
+  }
+  const auto resumed = second.fp8_scaling()->keyed_logs(), full = straight.fp8_scaling()->keyed_logs();
+  ASSERT_EQ(resumed.size(), full.size());
+  size_t not_one = 0;
+  for (const auto& [key, log] : resumed) {
+    const Fp8Recipe::Log& all = full.at(key);
+    ASSERT_EQ(log.scales.size(), 3u);
+    ASSERT_EQ(all.scales.size(), 6u);
+    for (size_t s = 0; s < 3; ++s) {
+      EXPECT_EQ(log.scales[s], all.scales[3 + s]) << "resumed step " << s + 4;
+      EXPECT_EQ(log.amaxes[s], all.amaxes[3 + s]) << "resumed step " << s + 4;
+    }
+    not_one += log.scales[0] != 1.0f;
+  }
+  EXPECT_EQ(not_one, resumed.size());  // restored, not started afresh
+}
+
+TEST(Fp8Recipe, PrecisionChangesOnResume) {
+  for (const std::string from : {"fp8", "bf16"}) {
+    const std::string to = from == "fp8" ? "bf16" : "fp8";
+    const std::string dir = testkit::temp_dir("fp8_change");
+    TrainConfig first = fp8_config(5);
+    first.precision = from, first.stop_at = 3;
+    double loss3 = 0;
+    {
+      Trainer t(first, dir, nullptr);
+      t.quiet = true;
+      t.run();
+      loss3 = t.history().back().loss;
+    }
+    TrainConfig next = fp8_config(5);
+    next.precision = to;
+    Trainer t(next, dir, nullptr);
+    t.quiet = true;
+    ASSERT_EQ(t.step(), 3) << from << " -> " << to;
+    t.run();
+    ASSERT_EQ(t.history().size(), 2u);
+    for (const StepRecord& r : t.history()) EXPECT_TRUE(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
+    EXPECT_LT(t.history().back().loss, loss3) << from << " -> " << to << " trains on";
+    if (to == "fp8") {
+      ASSERT_EQ(t.fp8_scaling()->tensors(), 6 * (size_t(next.model.n_layers) * 4 + 1));
+      for (const Fp8Recipe::Log& log : t.fp8_scaling()->logs()) EXPECT_EQ(log.scales.at(0), 1.0f);  // afresh
+    }
+  }
 }
 
 }  // namespace
