@@ -16,6 +16,7 @@ StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
     // The batch is consumed and the schedule moves on; the weights and AdamW moments stay as they
     // were, so the state stays the last healthy one.
     ++step_;
+    if (fp8_training_) fp8_training_->end_step();  // fp8: finite amaxes recorded, a non-finite one ignored
     if (leader())
       std::fprintf(stderr, "warning: step %d skipped (on_nonfinite = skip): %s\n", step_, what.c_str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
