@@ -40,6 +40,10 @@ Fp8Training::Fp8Training(const TrainConfig& c, const ParamLayout& local, const M
   const ParamLayout stage(c.model, nullptr, &everything);
   for (const ParamView& v : stage.views())
     stage_[size_t(ids_.id_of_name(v.name))] = true;
+  // A tied embedding is a GEMM weight only as the LM head: its scales belong to the head's stage,
+  // never to the first stage's copy (else two stages would save them once pipelines resume).
+  if (const int64_t emb = ids_.id_of_name("model.embed_tokens.weight"); emb >= 0 && !parts.head)
+    stage_[size_t(emb)] = false;
   if (mesh) {
     const MeshCoords& at = mesh->coords();
     saver_ = at.tp == 0 && at.cp == 0 && at.dp == 0;
