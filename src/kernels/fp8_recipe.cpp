@@ -12,7 +12,9 @@ namespace {
 std::atomic<Fp8Recipe*> g_recipe{nullptr};
 std::mutex g_mu;  // GEMMs run on the caller's thread, but a model may call from several
 constexpr int kPerTensor = 6;  // 3 roles x 2 operands
-size_t index_of(const Fp8Recipe::Key& k) { return size_t(k.id) * kPerTensor + size_t(k.role) * 2 + size_t(k.operand); }
+size_t index_of(const Fp8Recipe::Key& k) {
+  return size_t(k.id) * kPerTensor + size_t(k.role) * 2 + size_t(k.operand);
+}
 }  // namespace
 
 void set_fp8_recipe(Fp8Recipe* r) { g_recipe.store(r); }

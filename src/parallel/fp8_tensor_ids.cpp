@@ -15,7 +15,8 @@ Fp8TensorIds::Fp8TensorIds(const ParamLayout& local, const ParamLayout& whole) {
   }
   for (const ParamView& v : local.views()) {
     auto it = index.find(v.name);
-    if (it == index.end()) throw std::logic_error("fp8 tensor ids: '" + v.name + "' is not in the whole model");
+    if (it == index.end())
+      throw std::logic_error("fp8 tensor ids: '" + v.name + "' is not in the whole model");
     starts_.emplace_back(v.offset, it->second);
   }
   std::sort(starts_.begin(), starts_.end());

@@ -31,7 +31,8 @@ bool parse_piece_name(const std::string& name, std::string* tensor, Fp8Recipe::K
 
 }  // namespace
 
-Fp8Training::Fp8Training(const TrainConfig& c, const ParamLayout& local, const ModelParts& parts, const Mesh* mesh)
+Fp8Training::Fp8Training(const TrainConfig& c, const ParamLayout& local, const ModelParts& parts,
+                         const Mesh* mesh)
     : ids_(local, ParamLayout(c.model)) {
   // This stage's tensors, every expert of its MoE blocks included: amaxes of experts another ep
   // rank holds arrive through the reduction, and any ep layout may resume from them.
@@ -61,7 +62,8 @@ Fp8Training::~Fp8Training() {
 
 void Fp8Training::end_step() {
   if (!group_) return recipe_.end_step();
-  recipe_.end_step([this](std::vector<float>& amax) { group_->all_reduce(amax.data(), amax.size(), ReduceOp::max); });
+  recipe_.end_step(
+      [this](std::vector<float>& amax) { group_->all_reduce(amax.data(), amax.size(), ReduceOp::max); });
 }
 
 void Fp8Training::add_save_pieces(std::vector<SavePiece>& pieces) {

@@ -35,7 +35,9 @@ class Fp8Training {
   Fp8Training& operator=(const Fp8Training&) = delete;
 
   // The state to hand the model: `s` with its segments noted for tensor identity.
-  std::unique_ptr<ModelState> wrap(std::unique_ptr<ModelState> s) { return note_fp8_segments(std::move(s), ids_); }
+  std::unique_ptr<ModelState> wrap(std::unique_ptr<ModelState> s) {
+    return note_fp8_segments(std::move(s), ids_);
+  }
   void end_step();  // collective over the reduction group
   const Fp8Recipe& recipe() const { return recipe_; }
 

@@ -67,7 +67,8 @@ class Trainer {
 
   const TrainConfig& config() const { return cfg_; }
   const Llama& model() const { return *model_; }
-  const Fp8Recipe* fp8_scaling() const { return fp8_training_ ? &fp8_training_->recipe() : nullptr; }  // fp8 only
+  // precision = fp8 only: the delayed scales of every tensor
+  const Fp8Recipe* fp8_scaling() const { return fp8_training_ ? &fp8_training_->recipe() : nullptr; }
   ContextParallel* context() { return cp_.get(); }  // null unless cp > 1
   // The full parameters (gathered from the ZeRO-3 shards and tensor-parallel blocks; collective;
   // for tests and inspection, never used by checkpoints).
@@ -121,7 +122,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;               // precision = fp16
   std::optional<GemmInputDtypeScope> precision_;     // the run's GEMM inputs; restored on destruction
   bool fp8_ = false;                                 // precision = fp8: set_gemm_fp8 for the trainer's life
-  std::unique_ptr<Fp8Training> fp8_training_;        // precision = fp8: delayed scaling by tensor, installed for its life
+  std::unique_ptr<Fp8Training> fp8_training_;        // precision = fp8: scales by tensor, installed for its life
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
   std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1
