@@ -20,8 +20,8 @@ void attention_backward_run_precision(float* dq, float* dk, float* dv, const flo
                                       const AttentionShape& s);
 void attention_block_forward_run_precision(float* out, float* lse, const float* q, const float* k,
                                            const float* v, const AttentionBlock& s);
-void attention_block_backward_run_precision(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                                            const float* k, const float* v, const float* out, const float* lse,
-                                            const AttentionBlock& s);
+void attention_block_backward_run_precision(float* dq, float* dk, float* dv, const float* dout,
+                                            const float* q, const float* k, const float* v, const float* out,
+                                            const float* lse, const AttentionBlock& s);
 
 }  // namespace ff

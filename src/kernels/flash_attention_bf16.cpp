@@ -62,14 +62,16 @@ void pack(uint16_t* dst, int ldd, ConstTypedPtr src, long ld, int rows, int cols
     attn16::pack_rows(dst, ldd, src.f32(), ld, rows, cols, rows_pad);
 }
 
-// sum_c a[c] b[c] in fp32, a in bf16.
-float row_dot(const uint16_t* a, ConstTypedPtr b, int n) {
+// sum_c a[c] b[c] in fp32 (in lanes, as the fp32 kernel sums), a in bf16.
+FF_WIDE float row_dot(const uint16_t* a, ConstTypedPtr b, int n) {
   float acc = 0;
   if (b.dtype() == DType::bf16) {
     const uint16_t* p = static_cast<const uint16_t*>(b.data());
+#pragma omp simd reduction(+ : acc)
     for (int c = 0; c < n; ++c) acc += attn16::to_f32(a[c]) * attn16::to_f32(p[c]);
   } else {
     const float* p = b.f32();
+#pragma omp simd reduction(+ : acc)
     for (int c = 0; c < n; ++c) acc += attn16::to_f32(a[c]) * p[c];
   }
   return acc;
@@ -109,7 +111,8 @@ FF_WIDE void transposed_times(float* Out, int Dp, const Word* Tp, const Word* B,
   for (int c0 = 0; c0 < keys4; c0 += kRows) {
     int first = 0;
     while (first < rows && ncols[first] <= c0) ++first;
-    if (first < rows) dot_rows<true>(Out + c0 * Dp, Dp, Tp + c0, 1, kTile, B, Dp, Dp, first / 2, (rows + 1) / 2);
+    if (first < rows)
+      dot_rows<true>(Out + c0 * Dp, Dp, Tp + c0, 1, kTile, B, Dp, Dp, first / 2, (rows + 1) / 2);
   }
 }
 
@@ -125,18 +128,19 @@ FF_WIDE void score_grad(float* dP, const float* P, const float* Dd, int rows4, c
   }
 }
 
-FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& s, int b, int h) {
+FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& s, int b,
+                          int h) {
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp;
   const int kvh = h / (s.H / s.Hkv);
   float* base = detail::thread_scratch<float>(g.forward_floats());
-  Word* Kt = reinterpret_cast<Word*>(base);                            // pairT (Dw, Tkp)
-  Word* Vr = Kt + g.kwords();                                          // pairR (Tkp / 2, Dp)
-  uint16_t* tmp = reinterpret_cast<uint16_t*>(Vr + g.kwords());       // rows (Tkp, Dp)
-  Word* Qw = reinterpret_cast<Word*>(tmp) + g.kwords();                // rows (kTile, Dp)
-  Word* Pw = Qw + kTile * Dw;                                          // rows (kTile, kTile)
-  float* O = reinterpret_cast<float*>(Pw + kTile * kTile / 2);         // (kTile, Dp) unnormalised
-  float* S = O + kTile * Dp;                                           // (kTile, kTile)
+  Word* Kt = reinterpret_cast<Word*>(base);                      // pairT (Dw, Tkp)
+  Word* Vr = Kt + g.kwords();                                    // pairR (Tkp / 2, Dp)
+  uint16_t* tmp = reinterpret_cast<uint16_t*>(Vr + g.kwords());  // rows (Tkp, Dp)
+  Word* Qw = reinterpret_cast<Word*>(tmp) + g.kwords();          // rows (kTile, Dp)
+  Word* Pw = Qw + kTile * Dw;                                    // rows (kTile, kTile)
+  float* O = reinterpret_cast<float*>(Pw + kTile * kTile / 2);   // (kTile, Dp) unnormalised
+  float* S = O + kTile * Dp;                                     // (kTile, kTile)
   float m[kTile], l[kTile];
   int ncols[kTile];
   const float scale = 1.0f / std::sqrt(float(s.D));
@@ -191,7 +195,7 @@ FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, 
   Word* Kt = reinterpret_cast<Word*>(base);                       // pairT (Dw, Tkp)
   Word* Kr = Kt + g.kwords();                                     // pairR (Tkp / 2, Dp)
   Word* Vt = Kr + g.kwords();                                     // pairT (Dw, Tkp)
-  uint16_t* tmp = reinterpret_cast<uint16_t*>(Vt + g.kwords());  // rows (Tkp, Dp)
+  uint16_t* tmp = reinterpret_cast<uint16_t*>(Vt + g.kwords());   // rows (Tkp, Dp)
   Word* Qw = reinterpret_cast<Word*>(tmp) + g.kwords();           // rows (Tqp, Dp)
   Word* Qr = Qw + g.qwords();                                     // pairR (Tqp / 2, Dp)
   Word* dOw = Qr + g.qwords();                                    // rows (Tqp, Dp)
@@ -229,8 +233,8 @@ FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, 
     // arithmetic (the fp32 dO would leave u dO.O in every dS of the row, and so in dq).
     for (int t = 0; t < Tqp; ++t) {
       const bool seen = t < s.Tq && attention_block_key_end(s, t) > 0;
-      Dd[t] = seen ? row_dot(reinterpret_cast<const uint16_t*>(dOw) + size_t(t) * Dp, x.out.at(o_off + t * s.o_row),
-                             s.D)
+      Dd[t] = seen ? row_dot(reinterpret_cast<const uint16_t*>(dOw) + size_t(t) * Dp,
+                             x.out.at(o_off + t * s.o_row), s.D)
                    : 0.0f;
       L[t] = seen ? lse[b * s.l_batch + h * s.l_head + t] : 0.0f;
     }
@@ -249,13 +253,13 @@ FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, 
         scores(P, Qw + size_t(i0) * Dw, Dw, Kt + j0, Tkp, rows4, ncols);
         attn::probabilities(P, L + i0, rows4, ncols, scale);
         attn16::tile_to_pairs(Pr, P, rows4);
-        transposed_times(dV + kj, Dp, Pr, dOr + qp, keys4, rows, ncols);  // dV += P^T dO
+        transposed_times(dV + kj, Dp, Pr, dOr + qp, keys4, rows, ncols);    // dV += P^T dO
         scores(dS, dOw + size_t(i0) * Dw, Dw, Vt + j0, Tkp, rows4, ncols);  // dP = dO V^T
         score_grad(dS, P, Dd + i0, rows4, ncols);
         attn16::tile_to_rows(dSw, dS, rows4);
         attn16::tile_to_pairs(dSr, dS, rows4);
         rows_times(dQ + size_t(i0) * Dp, Dp, dSw, Kr + kp, rows4, ncols);  // dQ += dS K
-        transposed_times(dK + kj, Dp, dSr, Qr + qp, keys4, rows, ncols);    // dK += dS^T Q
+        transposed_times(dK + kj, Dp, dSr, Qr + qp, keys4, rows, ncols);   // dK += dS^T Q
       }
     }
     for (int t = 0; t < s.Tq; ++t) {
@@ -286,8 +290,8 @@ void check_operands(const Operands& x, const AttentionBlock& s) {
 AttentionBlock block_of(const AttentionShape& s) {
   AttentionBlock b = contiguous_block(s.B, s.T, s.T, s.H, s.Hkv, s.D, s.q_stride, s.kv_stride);
   if (s.B < 0 || s.T < 0 || s.q_stride < s.H * s.D || s.kv_stride < s.Hkv * s.D)
-    throw std::invalid_argument("bf16 attention: bad shape B=" + std::to_string(s.B) + " T=" +
-                                std::to_string(s.T) + " strides " + std::to_string(s.q_stride) + "/" +
+    throw std::invalid_argument("bf16 attention: bad shape B=" + std::to_string(s.B) +
+                                " T=" + std::to_string(s.T) + " strides " + std::to_string(s.q_stride) + "/" +
                                 std::to_string(s.kv_stride) + " (at least H*D / Hkv*D)");
   return b;
 }

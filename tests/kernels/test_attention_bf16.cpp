@@ -29,8 +29,8 @@ using ff::AttentionBlock;
 using ff::AttentionMask;
 using fftest::randn;
 
-constexpr double kU = 1.0 / 256;          // bf16 unit roundoff, 2^-8
-constexpr double kSum = 1.0 / 16384;      // fp32 summation-order slack, 2^-14 of the same sums
+constexpr double kU = 1.0 / 256;      // bf16 unit roundoff, 2^-8
+constexpr double kSum = 1.0 / 16384;  // fp32 summation-order slack, 2^-14 of the same sums
 
 // One case: q, k, v in one buffer (fused rows or separate blocks), a block's shape over it.
 struct Case {
@@ -42,8 +42,13 @@ struct Case {
 
 Case fused(int B, int T, int H, int Hkv, int D, const char* name) {
   const long w = long(H + 2 * Hkv) * D;
-  Case c{ff::contiguous_block(B, T, T, H, Hkv, D, w, w), 0, size_t(H) * D, size_t(H + Hkv) * D,
-         size_t(B) * T * w, true, name};
+  Case c{ff::contiguous_block(B, T, T, H, Hkv, D, w, w),
+         0,
+         size_t(H) * D,
+         size_t(H + Hkv) * D,
+         size_t(B) * T * w,
+         true,
+         name};
   return c;
 }
 
@@ -66,7 +71,9 @@ std::vector<Case> cases() {
 
 size_t out_size(const AttentionBlock& s) { return size_t(s.B) * s.Tq * s.H * s.D; }
 size_t lse_size(const AttentionBlock& s) { return size_t(s.B) * s.H * s.Tq; }
-ff::AttentionShape shape(const AttentionBlock& s) { return {s.B, s.Tq, s.H, s.Hkv, s.D, int(s.q_row), int(s.kv_row)}; }
+ff::AttentionShape shape(const AttentionBlock& s) {
+  return {s.B, s.Tq, s.H, s.Hkv, s.D, int(s.q_row), int(s.kv_row)};
+}
 
 bool visible(const AttentionBlock& s, int i, int j) {
   if (s.mask == AttentionMask::none) return false;
@@ -75,10 +82,10 @@ bool visible(const AttentionBlock& s, int i, int j) {
 
 // The double reference and, per element, the sum of its terms' magnitudes (the bounds above).
 struct Ref {
-  std::vector<double> out, grad;    // grad: dq, dk, dv in the input buffer's layout
+  std::vector<double> out, grad;  // grad: dq, dk, dv in the input buffer's layout
   std::vector<double> b_out, b_grad;
-  std::vector<double> b_grad_abs;   // the same with |dS| replaced by P sum_d |dO (v - out)| (>= |dS|)
-  double score = 0;                 // the largest scale * sum_d |q k| over visible pairs
+  std::vector<double> b_grad_abs;  // the same with |dS| replaced by P sum_d |dO (v - out)| (>= |dS|)
+  double score = 0;                // the largest scale * sum_d |q k| over visible pairs
 };
 Ref reference(const Case& c, const std::vector<double>& x, const std::vector<double>& dout) {
   const AttentionBlock& s = c.s;
@@ -98,7 +105,8 @@ Ref reference(const Case& c, const std::vector<double>& x, const std::vector<dou
         for (int j = 0; j < s.Tk; ++j) {
           if (!visible(s, i, j)) continue;
           double dot = 0, mag = 0;
-          for (int d = 0; d < s.D; ++d) dot += x[Q(i) + d] * x[K(j) + d], mag += std::abs(x[Q(i) + d] * x[K(j) + d]);
+          for (int d = 0; d < s.D; ++d)
+            dot += x[Q(i) + d] * x[K(j) + d], mag += std::abs(x[Q(i) + d] * x[K(j) + d]);
           P[j] = dot * scale, mx = std::max(mx, P[j]);
           r.score = std::max(r.score, mag * scale);
         }
@@ -185,15 +193,16 @@ Result run_bf16(const Case& c, const std::vector<X>& x, const std::vector<G>& do
 }
 
 // Every |a - b| within (factor + kSum) bound + kSum max(bound); returns the largest error / limit.
-double expect_within(const std::vector<float>& a, const std::vector<float>& b, const std::vector<double>& bound,
-                     double factor, const char* what) {
+double expect_within(const std::vector<float>& a, const std::vector<float>& b,
+                     const std::vector<double>& bound, double factor, const char* what) {
   double worst = 0, floor = 0;
   for (double x : bound) floor = std::max(floor, kSum * x);
   for (size_t i = 0; i < a.size(); ++i) {
     const double err = std::abs(double(a[i]) - b[i]), lim = (factor + kSum) * bound[i] + floor;
     worst = std::max(worst, err / lim);
     if (err > lim) {
-      ADD_FAILURE() << what << " element " << i << ": bf16 " << a[i] << ", fp32 " << b[i] << ", bound " << lim;
+      ADD_FAILURE() << what << " element " << i << ": bf16 " << a[i] << ", fp32 " << b[i] << ", bound "
+                    << lim;
       return worst;
     }
   }

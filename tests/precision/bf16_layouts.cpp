@@ -1,6 +1,8 @@
 // Parallel layouts in bf16 against the serial bf16 run, under mpirun:
-//   mpirun -np 2 bf16_layouts   dp 2 x ZeRO 0/1/3, tp 2 + sp, pp 2 (1f1b); dp 2 with
-//                               grad_reduce_dtype = bf16 (its own, looser tolerance); fp16 overflow
+//   mpirun -np 2 bf16_layouts   dp 2 x ZeRO 0/1/3, tp 2 + sp, pp 2 (1f1b), cp 2 (ring: the bf16
+//                               block kernels; a2a: the bf16 whole-sequence kernel on a share of
+//                               the heads); dp 2 with grad_reduce_dtype = bf16 (its own, looser
+//                               tolerance); fp16 overflow
 //   mpirun -np 4 bf16_layouts   3D: dp 2 x tp 2 + sp x ZeRO 1, pp 2 x tp 2 + sp, pp 2 x dp 2 x ZeRO 3
 //   mpirun -np 8 bf16_layouts   pp 2 x tp 2 + sp x dp 2 (bench/serial/bf16_layouts_3d.sh: not in CI)
 // Every rank trains `tiny` (4 layers) for 20 steps with precision = bf16 in each layout; rank 0
@@ -72,6 +74,8 @@ struct Layout {
   bool sp;
   int pp;
   bool bf16_wire = false;  // grad_reduce_dtype = bf16
+  int cp = 1;
+  const char* cp_comm = "ring";
 };
 
 }  // namespace
@@ -86,7 +90,8 @@ int main(int argc, char** argv) {
   std::vector<Layout> layouts;
   if (ranks == 2)
     layouts = {{2, 0, 1, false, 1}, {2, 1, 1, false, 1}, {2, 3, 1, false, 1}, {1, 0, 2, true, 1},
-               {1, 0, 1, false, 2}, {2, 0, 1, false, 1, true}, {2, 3, 1, false, 1, true}};
+               {1, 0, 1, false, 2}, {2, 0, 1, false, 1, true}, {2, 3, 1, false, 1, true},
+               {1, 0, 1, false, 1, false, 2, "ring"}, {1, 0, 1, false, 1, false, 2, "a2a"}};
   else if (ranks == 4)
     layouts = {{2, 1, 2, true, 1}, {1, 0, 2, true, 2}, {2, 3, 1, false, 2}};
   else
@@ -95,10 +100,10 @@ int main(int argc, char** argv) {
   std::vector<StepRecord> serial_bf16[3];
   int failures = 0;
   for (const Layout& l : layouts) {
-    const Mesh mesh(world, MeshDegrees{.dp = l.dp, .tp = l.tp, .pp = l.pp});
+    const Mesh mesh(world, MeshDegrees{.dp = l.dp, .cp = l.cp, .tp = l.tp, .pp = l.pp});
     const int accum = l.pp > 1 ? 2 : 1, mb = 8 / accum / l.dp;
     TrainConfig c = tiny_bf16(data, mb, accum, "bf16");
-    c.dp = l.dp, c.zero = l.zero, c.tp = l.tp, c.sp = l.sp, c.pp = l.pp;
+    c.dp = l.dp, c.zero = l.zero, c.tp = l.tp, c.sp = l.sp, c.pp = l.pp, c.cp = l.cp, c.cp_comm = l.cp_comm;
     if (l.bf16_wire) c.grad_reduce_dtype = "bf16";
     Trainer parallel(c, testkit::temp_dir("bf16"), &mesh);
     parallel.quiet = true;
@@ -109,10 +114,10 @@ int main(int argc, char** argv) {
     const Gap g = gap(parallel.history(), serial);
     const double loss_tol = l.bf16_wire ? kWireLossTol : kLossTol, norm_tol = l.bf16_wire ? kWireNormTol : kNormTol;
     const bool ok = g.loss <= loss_tol && g.norm <= norm_tol;
-    std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d grad_reduce_dtype=%s vs serial bf16, %d steps: worst step-loss "
-                "rel diff %.2e (tol %.1e), worst grad-norm rel diff %.2e (tol %.1e): %s\n",
-                l.dp, l.zero, l.tp, int(l.sp), l.pp, l.bf16_wire ? "bf16" : "fp32", c.steps, g.loss, loss_tol, g.norm,
-                norm_tol, ok ? "ok" : "FAIL");
+    std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d cp=%d%s%s grad_reduce_dtype=%s vs serial bf16, %d steps: worst "
+                "step-loss rel diff %.2e (tol %.1e), worst grad-norm rel diff %.2e (tol %.1e): %s\n",
+                l.dp, l.zero, l.tp, int(l.sp), l.pp, l.cp, l.cp > 1 ? " " : "", l.cp > 1 ? l.cp_comm : "",
+                l.bf16_wire ? "bf16" : "fp32", c.steps, g.loss, loss_tol, g.norm, norm_tol, ok ? "ok" : "FAIL");
     failures += !ok;
   }
   if (ranks == 2) {
