@@ -11,6 +11,7 @@
 //   pairR: (n/2, Dp) words, word (p, d) = (M[2p][d], M[2p+1][d])     (B of P V, dS K, P^T dO, dS^T Q)
 // Without AVX512-BF16 the pair is widened to fp32 and multiplied there: the same products
 // (a bf16 x bf16 product is exact in fp32), only the rounding of the sums differs.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -81,11 +82,13 @@ FF_WIDE inline VecF dot2(VecF acc, Word a, const VecW& b) {
 }
 
 // Out[r][0 : 16 NV) (+)= sum_{p0 <= p < p1} A(r, p) . B[p][0 : 16 NV) for kRows rows, where
-// A(r, p) = A[r * ai + p * ak] is a word and B has ldb words per row. The register block is
-// kRows x NV accumulators, every loop over it unrolled so none goes through the stack.
-template <int NV, bool kAccumulate>
-FF_WIDE inline void dot_block(float* Out, int ldo, const Word* A, int ai, int ak, const Word* B, int ldb,
-                              int p0, int p1) {
+// A(r, p) = A[r * ai + p * ak] is a word and B has ldb words per row. With A2 (same strides) the
+// product is (A + A2) . B, B read once: an fp32 operand carried as two bf16 terms (hi + lo). The
+// register block is kRows x NV accumulators, every loop over it unrolled so none goes through
+// the stack.
+template <int NV, bool kAccumulate, bool kTwo>
+FF_WIDE inline void dot_block(float* Out, int ldo, const Word* A, const Word* A2, int ai, int ak,
+                              const Word* B, int ldb, int p0, int p1) {
   VecF acc[kRows][NV];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
@@ -97,9 +100,15 @@ FF_WIDE inline void dot_block(float* Out, int ldo, const Word* A, int ai, int ak
     for (int v = 0; v < NV; ++v) b[v] = simd::load(B + static_cast<size_t>(p) * ldb + v * kLanes);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
-      const Word a = load_word(A + r * ai + static_cast<size_t>(p) * ak);
+      const size_t at = r * ai + static_cast<size_t>(p) * ak;
+      const Word a = load_word(A + at);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = dot2(acc[r][v], a, b[v]);
+      if constexpr (kTwo) {
+        const Word a2 = load_word(A2 + at);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = dot2(acc[r][v], a2, b[v]);
+      }
     }
   }
 #pragma GCC unroll 4
@@ -108,19 +117,30 @@ FF_WIDE inline void dot_block(float* Out, int ldo, const Word* A, int ai, int ak
     for (int v = 0; v < NV; ++v) simd::store(Out + r * ldo + v * kLanes, acc[r][v]);
 }
 
-// One row block over `width` output columns (a multiple of 16), 64 at a time.
+// One row block over `width` output columns (a multiple of 16), 64 at a time. A2: as dot_block
+// (null: A alone).
 template <bool kAccumulate>
-FF_WIDE inline void dot_rows(float* Out, int ldo, const Word* A, int ai, int ak, const Word* B, int ldb,
-                             int width, int p0, int p1) {
+FF_WIDE inline void dot_rows(float* Out, int ldo, const Word* A, const Word* A2, int ai, int ak,
+                             const Word* B, int ldb, int width, int p0, int p1) {
   if (p0 >= p1 && kAccumulate) return;
   for (int c0 = 0; c0 < width; c0 += 4 * kLanes) {
     float* o = Out + c0;
     const Word* b = B + c0;
-    switch ((width - c0) / kLanes) {
-      case 1: dot_block<1, kAccumulate>(o, ldo, A, ai, ak, b, ldb, p0, p1); break;
-      case 2: dot_block<2, kAccumulate>(o, ldo, A, ai, ak, b, ldb, p0, p1); break;
-      case 3: dot_block<3, kAccumulate>(o, ldo, A, ai, ak, b, ldb, p0, p1); break;
-      default: dot_block<4, kAccumulate>(o, ldo, A, ai, ak, b, ldb, p0, p1); break;
+    const int nv = std::min(4, (width - c0) / kLanes);
+    if (A2) {
+      switch (nv) {
+        case 1: dot_block<1, kAccumulate, true>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
+        case 2: dot_block<2, kAccumulate, true>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
+        case 3: dot_block<3, kAccumulate, true>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
+        default: dot_block<4, kAccumulate, true>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
+      }
+      continue;
+    }
+    switch (nv) {
+      case 1: dot_block<1, kAccumulate, false>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
+      case 2: dot_block<2, kAccumulate, false>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
+      case 3: dot_block<3, kAccumulate, false>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
+      default: dot_block<4, kAccumulate, false>(o, ldo, A, A2, ai, ak, b, ldb, p0, p1); break;
     }
   }
 }
@@ -177,22 +197,36 @@ FF_WIDE inline void pair_interleave(Word* dst, const uint16_t* rows, int n, int 
   }
 }
 
-// An fp32 tile (rows x kTile, rows even) rounded to bf16 in the rows layout: (rows, kTile/2) words.
-FF_WIDE inline void tile_to_rows(Word* dst, const float* T, int rows) {
-  uint16_t* d = reinterpret_cast<uint16_t*>(dst);
+// x = hi + lo: hi = x rounded to bf16, lo = the remainder rounded (x to about 16 bits).
+inline VecW split_lo(const VecF& x, const VecW& hi) {
+  VecF h;
+  const VecW u = hi << 16;
+  std::memcpy(&h, &u, sizeof h);
+  return round_bf16(x - h);
+}
+
+// An fp32 tile (rows x kTile, rows even) rounded to bf16 in the rows layout: (rows, kTile/2)
+// words; with lo, the remainder too.
+FF_WIDE inline void tile_to_rows(Word* dst, const float* T, int rows, Word* lo = nullptr) {
   for (int i = 0; i < rows * kTile; i += kLanes) {
-    const VecH h = __builtin_convertvector(round_bf16(simd::load(T + i)), VecH);
-    std::memcpy(d + i, &h, sizeof h);
+    const VecF x = simd::load(T + i);
+    const VecW hi = round_bf16(x);
+    const VecH h = __builtin_convertvector(hi, VecH);
+    std::memcpy(reinterpret_cast<uint16_t*>(dst) + i, &h, sizeof h);
+    if (!lo) continue;
+    const VecH l = __builtin_convertvector(split_lo(x, hi), VecH);
+    std::memcpy(reinterpret_cast<uint16_t*>(lo) + i, &l, sizeof l);
   }
 }
 
 // The same tile in the pairR layout: (rows/2, kTile) words, pairing rows 2p and 2p + 1.
-FF_WIDE inline void tile_to_pairs(Word* dst, const float* T, int rows) {
+FF_WIDE inline void tile_to_pairs(Word* dst, const float* T, int rows, Word* lo = nullptr) {
   for (int p = 0; p < rows / 2; ++p)
     for (int c = 0; c < kTile; c += kLanes) {
-      const VecW lo = round_bf16(simd::load(T + (2 * p) * kTile + c));
-      const VecW hi = round_bf16(simd::load(T + (2 * p + 1) * kTile + c));
-      simd::store(dst + p * kTile + c, lo | (hi << 16));
+      const VecF x0 = simd::load(T + (2 * p) * kTile + c), x1 = simd::load(T + (2 * p + 1) * kTile + c);
+      const VecW h0 = round_bf16(x0), h1 = round_bf16(x1);
+      simd::store(dst + p * kTile + c, h0 | (h1 << 16));
+      if (lo) simd::store(lo + p * kTile + c, split_lo(x0, h0) | (split_lo(x1, h1) << 16));
     }
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/flash_attention_bf16.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -14,6 +15,8 @@ namespace ff {
 namespace {
 
 using attn16::dot_rows;
+
+std::atomic<int> g_ds_terms{2};
 using attn16::kLanes;
 using attn16::kRows;
 using attn16::kTile;
@@ -38,7 +41,7 @@ struct Geometry {
     return 3 * kwords() + size_t(kTile) * Dw + kTile * kTile / 2 + size_t(kTile) * Dp + kTile * kTile;
   }
   size_t backward_floats() const {
-    return 4 * kwords() + 4 * qwords() + 3 * kTile * kTile / 2 + 2 * size_t(Tkp) * Dp + size_t(Tqp) * Dp +
+    return 4 * kwords() + 4 * qwords() + 5 * kTile * kTile / 2 + 2 * size_t(Tkp) * Dp + size_t(Tqp) * Dp +
            2 * size_t(Tqp) + 2 * kTile * kTile + kTile;
   }
 };
@@ -90,29 +93,31 @@ FF_WIDE void scores(float* S, const Word* A, int Dw, const Word* Bt, int ldb, in
     const int cmax = block_cols(ncols, r0);
     if (cmax <= 0) continue;
     const int width = round_up(cmax, kLanes);
-    dot_rows<false>(S + r0 * kTile, kTile, A + r0 * Dw, Dw, 1, Bt, ldb, width, 0, Dw);
+    dot_rows<false>(S + r0 * kTile, kTile, A + r0 * Dw, nullptr, Dw, 1, Bt, ldb, width, 0, Dw);
   }
 }
 
-// Out (rows4 x Dp) += T (rows, bf16 tile) B (pairR rows from the tile's first key) over the
-// visible keys of each row block.
-FF_WIDE void rows_times(float* Out, int Dp, const Word* T, const Word* B, int rows4, const int* ncols) {
+// Out (rows4 x Dp) += T (rows, bf16 tile; + T2 if given) B (pairR rows from the tile's first
+// key) over the visible keys of each row block.
+FF_WIDE void rows_times(float* Out, int Dp, const Word* T, const Word* T2, const Word* B, int rows4,
+                        const int* ncols) {
   for (int r0 = 0; r0 < rows4; r0 += kRows) {
-    const int pairs = (block_cols(ncols, r0) + 1) / 2;
-    dot_rows<true>(Out + r0 * Dp, Dp, T + r0 * (kTile / 2), kTile / 2, 1, B, Dp, Dp, 0, pairs);
+    const int pairs = (block_cols(ncols, r0) + 1) / 2, at = r0 * (kTile / 2);
+    dot_rows<true>(Out + r0 * Dp, Dp, T + at, T2 ? T2 + at : nullptr, kTile / 2, 1, B, Dp, Dp, 0, pairs);
   }
 }
 
-// Out (keys4 x Dp) += T^T (T a tile in pairR) B (pairR rows from the tile's first query): key
-// row block c0 needs only the queries from the first one that sees key c0 (the ones before see
-// none of the block's keys, so their entries of T are exact zeros).
-FF_WIDE void transposed_times(float* Out, int Dp, const Word* Tp, const Word* B, int keys4, int rows,
-                              const int* ncols) {
+// Out (keys4 x Dp) += T^T (T a tile in pairR; + T2 if given) B (pairR rows from the tile's first
+// query): key row block c0 needs only the queries from the first one that sees key c0 (the ones
+// before see none of the block's keys, so their entries of T are exact zeros).
+FF_WIDE void transposed_times(float* Out, int Dp, const Word* T, const Word* T2, const Word* B, int keys4,
+                              int rows, const int* ncols) {
   for (int c0 = 0; c0 < keys4; c0 += kRows) {
     int first = 0;
     while (first < rows && ncols[first] <= c0) ++first;
     if (first < rows)
-      dot_rows<true>(Out + c0 * Dp, Dp, Tp + c0, 1, kTile, B, Dp, Dp, first / 2, (rows + 1) / 2);
+      dot_rows<true>(Out + c0 * Dp, Dp, T + c0, T2 ? T2 + c0 : nullptr, 1, kTile, B, Dp, Dp, first / 2,
+                     (rows + 1) / 2);
   }
 }
 
@@ -165,7 +170,7 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
       scores(S, Qw, Dw, Kt + j0, Tkp, rows4, ncols);
       attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, scale);
       attn16::tile_to_rows(Pw, S, rows4);
-      rows_times(O, Dp, Pw, Vr + size_t(j0 / 2) * Dp, rows4, ncols);
+      rows_times(O, Dp, Pw, nullptr, Vr + size_t(j0 / 2) * Dp, rows4, ncols);
     }
     for (int r = 0; r < rows; ++r) {
       const long o = b * s.o_batch + (t0 + r) * s.o_row + long(h) * s.D;
@@ -192,27 +197,30 @@ FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, 
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp, Tqp = g.Tqp;
   float* base = detail::thread_scratch<float>(g.backward_floats());
-  Word* Kt = reinterpret_cast<Word*>(base);                       // pairT (Dw, Tkp)
-  Word* Kr = Kt + g.kwords();                                     // pairR (Tkp / 2, Dp)
-  Word* Vt = Kr + g.kwords();                                     // pairT (Dw, Tkp)
-  uint16_t* tmp = reinterpret_cast<uint16_t*>(Vt + g.kwords());   // rows (Tkp, Dp)
-  Word* Qw = reinterpret_cast<Word*>(tmp) + g.kwords();           // rows (Tqp, Dp)
-  Word* Qr = Qw + g.qwords();                                     // pairR (Tqp / 2, Dp)
-  Word* dOw = Qr + g.qwords();                                    // rows (Tqp, Dp)
-  Word* dOr = dOw + g.qwords();                                   // pairR (Tqp / 2, Dp)
-  Word* Pr = dOr + g.qwords();                                    // pairR (kTile / 2, kTile)
-  Word* dSw = Pr + kTile * kTile / 2;                             // rows (kTile, kTile)
-  Word* dSr = dSw + kTile * kTile / 2;                            // pairR (kTile / 2, kTile)
-  float* dK = reinterpret_cast<float*>(dSr + kTile * kTile / 2);  // (Tkp, Dp), unscaled
-  float* dV = dK + size_t(Tkp) * Dp;                              // (Tkp, Dp)
-  float* dQ = dV + size_t(Tkp) * Dp;                              // (Tqp, Dp), unscaled
-  float* L = dQ + size_t(Tqp) * Dp;                               // (Tqp) log-sum-exp
-  float* Dd = L + Tqp;                                            // (Tqp) rowsum(dO o O)
-  float* P = Dd + Tqp;                                            // (kTile, kTile)
-  float* dS = P + kTile * kTile;                                  // (kTile, kTile)
-  int* ncols = reinterpret_cast<int*>(dS + kTile * kTile);        // kTile ints in kTile floats
+  Word* Kt = reinterpret_cast<Word*>(base);                        // pairT (Dw, Tkp)
+  Word* Kr = Kt + g.kwords();                                      // pairR (Tkp / 2, Dp)
+  Word* Vt = Kr + g.kwords();                                      // pairT (Dw, Tkp)
+  uint16_t* tmp = reinterpret_cast<uint16_t*>(Vt + g.kwords());    // rows (Tkp, Dp)
+  Word* Qw = reinterpret_cast<Word*>(tmp) + g.kwords();            // rows (Tqp, Dp)
+  Word* Qr = Qw + g.qwords();                                      // pairR (Tqp / 2, Dp)
+  Word* dOw = Qr + g.qwords();                                     // rows (Tqp, Dp)
+  Word* dOr = dOw + g.qwords();                                    // pairR (Tqp / 2, Dp)
+  Word* Pr = dOr + g.qwords();                                     // pairR (kTile / 2, kTile)
+  Word* dSw = Pr + kTile * kTile / 2;                              // rows (kTile, kTile)
+  Word* dSr = dSw + kTile * kTile / 2;                             // pairR (kTile / 2, kTile)
+  Word* dSw2 = dSr + kTile * kTile / 2;                            // dSw's remainder (lo)
+  Word* dSr2 = dSw2 + kTile * kTile / 2;                           // dSr's remainder (lo)
+  float* dK = reinterpret_cast<float*>(dSr2 + kTile * kTile / 2);  // (Tkp, Dp), unscaled
+  float* dV = dK + size_t(Tkp) * Dp;                               // (Tkp, Dp)
+  float* dQ = dV + size_t(Tkp) * Dp;                               // (Tqp, Dp), unscaled
+  float* L = dQ + size_t(Tqp) * Dp;                                // (Tqp) log-sum-exp
+  float* Dd = L + Tqp;                                             // (Tqp) rowsum(dO o O)
+  float* P = Dd + Tqp;                                             // (kTile, kTile)
+  float* dS = P + kTile * kTile;                                   // (kTile, kTile)
+  int* ncols = reinterpret_cast<int*>(dS + kTile * kTile);         // kTile ints in kTile floats
 
   const float scale = 1.0f / std::sqrt(float(s.D));
+  const bool two = attention_bf16_ds_terms() == 2;
   const long kv_off = b * s.kv_batch + long(kvh) * s.D;
   pack(tmp, Dp, x.k.at(kv_off), s.kv_row, s.Tk, s.D, Tkp);
   attn16::pair_transpose(Kt, tmp, Tkp, Dp);
@@ -253,13 +261,17 @@ FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, 
         scores(P, Qw + size_t(i0) * Dw, Dw, Kt + j0, Tkp, rows4, ncols);
         attn::probabilities(P, L + i0, rows4, ncols, scale);
         attn16::tile_to_pairs(Pr, P, rows4);
-        transposed_times(dV + kj, Dp, Pr, dOr + qp, keys4, rows, ncols);    // dV += P^T dO
-        scores(dS, dOw + size_t(i0) * Dw, Dw, Vt + j0, Tkp, rows4, ncols);  // dP = dO V^T
+        transposed_times(dV + kj, Dp, Pr, nullptr, dOr + qp, keys4, rows, ncols);  // dV += P^T dO
+        scores(dS, dOw + size_t(i0) * Dw, Dw, Vt + j0, Tkp, rows4, ncols);         // dP = dO V^T
         score_grad(dS, P, Dd + i0, rows4, ncols);
-        attn16::tile_to_rows(dSw, dS, rows4);
-        attn16::tile_to_pairs(dSr, dS, rows4);
-        rows_times(dQ + size_t(i0) * Dp, Dp, dSw, Kr + kp, rows4, ncols);  // dQ += dS K
-        transposed_times(dK + kj, Dp, dSr, Qr + qp, keys4, rows, ncols);   // dK += dS^T Q
+        // dS as hi + lo bf16 terms unless set to one rounding (set_attention_bf16_ds_terms says
+        // why); the products read B once for both terms.
+        Word* lo_w = two ? dSw2 : nullptr;
+        Word* lo_r = two ? dSr2 : nullptr;
+        attn16::tile_to_rows(dSw, dS, rows4, lo_w);
+        attn16::tile_to_pairs(dSr, dS, rows4, lo_r);
+        rows_times(dQ + size_t(i0) * Dp, Dp, dSw, lo_w, Kr + kp, rows4, ncols);  // dQ += dS K
+        transposed_times(dK + kj, Dp, dSr, lo_r, Qr + qp, keys4, rows, ncols);   // dK += dS^T Q
       }
     }
     for (int t = 0; t < s.Tq; ++t) {
@@ -334,6 +346,13 @@ void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPt
   backward(dq, dk, dv, {q, k, v, dout, out}, lse, s);
   if (s.mask != AttentionMask::none) count_attention_block_flops(block_backward_flops(s));
 }
+
+void set_attention_bf16_ds_terms(int terms) {
+  if (terms != 1 && terms != 2)
+    throw std::invalid_argument("bf16 attention: dS terms must be 1 or 2, not " + std::to_string(terms));
+  g_ds_terms.store(terms, std::memory_order_relaxed);
+}
+int attention_bf16_ds_terms() { return g_ds_terms.load(std::memory_order_relaxed); }
 
 AttentionScratchFloats attention_bf16_scratch_floats(int Tq, int Tk, int D) {
   const Geometry g(Tq, Tk, D);

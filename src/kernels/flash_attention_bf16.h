@@ -36,6 +36,16 @@ void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPt
                                    ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                                    const AttentionBlock& s);
 
+// How dS enters the dQ and dK products: 2 (the default) as two bf16 terms, hi + lo (about 16
+// bits); 1 rounded once, as FlashAttention-2 does. dq and dk are sums that cancel (each row of dS
+// sums to 0), so one rounding of dS is a large error relative to them: over 20 steps of `tiny`,
+// a parallel layout's last-bit differences then moved gradient norms by up to 2.05e-3 against
+// the serial run (the layout tests' bar is 2e-3), 1.64e-3 with two terms (fp32 attention: 9.2e-4).
+// Two terms cost two more products of the backward's five (bench_attention shows both).
+// Process-wide, like the GEMM input dtype; for benchmarks and tests.
+void set_attention_bf16_ds_terms(int terms);
+int attention_bf16_ds_terms();
+
 // Floats of per-thread scratch one forward / backward task of the bf16 kernel takes for query
 // and key lengths Tq, Tk and head dim D (what the planner's memory model adds).
 struct AttentionScratchFloats {
