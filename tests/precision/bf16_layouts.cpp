@@ -12,10 +12,10 @@
 // move a value across a bf16 rounding boundary, so the tolerance is bf16's, not the 1e-5 of the
 // fp32 tests: losses 1e-4 and gradient norms 2e-3 relative per step (seen on Zen 5 with bf16
 // attention: losses <= 2.9e-5, norms <= 1.64e-3 (cp 2 ring), pp bitwise; with fp32 attention
-// norms <= 9.2e-4). So that a layout silently running fp32 could
-// not pass, the serial fp32 run must differ from serial bf16 by more than the norm tolerance
-// (seen: 2.6e-3 with bf16 attention, 3.3e-3 before; the loss alone, 4e-5, would not tell them apart). Last, fp16 under ZeRO-1 with an
-// overflow forced on one rank: both ranks skip exactly that step and halve the scale.
+// norms <= 9.2e-4). So that a layout silently running fp32 could not pass, the serial fp32 run
+// must differ from serial bf16 by more than the norm tolerance (seen: 2.6e-3 with bf16 attention,
+// 3.3e-3 before; the loss alone, 4e-5, would not tell them apart). Last, fp16 under ZeRO-1 with
+// an overflow forced on one rank: both ranks skip exactly that step and halve the scale.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
