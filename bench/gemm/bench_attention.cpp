@@ -1,5 +1,7 @@
 // Flash attention forward and backward at the benchmark model's shape, as GFLOP/s over the
-// causal FLOP count, next to the sgemm ceiling measured in the same run.
+// causal FLOP count, next to the sgemm ceiling measured in the same run: the fp32 kernels and the
+// bf16 ones (flash_attention_bf16.h, on the same fp32 q/k/v, rounded as they are packed),
+// alternating call by call so both see the same machine.
 // Usage: bench_attention [B T H Hkv D fused|split]   (defaults: configs/bench.toml)
 #include <omp.h>
 
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "kernels/flash_attention.h"
+#include "kernels/flash_attention_bf16.h"
 #include "kernels/gemm.h"
 
 int main(int argc, char** argv) {
@@ -43,18 +46,32 @@ int main(int argc, char** argv) {
   auto secs = [](clock::time_point a, clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
   };
-  // Best of many: on a shared machine the minimum is the run least disturbed by other jobs.
-  double fwd = 1e30, bwd = 1e30;
+  // Best of many: on a shared machine the minimum is the run least disturbed by other jobs. The
+  // bf16 backward runs with dS as two bf16 terms (the default) and rounded once (FlashAttention-2).
+  double fwd = 1e30, bwd = 1e30, fwd16 = 1e30, bwd16 = 1e30, bwd16_one = 1e30;
+  float* dq = dqkv.data();
+  float *dk = dq + k_off, *dv = dq + v_off;
   for (int r = 0; r < reps + 2; ++r) {
     const auto t0 = clock::now();
     ff::attention_forward(out.data(), lse.data(), q, k, v, s);
     const auto t1 = clock::now();
-    ff::attention_backward(dqkv.data(), dqkv.data() + k_off, dqkv.data() + v_off, dout.data(), q, k,
-                           v, out.data(), lse.data(), s);
+    ff::attention_backward(dq, dk, dv, dout.data(), q, k, v, out.data(), lse.data(), s);
     const auto t2 = clock::now();
+    ff::attention_forward_bf16(out.data(), lse.data(), q, k, v, s);
+    const auto t3 = clock::now();
+    ff::set_attention_bf16_ds_terms(2);
+    ff::attention_backward_bf16(dq, dk, dv, dout.data(), q, k, v, out.data(), lse.data(), s);
+    const auto t4 = clock::now();
+    ff::set_attention_bf16_ds_terms(1);
+    ff::attention_backward_bf16(dq, dk, dv, dout.data(), q, k, v, out.data(), lse.data(), s);
+    const auto t5 = clock::now();
+    ff::set_attention_bf16_ds_terms(2);
     if (r >= 2) {
       fwd = std::min(fwd, secs(t0, t1));
       bwd = std::min(bwd, secs(t1, t2));
+      fwd16 = std::min(fwd16, secs(t2, t3));
+      bwd16 = std::min(bwd16, secs(t3, t4));
+      bwd16_one = std::min(bwd16_one, secs(t4, t5));
     }
   }
   // Only the causal lower triangle counts: per (b, h) the forward's QK^T and PV are T^2 D
@@ -71,6 +88,16 @@ int main(int argc, char** argv) {
   row("forward", fwd, fwd_flop);
   row("backward", bwd, bwd_flop);
   row("total", fwd + bwd, fwd_flop + bwd_flop);
+  std::printf(" bf16 operands, fp32 softmax state (dS as hi + lo bf16 terms):\n");
+  row("forward", fwd16, fwd_flop);
+  row("backward", bwd16, bwd_flop);
+  row("total", fwd16 + bwd16, fwd_flop + bwd_flop);
+  std::printf(" the same with dS rounded once (FlashAttention-2):\n");
+  row("backward", bwd16_one, bwd_flop);
+  row("total", fwd16 + bwd16_one, fwd_flop + bwd_flop);
+  std::printf("  bf16 / fp32 speed: forward %.2fx, backward %.2fx (dS rounded once: %.2fx), total %.2fx (%.2fx)\n",
+              fwd / fwd16, bwd / bwd16, bwd / bwd16_one, (fwd + bwd) / (fwd16 + bwd16),
+              (fwd + bwd) / (fwd16 + bwd16_one));
   std::printf("  sgemm ceiling (%s, 2048^3): %.1f GFLOP/s\n", ff::gemm_backend_name(), ceiling);
   return 0;
 }

@@ -5,6 +5,9 @@ same machine weather. Throughput = total timed tokens / total timed seconds (war
 excluded). PyTorch runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (its best).
 
 usage: /usr/bin/python3 bench/serial/bf16_speed.py [--rounds 3 --steps 8 --warmup 2 --threads 2]
+                                                   [--baseline OTHER_FIVEFOLD --baseline-name NAME]
+--baseline adds that binary's bf16 run to every round (e.g. a build of an earlier commit), so a
+change is measured side by side with what it replaces.
 """
 import argparse
 import os
@@ -46,16 +49,26 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--baseline", default=None)
+    ap.add_argument("--baseline-name", default="baseline")
     a = ap.parse_args()
     a.batch, a.seq = 8, 256
     runs = {"fivefold fp32": [], "fivefold bf16": [], "PyTorch bf16 autocast": []}
+    base_key = f"fivefold bf16, {a.baseline_name}"
+    if a.baseline:
+        runs[base_key] = []
     with tempfile.TemporaryDirectory() as workdir:
         tokens_file = os.path.join(workdir, "train.i32")
+        os.makedirs(os.path.join(workdir, "base"))
         shard_to_int32(os.path.join(a.data, "train.bin"), tokens_file)
         for r in range(a.rounds):
             runs["fivefold fp32"].append(fivefold_precision_round(a, workdir, "fp32"))
             runs["fivefold bf16"].append(fivefold_precision_round(a, workdir, "bf16"))
             runs["PyTorch bf16 autocast"].append(torch_bf16_round(a, tokens_file))
+            if a.baseline:
+                b = argparse.Namespace(**vars(a))
+                b.fivefold = a.baseline
+                runs[base_key].append(fivefold_precision_round(b, os.path.join(workdir, "base"), "bf16"))
             print("round %d: " % (r + 1) + ", ".join(f"{k} {v[-1]['tokens_per_s']:.0f}" for k, v in runs.items()),
                   file=sys.stderr, flush=True)
     med = {k: statistics.median(x["tokens_per_s"] for x in v) for k, v in runs.items()}

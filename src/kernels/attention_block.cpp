@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/attention_pack.h"
+#include "kernels/attention_softmax.h"
 #include "kernels/attention_tiles.h"
 #include "kernels/scratch.h"
 
@@ -22,65 +23,6 @@ using attn::pack_transposed;
 std::atomic<double> g_flops{0.0};
 
 int round_up(int n, int m) { return (n + m - 1) / m * m; }
-
-// Keys [0, key_end(i)) are visible to query row i of the block: the causal mask is a bound per
-// row because positions grow along both blocks.
-int key_end(const AttentionBlock& s, int i) {
-  switch (s.mask) {
-    case AttentionMask::full: return s.Tk;
-    case AttentionMask::none: return 0;
-    case AttentionMask::causal: break;
-  }
-  return std::clamp(s.q_pos + i - s.k_pos + 1, 0, s.Tk);
-}
-
-void validate(const AttentionBlock& s) {
-  if (s.B < 0 || s.Tq < 0 || s.Tk < 0 || s.D <= 0 || s.H <= 0 || s.Hkv <= 0 || s.H % s.Hkv != 0)
-    throw std::invalid_argument("attention block: bad shape B=" + std::to_string(s.B) + " Tq=" +
-                                std::to_string(s.Tq) + " Tk=" + std::to_string(s.Tk) + " H=" +
-                                std::to_string(s.H) + " Hkv=" + std::to_string(s.Hkv) + " D=" +
-                                std::to_string(s.D));
-}
-
-// One online-softmax step over a score tile whose row r sees columns [0, ncols[r]): S becomes
-// the probabilities relative to the running max m; O and l are rescaled to it. A row that sees
-// nothing in this tile keeps its state and gets zero probabilities.
-template <class T>
-FF_WIDE void masked_online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows4, const int* ncols) {
-  constexpr int nv = kTile / simd::kLanes;
-  const T neg_inf = -std::numeric_limits<T>::infinity();
-  simd::Vec<T> lane;
-  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
-  for (int r = 0; r < rows4; ++r) {
-    T* s = S + r * kTile;
-    const T nc = T(ncols[r]);
-    if (ncols[r] <= 0) {
-      for (int c = 0; c < kTile; ++c) s[c] = 0;
-      continue;
-    }
-    simd::Vec<T> x[nv];
-    for (int v = 0; v < nv; ++v) {
-      x[v] = simd::load(s + v * simd::kLanes);
-      x[v] = lane + T(v * simd::kLanes) < nc ? x[v] : neg_inf;
-    }
-    simd::Vec<T> mv = x[0];
-    for (int v = 1; v < nv; ++v) mv = x[v] > mv ? x[v] : mv;
-    const T mx = simd::reduce_max<T>(mv);
-    const T mnew = mx > m[r] ? mx : m[r];
-    const T alpha = m[r] == neg_inf ? T(0) : simd::exp_fast(m[r] - mnew);
-    simd::Vec<T> sum{};
-    for (int v = 0; v < nv; ++v) {
-      const simd::Vec<T> e = simd::exp_vec<T>(x[v] - mnew);
-      const simd::Vec<T> p = lane + T(v * simd::kLanes) < nc ? e : T(0);
-      simd::store(s + v * simd::kLanes, p);
-      sum += p;
-    }
-    l[r] = l[r] * alpha + simd::reduce_add<T>(sum);
-    m[r] = mnew;
-    T* o = O + static_cast<size_t>(r) * Dp;
-    for (int d = 0; d < Dp; ++d) o[d] *= alpha;
-  }
-}
 
 template <class T>
 FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionBlock& s, int b,
@@ -104,7 +46,7 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
     const int rows = std::min(kTile, s.Tq - t0), rows4 = round_up(rows, attn::kRows);
     int kmax = 0;
     for (int r = 0; r < rows4; ++r) {
-      const int e = r < rows ? key_end(s, t0 + r) : 0;
+      const int e = r < rows ? attention_block_key_end(s, t0 + r) : 0;
       kmax = std::max(kmax, e);
       m[r] = -std::numeric_limits<T>::infinity();
       l[r] = 0;
@@ -112,9 +54,10 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
     pack_rows(Qs, Dp, qb + t0 * s.q_row, s.q_row, rows, s.D, rows4, scale);
     for (size_t e = 0; e < static_cast<size_t>(rows4) * Dp; ++e) O[e] = 0;
     for (int j0 = 0; j0 < kmax; j0 += kTile) {
-      for (int r = 0; r < rows4; ++r) ncols[r] = r < rows ? std::min(key_end(s, t0 + r) - j0, kTile) : 0;
+      for (int r = 0; r < rows4; ++r)
+        ncols[r] = r < rows ? std::min(attention_block_key_end(s, t0 + r) - j0, kTile) : 0;
       attn::tile_abt(Qs, Dp, Kt + j0, Tkp, Dp, S, rows4, false);
-      masked_online_softmax(S, m, l, O, Dp, rows4, ncols);
+      attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, T(1));
       attn::tile_acc(O, Dp, S, kTile, 1, Vp + static_cast<size_t>(j0) * Dp, Dp, Dp, rows4, kTile,
                      Band::kFull);
     }
@@ -131,7 +74,7 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
 
 template <class T>
 void forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionBlock& s) {
-  validate(s);
+  check_attention_block(s);
   const int tasks = s.B * s.H;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) forward_head(out, lse, q, k, v, s, task / s.H, task % s.H);
@@ -160,22 +103,6 @@ void merge(T* out, T* lse, const MergeLayout& a, const T* out_p, const T* lse_p,
         for (int d = 0; d < a.D; ++d) o[d] = o[d] * wa + op[d] * wp;
         L = Lnew;
       }
-}
-
-// P = exp(S - L) over the visible columns of each row, exactly 0 elsewhere.
-template <class T>
-FF_WIDE void probabilities(T* P, const T* L, int rows4, const int* ncols) {
-  constexpr int nv = kTile / simd::kLanes;
-  simd::Vec<T> lane;
-  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
-  for (int r = 0; r < rows4; ++r) {
-    T* p = P + r * kTile;
-    const T nc = T(std::max(ncols[r], 0));
-    for (int v = 0; v < nv; ++v) {
-      const simd::Vec<T> e = simd::exp_vec<T>(simd::load(p + v * simd::kLanes) - L[r]);
-      simd::store(p + v * simd::kLanes, lane + T(v * simd::kLanes) < nc ? e : T(0));
-    }
-  }
 }
 
 // dS = P o (dP - D_i); zero wherever P is.
@@ -230,7 +157,7 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
     for (size_t e = 0; e < qplane; ++e) dQ[e] = 0;
     for (int t = 0; t < Tqp; ++t) {
       T acc = 0, lt = 0;
-      if (t < s.Tq && key_end(s, t) > 0) {
+      if (t < s.Tq && attention_block_key_end(s, t) > 0) {
         const T* o = out + o_off + t * s.o_row;
         const T* d = dout + o_off + t * s.o_row;
         for (int c = 0; c < s.D; ++c) acc += d[c] * o[c];
@@ -246,13 +173,13 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
         const int rows = std::min(kTile, s.Tq - i0), rows4 = round_up(rows, attn::kRows);
         bool any = false;
         for (int r = 0; r < rows4; ++r) {
-          ncols[r] = r < rows ? std::min(key_end(s, i0 + r) - j0, kTile) : 0;
+          ncols[r] = r < rows ? std::min(attention_block_key_end(s, i0 + r) - j0, kTile) : 0;
           any = any || ncols[r] > 0;
         }
         if (!any) continue;
         const size_t qi = static_cast<size_t>(i0) * Dp;
         attn::tile_abt(Qs + qi, Dp, Kt + j0, Tkp, Dp, P, rows4, false);
-        probabilities(P, L + i0, rows4, ncols);
+        attn::probabilities(P, L + i0, rows4, ncols, T(1));
         attn::tile_acc(dV + kj, Dp, P, 1, kTile, dOp + qi, Dp, Dp, keys4, rows4, Band::kFull);
         attn::tile_abt(dOp + qi, Dp, Vt + j0, Tkp, Dp, dS, rows4, false);
         score_grad(dS, P, Dd + i0, rows4);
@@ -278,7 +205,7 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
 template <class T>
 void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const AttentionBlock& s) {
-  validate(s);
+  check_attention_block(s);
   if (s.mask == AttentionMask::none) return;
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
@@ -288,6 +215,24 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
 }
 
 }  // namespace
+
+int attention_block_key_end(const AttentionBlock& s, int i) {
+  switch (s.mask) {
+    case AttentionMask::full: return s.Tk;
+    case AttentionMask::none: return 0;
+    case AttentionMask::causal: break;
+  }
+  // The causal mask is a bound per row because positions grow along both blocks.
+  return std::clamp(s.q_pos + i - s.k_pos + 1, 0, s.Tk);
+}
+
+void check_attention_block(const AttentionBlock& s) {
+  if (s.B < 0 || s.Tq < 0 || s.Tk < 0 || s.D <= 0 || s.H <= 0 || s.Hkv <= 0 || s.H % s.Hkv != 0)
+    throw std::invalid_argument("attention block: bad shape B=" + std::to_string(s.B) + " Tq=" +
+                                std::to_string(s.Tq) + " Tk=" + std::to_string(s.Tk) + " H=" +
+                                std::to_string(s.H) + " Hkv=" + std::to_string(s.Hkv) + " D=" +
+                                std::to_string(s.D));
+}
 
 AttentionBlock contiguous_block(int B, int Tq, int Tk, int H, int Hkv, int D, long q_row, long kv_row) {
   AttentionBlock s{};
@@ -303,7 +248,7 @@ AttentionBlock contiguous_block(int B, int Tq, int Tk, int H, int Hkv, int D, lo
 
 uint64_t visible_pairs(const AttentionBlock& s) {
   uint64_t n = 0;
-  for (int i = 0; i < s.Tq; ++i) n += uint64_t(key_end(s, i));
+  for (int i = 0; i < s.Tq; ++i) n += uint64_t(attention_block_key_end(s, i));
   return n;
 }
 double block_forward_flops(const AttentionBlock& s) {
@@ -314,6 +259,7 @@ double block_backward_flops(const AttentionBlock& s) {
 }
 double attention_block_flop_count() { return g_flops.load(); }
 void reset_attention_block_flops() { g_flops.store(0.0); }
+void count_attention_block_flops(double flops) { g_flops.fetch_add(flops); }
 
 void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                              const AttentionBlock& s) {

@@ -37,6 +37,11 @@ struct AttentionBlock {
 // caller of the plain kernels would use (row strides q_row / kv_row given).
 AttentionBlock contiguous_block(int B, int Tq, int Tk, int H, int Hkv, int D, long q_row, long kv_row);
 
+// Keys [0, end) of the block are visible to its query row i (0 <= end <= Tk).
+int attention_block_key_end(const AttentionBlock& s, int i);
+// Throws std::invalid_argument naming the bad dimension.
+void check_attention_block(const AttentionBlock& s);
+
 // Visible (query, key) pairs of one head's block; a fully masked query row counts nothing.
 uint64_t visible_pairs(const AttentionBlock& s);
 // Floating-point operations of the block's forward (QK^T and PV over visible pairs, 4 D each,
@@ -48,6 +53,8 @@ double block_backward_flops(const AttentionBlock& s);
 // context-parallel rank reads to show its share of the attention work.
 double attention_block_flop_count();
 void reset_attention_block_flops();
+// Adds to that count (the bf16 block kernels of flash_attention_bf16.h count there too).
+void count_attention_block_flops(double flops);
 
 // out, lse of the block (overwritten). A query row that sees no key gets out = 0, lse = -inf.
 void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,

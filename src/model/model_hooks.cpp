@@ -1,5 +1,6 @@
 #include "model/model_hooks.h"
 
+#include "kernels/attention_precision.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/embedding.h"
 #include "model/linear.h"
@@ -16,14 +17,14 @@ void ModelHooks::row_output(float* out, const float* resid, const float* x, cons
 void ModelHooks::attention(float* att, float* lse, const float* q, const float* k, const float* v,
                            const AttentionShape& s) {
   if (attention_op) return attention_op->forward(att, lse, q, k, v, s);
-  attention_forward(att, lse, q, k, v, s);
+  attention_forward_run_precision(att, lse, q, k, v, s);  // bf16 kernels when precision = bf16
 }
 
 void ModelHooks::attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
                                     const float* k, const float* v, const float* att, const float* lse,
                                     const AttentionShape& s) {
   if (attention_op) return attention_op->backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
-  ff::attention_backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
+  attention_backward_run_precision(dq, dk, dv, d_att, q, k, v, att, lse, s);
 }
 
 void ModelHooks::embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange) {

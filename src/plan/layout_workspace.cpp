@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/flash_attention_bf16.h"
 #include "model/model_hooks.h"
 
 namespace ff {
@@ -14,6 +15,16 @@ PrecisionBytes precision_bytes(Precision p) {
 
 bool has_weight_copy(const LayoutSpec& L) {
   return precision_bytes(L.gemm).weight_copy > 0 && !(L.zero == 3 && L.dp * L.cp > 1);
+}
+
+AttentionScratch attention_scratch_floats(const ModelConfig& c, Precision p) {
+  if (p == Precision::bf16) {
+    const AttentionScratchFloats f = attention_bf16_scratch_floats(c.seq_len, c.seq_len, c.head_dim());
+    return {int64_t(f.forward), int64_t(f.backward)};
+  }
+  const int64_t lanes = 16, tile = 64;
+  const int64_t Dp = (c.head_dim() + lanes - 1) / lanes * lanes, Tp = (c.seq_len + tile - 1) / tile * tile;
+  return {2 * Tp * Dp + 2 * tile * Dp + tile * tile, 8 * Tp * Dp + 2 * Tp + 2 * tile * tile};
 }
 
 int64_t context_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const BlockWidths& w) {

@@ -24,6 +24,14 @@ PrecisionBytes precision_bytes(Precision p);
 // (fp32) gathered buffers instead.
 bool has_weight_copy(const LayoutSpec& L);
 
+// Floats of per-thread scratch one flash-attention forward / backward task takes at the model's
+// sequence length: the fp32 kernels' (flash_attention.cpp), or the bf16 kernels' when the run's
+// precision is bf16 (kernels/attention_precision.h picks them; flash_attention_bf16.h sizes them).
+struct AttentionScratch {
+  int64_t forward, backward;
+};
+AttentionScratch attention_scratch_floats(const ModelConfig& c, Precision p);
+
 // ContextAttention's buffers (parallel/context): ring and all-gather K/V pieces, partial outputs
 // and dK/dV accumulators; Ulysses' all-to-all send/receive and whole-sequence tensors. Bytes.
 int64_t context_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const BlockWidths& w);

@@ -76,10 +76,9 @@ std::vector<int> stashes_in_flight(const LayoutSpec& L, int pp_rank) {
 // largest request among flash attention's forward and backward and, on the calling thread, the
 // transposed weight gradient oneDNN's linear_backward uses when out >= 4 in.
 int64_t kernel_scratch_floats(const ModelConfig& c, const BlockWidths& w, int64_t vocab, bool head, int B,
-                              int threads) {
-  const int64_t lanes = 16, tile = 64;
-  const int64_t Dp = (c.head_dim() + lanes - 1) / lanes * lanes, Tp = (c.seq_len + tile - 1) / tile * tile;
-  const int64_t fwd = 2 * Tp * Dp + 2 * tile * Dp + tile * tile, bwd = 8 * Tp * Dp + 2 * Tp + 2 * tile * tile;
+                              int threads, Precision p) {
+  const AttentionScratch a = attention_scratch_floats(c, p);
+  const int64_t fwd = a.forward, bwd = a.backward;
   const int64_t kv_heads = (w.Q - w.A) / (2 * c.head_dim());
   // Threads that get a task: forward runs (batch, head) pairs, backward (batch, kv head) pairs.
   const int64_t fwd_threads = std::min<int64_t>(threads, B * w.H), bwd_threads = std::min<int64_t>(threads, B * kv_heads);
@@ -135,7 +134,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   // Pipeline boundary buffers (executor's pool): the receive and send buffers of the activations
   // and gradients of about one micro-batch per direction and chunk.
   if (L.pp > 1) ws += 4 * int64_t(chunks.size()) * R * C;
-  ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads));
+  ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads), L.gemm);
   bool has_moe = false;
   for (int l : rm.parts.layers) has_moe = has_moe || layout.block_kind(l) == BlockKind::moe;
   const PrecisionBytes pb = precision_bytes(L.gemm);  // the one place precision changes bytes

@@ -4,7 +4,7 @@
 // all-to-all turns the result back. Needs the heads (and K/V heads) to divide by cp.
 #include <algorithm>
 
-#include "kernels/flash_attention.h"
+#include "kernels/attention_precision.h"
 #include "parallel/context/context_attention.h"
 
 namespace ff {
@@ -112,7 +112,8 @@ void ContextAttention::a2a_forward(float* att, float* lse, const float* q, const
   {
     TraceScope scope(tracer_, "attention (my heads, whole sequence)", "cp compute");
     const int w = int(W);
-    attention_forward(out, l_full, qkv, qkv + hq * D, qkv + (hq + hk) * D, {s.B, T, hq, hk, D, w, w});
+    attention_forward_run_precision(out, l_full, qkv, qkv + hq * D, qkv + (hq + hk) * D,
+                                    {s.B, T, hq, hk, D, w, w});
   }
   // out (B, T, hq, D) is dense; spread it to rows of Wo with the lse beside each row.
   for (size_t n = size_t(s.B) * T; n-- > 0;)
@@ -169,8 +170,8 @@ void ContextAttention::a2a_backward(float* dq, float* dk, float* dv, const float
     TraceScope scope(tracer_, "attention backward (my heads, whole sequence)", "cp compute");
     const int w = int(W);
     const float *qf = qkv, *kf = qkv + hq * D, *vf = qkv + (hq + hk) * D;
-    attention_backward(dqkv, dqkv + hq * D, dqkv + (hq + hk) * D, dout, qf, kf, vf, out, l_full,
-                       {s.B, T, hq, hk, D, w, w});
+    attention_backward_run_precision(dqkv, dqkv + hq * D, dqkv + (hq + hk) * D, dout, qf, kf, vf, out, l_full,
+                                     {s.B, T, hq, hk, D, w, w});
   }
   sequence_to_rows(send, dqkv, layout_, s.B, W);
   CommRequest back = group_.all_to_all_async(send, recv, rows * W);
