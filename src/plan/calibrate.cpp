@@ -13,6 +13,7 @@
 #include "kernels/flash_attention.h"
 #include "kernels/gemm_precision.h"
 #include "model/linear.h"
+#include "plan/calibrate_kernels.h"
 #include "plan/hardware_peak.h"
 #include "plan/memory_fit.h"
 
@@ -166,12 +167,14 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
 constexpr int kGemmRows[] = {256, 1024, 4096};           // tokens per micro-batch
 constexpr int kGemmWidths[] = {64, 128, 256, 512, 1024};  // a weight's sides
 
-// The per-core rates of plan/cost_rates.h, measured with `threads` threads and stored per thread.
-EngineRates measure_rates(int threads, std::vector<GemmClass>& gemm, double& dram_bandwidth) {
+// The per-core rates of plan/cost_rates.h, measured with `threads` threads and stored per thread
+// (`sync`: every rank measures at once, each kernel started together; null: this rank alone).
+EngineRates measure_rates(const Comm* sync, int threads, std::vector<GemmClass>& gemm, double& dram_bandwidth) {
   EngineRates r;
   r.cores = machine_peak().cores;
   for (int rows : kGemmRows)
     for (int w : kGemmWidths) {
+      if (sync) sync->barrier();  // every rank on the same shape at once, as in a step
       r.gemm_fp32.add(rows, w, time_linear(rows, w, DType::f32) / threads);
       r.gemm_bf16.add(rows, w, time_linear(rows, w, DType::bf16) / threads);
     }
@@ -180,6 +183,7 @@ EngineRates measure_rates(int threads, std::vector<GemmClass>& gemm, double& dra
   for (size_t n : {size_t(4) << 10, size_t(32) << 10, size_t(256) << 10, size_t(4) << 20})
     r.bandwidth.points.emplace_back(12.0 * n, triad_bandwidth(n) / threads);
   dram_bandwidth = r.bandwidth.points.back().second * threads;
+  measure_kernel_rates(sync, threads, r);
   return r;
 }
 
@@ -194,7 +198,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   // (as in training), else by rank 0 alone while the others wait, then shared.
   const bool alone = ranks_per_machine * threads > machine_peak().cores;
   EngineRates rates;
-  if (!alone || world.rank() == 0) rates = measure_rates(threads, c.gemm, c.memory_bandwidth);
+  if (!alone || world.rank() == 0) rates = measure_rates(alone ? nullptr : &world, threads, c.gemm, c.memory_bandwidth);
   std::vector<double> flat;
   // Rank 0's numbers as one list of doubles, in and out (every value passes through `io`).
   auto pack = [&](bool out) {
@@ -208,6 +212,11 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
         for (auto& p : curve.points) io(p.second);
     for (RateCurve* curve : {&rates.attention, &rates.bandwidth})
       for (auto& p : curve->points) io(p.first), io(p.second);
+    for (RateCurve* curve : {&rates.optimizer, &rates.weight_copy, &rates.rmsnorm, &rates.rope, &rates.swiglu,
+                             &rates.cross_entropy})
+      for (auto& p : curve->points) io(p.second);
+    for (auto& [T, curve] : rates.attention_dim.by_rows)
+      for (auto& p : curve.points) io(p.second);
     for (GemmClass& g : c.gemm) io(g.flops);
     io(c.memory_bandwidth);
   };
@@ -223,6 +232,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
       for (int rows : kGemmRows)
         for (int w : kGemmWidths) table->add(rows, w, 0);  // the shapes; rank 0's rates fill them
     for (RateCurve* curve : {&rates.attention, &rates.bandwidth}) curve->points.resize(4);
+    shape_kernel_rates(rates);
     pack(false);
   }
   const int n = world.size();
