@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/memory.h"
+#include "kernels/bf16_peak.h"
 #include "kernels/flash_attention.h"
 #include "kernels/gemm_precision.h"
 #include "model/linear.h"
@@ -262,6 +263,8 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   double best_gemm = 0;
   for (const GemmClass& g : c.gemm) best_gemm = std::max(best_gemm, g.flops);
   cl.gemm_efficiency = std::min(1.0, best_gemm / cl.peak_flops);
+  const double dot16 = measure_bf16_dot_peak();  // per core; 0 without bf16 instructions
+  if (dot16 > 0) cl.peak_flops_16 = dot16 * cl.peak_flops / machine_peak().fma_flops_per_core;  // the same share
   if (!c.links.empty()) {
     const LinkFit& ar = c.links.front();
     cl.intra_bandwidth = cl.inter_bandwidth = ar.busbw;

@@ -73,7 +73,7 @@ LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const
     r.gemm = e.gemm, r.attention = e.attention, r.elementwise = e.elementwise, r.optimizer = e.optimizer;
     r.step_seconds = e.step;
     r.tokens_per_s = tokens / r.step_seconds;
-    r.mfu = r.tokens_per_s * fpt / (cl.peak_flops * L.ranks());
+    r.mfu = r.tokens_per_s * fpt / ((L.gemm == Precision::fp32 ? cl.peak_flops : cl.peak16()) * L.ranks());
     return r;
   }
   const double s = double(c.seq_len) / L.cp, mb = L.micro_batch, h = c.dim, m = L.grad_accum;
