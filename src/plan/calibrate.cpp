@@ -49,17 +49,20 @@ double time_gemm(GemmClass& g, DType inputs = DType::f32) {
 
 // A linear layer as training runs it (model/linear.h): forward y = x W^T, dgrad dx = dy W, wgrad
 // dW += dy^T x, on (rows, width) activations and a (width, width) weight; FLOP/s over the three,
-// median of timings on rotating operand copies (beyond the L2, as in a step).
-double time_linear(int rows, int width, DType inputs) {
+// median of timings on rotating operand copies flushed from the caches (as a step meets them),
+// every rank on the same shape at once.
+double time_linear(int rows, int width, DType inputs, const Comm* sync, CacheFlusher& flush) {
   const GemmInputDtypeScope scope(inputs);
   const size_t nx = size_t(rows) * width, nw = size_t(width) * width, set = 3 * nx + 2 * nw;
   const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * set), 1, 16));
   TrackedBuffer<float> buf(set * copies, MemCategory::workspace);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(i % 7) * 0.05f - 0.15f;
   std::vector<double> t;
-  for (int rep = 0; rep <= std::max(copies, 5); ++rep) {
+  for (int rep = 0; rep <= 4; ++rep) {
     float* x = buf.data() + size_t(rep % copies) * set;
     float *y = x + nx, *dx = y + nx, *W = dx + nx, *dW = W + nw;
+    flush();  // the weights and activations from memory, as a step meets them
+    if (sync) sync->barrier();  // every rank on the same shape at once
     const auto t0 = clock_type::now();
     matmul_xwt(y, x, W, rows, width, width);
     matmul_dyw(dx, y, W, rows, width, width);
@@ -124,11 +127,12 @@ double busy_cpu_share(const Comm& world) {
   return cpu / since(t0);  // cores' worth this rank's threads got
 }
 
-// Best of several timings of one collective of `floats` per rank (every rank starts together).
+// Best of several timings of one collective of `floats` per rank (every rank starts together;
+// nine, as a waiting rank that yields its core can lose a time slice to other work).
 template <class F>
 double time_op(const Comm& world, F&& op) {
   double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < 9; ++rep) {
     world.barrier();
     const auto t0 = clock_type::now();
     op();
@@ -173,18 +177,18 @@ constexpr int kGemmWidths[] = {64, 128, 256, 512, 1024};  // a weight's sides
 EngineRates measure_rates(const Comm* sync, int threads, std::vector<GemmClass>& gemm, double& dram_bandwidth) {
   EngineRates r;
   r.cores = machine_peak().cores;
+  CacheFlusher flush;
   for (int rows : kGemmRows)
     for (int w : kGemmWidths) {
-      if (sync) sync->barrier();  // every rank on the same shape at once, as in a step
-      r.gemm_fp32.add(rows, w, time_linear(rows, w, DType::f32) / threads);
-      r.gemm_bf16.add(rows, w, time_linear(rows, w, DType::bf16) / threads);
+      r.gemm_fp32.add(rows, w, time_linear(rows, w, DType::f32, sync, flush) / threads);
+      r.gemm_bf16.add(rows, w, time_linear(rows, w, DType::bf16, sync, flush) / threads);
     }
   for (GemmClass& g : gemm) time_gemm(g);
   for (int T : {64, 128, 256, 512}) r.attention.points.emplace_back(T, attention_seconds_per_unit(T) * threads);
   for (size_t n : {size_t(4) << 10, size_t(32) << 10, size_t(256) << 10, size_t(4) << 20})
     r.bandwidth.points.emplace_back(12.0 * n, triad_bandwidth(n) / threads);
   dram_bandwidth = r.bandwidth.points.back().second * threads;
-  measure_kernel_rates(sync, threads, r);
+  measure_kernel_rates(sync, threads, r, flush);
   return r;
 }
 

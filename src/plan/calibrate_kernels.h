@@ -9,12 +9,25 @@
 // each timing; null when rank 0 measures alone), so the rates include the sharing of memory
 // bandwidth and caches a step sees.
 #include "comm/comm.h"
+#include "core/memory.h"
 #include "plan/cost_rates.h"
 
 namespace ff {
 
+// Pushes every operand out of the caches before a timing (64 MiB written; untimed): in a step the
+// backward reads activations the forward saved long before, so kernels meet them in memory.
+class CacheFlusher {
+ public:
+  CacheFlusher();
+  void operator()();
+
+ private:
+  TrackedBuffer<float> junk_;
+  float value_ = 0;
+};
+
 // Fills r's kernel curves with per-core figures (`threads` threads per rank, scaled to one).
-void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r);
+void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFlusher& flush);
 
 // The sizes measure_kernel_rates uses, so that ranks receiving rank 0's numbers know the shape.
 void shape_kernel_rates(EngineRates& r);
