@@ -29,11 +29,12 @@ LAYOUTS = [("dp=2,mb=8,zero=0", ["--dp", "2", "--micro-batch", "8", "--zero", "0
            ("pp=2,1f1b,mb=4,m=4", ["--pp", "2", "--schedule", "1f1b", "--micro-batch", "4", "--grad-accum", "4"]),
            ("dp=2,mb=8,zero=1,precision=bf16", ["--dp", "2", "--micro-batch", "8", "--zero", "1", "--precision", "bf16"])]
 HZ = 1000
-# First match on the call stack, innermost frame first.
+# First match on the call stack, innermost frame first (a bf16 GEMM's operand rounding,
+# convert_from_f32, matches nothing itself and goes with the GEMM that called it).
 KINDS = [("gemm", r"gemm|linear_backward|add_transposed|accumulate_weight_grad|matmul"),
          ("attention", r"attention_forward|attention_backward|attn::|flash"),
          ("elementwise", r"rmsnorm|rope_|swiglu|cross_entropy|embedding_forward|embedding_backward|vocab_parallel"),
-         ("optimizer", r"adamw|l2_norm|scale_inplace|zero_grads|grad_square_sum|optimizer_step|convert_from_f32|WeightCopy"),
+         ("optimizer", r"adamw|l2_norm|scale_inplace|zero_grads|grad_square_sum|optimizer_step|WeightCopy"),
          ("comm", r"Engine::|CommRequest|PairwiseOp|mca_|ompi_|opal_|MPI_|process_vm|reduce_into|BucketedAllReduce|"
                   r"sched_yield|Comm::")]
 
