@@ -247,11 +247,14 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   if (n > 1) {
     const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
-    c.links.push_back(fit_link(world, "all_reduce", ar, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "all_gather", other, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "reduce_scatter", other, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "all_to_all", other, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "p2p", 1.0, 256, size_t(1) << 18));
+    // The large size: 16 MiB per rank, as large as a step's gradient buckets (a segment each, up to
+    // millions of floats), so the slope includes the memory traffic beyond the caches they meet.
+    const size_t large = size_t(1) << 22;
+    c.links.push_back(fit_link(world, "all_reduce", ar, 256, large));
+    c.links.push_back(fit_link(world, "all_gather", other, 256, large));
+    c.links.push_back(fit_link(world, "reduce_scatter", other, 256, large));
+    c.links.push_back(fit_link(world, "all_to_all", other, 256, large));
+    c.links.push_back(fit_link(world, "p2p", 1.0, 256, large));
     const Coll ops[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
     for (size_t i = 0; i < c.links.size(); ++i) cl.same_node.set_from_fit(ops[i], c.links[i].alpha, c.links[i].beta, n);
     // One node here: the across-node class needs ranks on two nodes to measure; until then it
