@@ -143,6 +143,34 @@ double time_op(const Comm& world, F&& op) {
   return best;
 }
 
+// A blocking collective as a step issues it: right after each rank's own compute (about 2 ms of
+// GEMMs, no barrier in between), so the ranks arrive apart and the one that waits spins, yields or
+// sleeps as the comm engine does mid-step. Median over iterations of (compute + all-reduce of one
+// (1024, 256) activation), less the compute alone and the all-reduce's alpha-beta time.
+double collective_overhead(const Comm& world, const LinkClass& link) {
+  const int rows = 1024, width = 256;
+  TrackedBuffer<float> x(size_t(rows) * width, MemCategory::workspace), W(size_t(width) * width, MemCategory::workspace),
+      y(size_t(rows) * width, MemCategory::workspace);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) * 0.05f - 0.15f;
+  for (size_t i = 0; i < W.size(); ++i) W[i] = float(i % 5) * 0.01f - 0.02f;
+  auto median_step = [&](bool collective) {
+    world.barrier();
+    std::vector<double> t;
+    for (int it = 0; it < 21; ++it) {
+      const auto t0 = clock_type::now();
+      for (int g = 0; g < 4; ++g) matmul_xwt(y.data(), x.data(), W.data(), rows, width, width);  // overwrites y
+      if (collective) world.all_reduce(y.data(), y.size());
+      if (it > 0) t.push_back(since(t0));
+    }
+    std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+    return t[t.size() / 2];
+  };
+  const double alone = median_step(false), with = median_step(true);
+  double extra = with - alone - link.seconds(Coll::all_reduce, 4.0 * double(y.size()), world.size());
+  world.all_reduce(&extra, 1, ReduceOp::max);  // one number for every rank
+  return std::max(0.0, extra);
+}
+
 LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, size_t small, size_t large) {
   const int n = world.size();
   std::vector<float> in(large * size_t(n)), out(large * size_t(n));
@@ -263,6 +291,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;
     rates.step_overhead = 4 * time_op(world, [&] { world.all_reduce(&x, 1); });
+    if (!alone) rates.collective_overhead = collective_overhead(world, cl.same_node);
   }
   cl.rates = rates;
   cl.name = "calibrated: " + cl.name;

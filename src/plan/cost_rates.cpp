@@ -149,17 +149,18 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   EngineRates r;
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
-    static const char* known[] = {"cores", "available_cores", "step_overhead", "gemm_fp32", "gemm_bf16", "attention",
+    static const char* known[] = {"cores", "available_cores", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
                                   "bandwidth", "optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy",
                                   "weight_copy", "attention_dim"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
-      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, "
+      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, collective_overhead, "
                                            "gemm_fp32, gemm_bf16, attention, bandwidth, optimizer, rmsnorm, rope, swiglu, "
                                            "cross_entropy, weight_copy, attention_dim)",
                                            path, key));
   }
   r.cores = int(t["cores"].value_or(0));
   r.step_overhead = t["step_overhead"].value_or(0.0);
+  r.collective_overhead = t["collective_overhead"].value_or(0.0);
   r.available_cores = t["available_cores"].value_or(0.0);
   r.gemm_fp32 = read_table(t.get("gemm_fp32"), path, "gemm_fp32");
   r.gemm_bf16 = read_table(t.get("gemm_bf16"), path, "gemm_bf16");
@@ -176,8 +177,9 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
 
 std::string rates_to_toml(const EngineRates& r) {
   return fmt::format("\n[rates]  # one core, one thread\ncores = {}\navailable_cores = {:.3f}  # what the ranks got, "
-                     "all busy\nstep_overhead = {:.6g}  # s\n",
-                     r.cores, r.available_cores, r.step_overhead) +
+                     "all busy\nstep_overhead = {:.6g}  # s\ncollective_overhead = {:.6g}  # s per blocking collective "
+                     "mid-step, beyond alpha-beta\n",
+                     r.cores, r.available_cores, r.step_overhead, r.collective_overhead) +
          "# [rows, width, FLOP/s]: a linear layer's forward, dgrad and wgrad, operands rotated out of the cache\n" +
          table_toml("gemm_fp32", r.gemm_fp32) + table_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
          curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth) +

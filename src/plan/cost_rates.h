@@ -58,6 +58,10 @@ struct EngineRates {
   RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
   RateCurve bandwidth;                 // bytes/s per core by working-set bytes
   double step_overhead = 0;            // seconds per step outside the model (data, metrics)
+  // Seconds a blocking collective issued mid-step costs beyond its alpha-beta time (the ranks
+  // arrive apart after their own compute; the waiting one spins, yields or sleeps), measured by
+  // calibrate when the ranks fit the cores (0 otherwise: waiting ranks then lend their core).
+  double collective_overhead = 0;
   // The engine's non-GEMM kernels as calibrate times them (plan/calibrate_kernels.h), per core;
   // absent from older files, which cost those kernels as bytes over `bandwidth`.
   RateCurve optimizer;      // s per parameter: zero the gradient, its norm, the clip, AdamW; by parameters

@@ -28,6 +28,11 @@ struct Costs {
   double attention(double units, double T, double D) const {
     return units * (r.attention_dim.empty() ? r.attention.at(T) : r.attention_dim.at(T, D)) / threads;
   }
+  // One blocking collective mid-step: its alpha-beta time plus what issuing it after compute adds
+  // (cost_rates.h: collective_overhead).
+  double coll(const LinkClass* link, Coll op, double bytes, int n) const {
+    return link->seconds(op, bytes, n) + r.collective_overhead;
+  }
   // `count` elements through one of the engine's kernels at calibrate's per-element rate.
   double kernel(const RateCurve& c, double count) const { return count > 0 ? count * c.at(count) / threads : 0; }
   bool kernels() const { return r.kernels_known(); }
@@ -72,7 +77,7 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
         gemm += k.gemm(N, double(w.E), C) + local * (k.gemm(rows, 2.0 * w.Fe, C) + k.gemm(rows, C, double(w.Fe)));
         gemm += k.gemm(N, 2.0 * w.Fs, C) + k.gemm(N, C, double(w.Fs));
         mlp_tokens = N * w.K, mlp_width = double(w.Fe);
-        if (L.ep > 1) t.comm += 4 * g.ep->seconds(Coll::all_to_all, N * w.K * C * kF, L.ep);  // dispatch, combine
+        if (L.ep > 1) t.comm += 4 * k.coll(g.ep, Coll::all_to_all, N * w.K * C * kF, L.ep);  // dispatch, combine
       } else {
         gemm += k.gemm(N, 2 * mlp_width, C) + k.gemm(N, C, mlp_width);
       }
@@ -96,14 +101,14 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       t.attention += attn + (again ? attn_fwd : 0), t.elementwise += (again ? 4 : 3) * elem_t;
       // Tensor parallelism: per block two all-reduces forward, two backward (all-gather +
       // reduce-scatter under sp: the same bytes), and the forward's again under full recompute.
-      if (L.tp > 1) t.comm += (4 + (L.recompute == Recompute::full ? 2 : 0)) * g.tp->seconds(Coll::all_reduce, act, L.tp);
+      if (L.tp > 1) t.comm += (4 + (L.recompute == Recompute::full ? 2 : 0)) * k.coll(g.tp, Coll::all_reduce, act, L.tp);
       if (L.cp > 1) {  // K and V of this rank's tokens (and their gradients back)
         const double kv = 2.0 * c.n_kv_heads * c.head_dim() / L.tp * N * kF;
-        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);  // K/V fwd; K/V + dK/dV bwd
+        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * k.coll(g.cp, Coll::p2p, kv, 2);  // K/V fwd; K/V + dK/dV bwd
         if (L.cp_comm == "allgather")
-          t.comm += 2 * g.cp->seconds(Coll::all_gather, kv * L.cp, L.cp) + g.cp->seconds(Coll::reduce_scatter, kv * L.cp, L.cp);
+          t.comm += 2 * k.coll(g.cp, Coll::all_gather, kv * L.cp, L.cp) + k.coll(g.cp, Coll::reduce_scatter, kv * L.cp, L.cp);
         if (L.cp_comm == "a2a")  // q, k, v to heads and the output back; the same backward
-          t.comm += 2 * g.cp->seconds(Coll::all_to_all, (double(w.Q) + double(w.A)) * N * kF, L.cp);
+          t.comm += 2 * k.coll(g.cp, Coll::all_to_all, (double(w.Q) + double(w.A)) * N * kF, L.cp);
       }
     }
     if (ch.embedding) t.fwd += k.stream(2 * act, act), t.bwd += k.stream(2 * act, act), t.elementwise += 2 * k.stream(2 * act, act);
@@ -119,10 +124,10 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
         t.fwd += g3 + k.stream(4 * act + 2 * logits, logits);
         t.bwd += 2 * g3 + k.stream(8 * act + 2 * logits, logits);
       }
-      if (L.tp > 1) t.comm += 2 * g.tp->seconds(Coll::all_reduce, act, L.tp) + 3 * g.tp->seconds(Coll::all_reduce, N * kF, L.tp);
+      if (L.tp > 1) t.comm += 2 * k.coll(g.tp, Coll::all_reduce, act, L.tp) + 3 * k.coll(g.tp, Coll::all_reduce, N * kF, L.tp);
     }
     if (ch.head) t.gemm += 3 * k.gemm(N, double(rm.vocab_rows), C), t.elementwise += t.fwd + t.bwd - before_head - 3 * k.gemm(N, double(rm.vocab_rows), C);
-    if (L.pp > 1) t.comm += 2 * g.pp->seconds(Coll::p2p, R * C * kF, 2);  // activation out, gradient back
+    if (L.pp > 1) t.comm += 2 * k.coll(g.pp, Coll::p2p, R * C * kF, 2);  // activation out, gradient back
   }
   t.bwd += refwd;
   return t;
