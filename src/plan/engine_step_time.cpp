@@ -28,8 +28,8 @@ struct Costs {
   double attention(double units, double T, double D) const {
     return units * (r.attention_dim.empty() ? r.attention.at(T) : r.attention_dim.at(T, D)) / threads;
   }
-  // One blocking collective mid-step: its alpha-beta time plus what issuing it after compute adds
-  // (cost_rates.h: collective_overhead).
+  // One collective the step blocks on (tp's all-reduces, cp's all-gathers and all-to-alls, ep's
+  // exchange): its alpha-beta time plus what issuing it after compute adds (cost_rates.h).
   double coll(const LinkClass* link, Coll op, double bytes, int n) const {
     return link->seconds(op, bytes, n) + r.collective_overhead;
   }
@@ -104,7 +104,9 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       if (L.tp > 1) t.comm += (4 + (L.recompute == Recompute::full ? 2 : 0)) * k.coll(g.tp, Coll::all_reduce, act, L.tp);
       if (L.cp > 1) {  // K and V of this rank's tokens (and their gradients back)
         const double kv = 2.0 * c.n_kv_heads * c.head_dim() / L.tp * N * kF;
-        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * k.coll(g.cp, Coll::p2p, kv, 2);  // K/V fwd; K/V + dK/dV bwd
+        // K/V fwd; K/V + dK/dV bwd. Each ring step is posted before the previous piece's attention
+        // and waited after it: no blocking overhead.
+        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);
         if (L.cp_comm == "allgather")
           t.comm += 2 * k.coll(g.cp, Coll::all_gather, kv * L.cp, L.cp) + k.coll(g.cp, Coll::reduce_scatter, kv * L.cp, L.cp);
         if (L.cp_comm == "a2a")  // q, k, v to heads and the output back; the same backward
@@ -127,7 +129,9 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       if (L.tp > 1) t.comm += 2 * k.coll(g.tp, Coll::all_reduce, act, L.tp) + 3 * k.coll(g.tp, Coll::all_reduce, N * kF, L.tp);
     }
     if (ch.head) t.gemm += 3 * k.gemm(N, double(rm.vocab_rows), C), t.elementwise += t.fwd + t.bwd - before_head - 3 * k.gemm(N, double(rm.vocab_rows), C);
-    if (L.pp > 1) t.comm += 2 * k.coll(g.pp, Coll::p2p, R * C * kF, 2);  // activation out, gradient back
+    // Activation out, gradient back: sends are asynchronous, and a receive's wait for the other
+    // stage is the schedule's fill (below), so no blocking overhead.
+    if (L.pp > 1) t.comm += 2 * g.pp->seconds(Coll::p2p, R * C * kF, 2);
   }
   t.bwd += refwd;
   return t;

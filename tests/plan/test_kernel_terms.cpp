@@ -87,3 +87,21 @@ TEST(EngineKernelTerms, Bf16AddsTheWeightCopyAndItsMfuUsesTheBf16Peak) {
   EXPECT_NEAR(b16.mfu, b16.tokens_per_s * fpt / 4e12, 1e-12);
   EXPECT_LT(b16.mfu, 1.0);
 }
+
+TEST(EngineKernelTerms, BlockingCollectivesPayTheCalibratedOverheadAsynchronousOnesDoNot) {
+  const ModelConfig c = model();
+  const ClusterSpec cl = kernels_cluster();
+  auto with = [&](const char* text, double overhead) {
+    ClusterSpec k = cl;
+    k.rates.collective_overhead = overhead;
+    return predict_layout(c, layout(text), k, 1);
+  };
+  // tp 2: per block four all-reduces, two on the head and three (of N floats) for the vocab-parallel loss.
+  EXPECT_NEAR(with("tp=2,mb=4", 1e-3).tp_comm - with("tp=2,mb=4", 0).tp_comm, (4 * 4 + 2 + 3) * 1e-3, 1e-12);
+  // cp 2 all-gather: two all-gathers and a reduce-scatter per block.
+  EXPECT_NEAR(with("cp=2,cp_comm=allgather,mb=4", 1e-3).tp_comm - with("cp=2,cp_comm=allgather,mb=4", 0).tp_comm,
+              4 * 3 * 1e-3, 1e-12);
+  // pp's sends are asynchronous and the cp ring overlaps its steps with attention: no overhead.
+  EXPECT_NEAR(with("pp=2,1f1b,mb=2,m=4", 1e-3).step_seconds, with("pp=2,1f1b,mb=2,m=4", 0).step_seconds, 1e-15);
+  EXPECT_NEAR(with("cp=2,cp_comm=ring,mb=4", 1e-3).step_seconds, with("cp=2,cp_comm=ring,mb=4", 0).step_seconds, 1e-15);
+}
