@@ -142,8 +142,10 @@ def publish(a):
             f"dwarf` at {HZ} Hz, each sample charged to the first engine kernel on its stack, medians of steps 3..13 in "
             f"CPU ms per step (perf's own unwinding adds to the wall). Predicted: `fivefold plan --layout --json` with the "
             f"calibration in the same lane call; its terms are the slowest pipeline stage's. Commands:\n\n```\n"
-            f"/work/bin/bench-quiet /usr/bin/python3 bench/plan/profile_terms.py --data /work/main/data/kjv --cluster "
-            f"C2.toml --save bench/plan/profile_terms.json\n```\n\nand the table from it:")
+            f"/work/bin/bench-quiet sh -c '/usr/bin/python3 bench/plan/validate.py --data /work/main/data/kjv --measure "
+            f"V.json && /usr/bin/python3 bench/plan/profile_terms.py --data /work/main/data/kjv --cluster V.json.c2.toml "
+            f"--save P.json'\n```\n\n(one lane call together with the measurements of \"Planner validation (issue 15)\", whose calibration it uses; V.json and P.json "
+            f"are bench/plan/validation_measured.json and bench/plan/profile_terms.json), and the table from it:")
     benchlib.publish("## Planner: a measured step by the model's terms (issue 15)", desc, table, "", a.write)
 
 
