@@ -2,10 +2,8 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
-#include <chrono>
-
 #include "kernels/cpu_isa.h"
+#include "kernels/fma_peak.h"
 
 namespace ff {
 
@@ -39,16 +37,7 @@ __attribute__((target("avx512f,avx512bf16"))) double burst() {
 double measure_bf16_dot_peak() {
   if (!__builtin_cpu_supports("avx512f") || bf16_path() == Bf16Path::emulated) return 0;
   const double flops = 4.0 * 16 * kAcc * double(kIters);  // 16 lanes, 2 products + 2 adds each
-  volatile double sink = 0;
-  double best = 1e30, spent = 0;
-  using clock = std::chrono::steady_clock;
-  for (int rep = 0; rep < 400 && (rep < 20 || spent < 0.1); ++rep) {
-    const auto t0 = clock::now();
-    sink = sink + burst();
-    const double t = std::chrono::duration<double>(clock::now() - t0).count();
-    best = std::min(best, t), spent += t;
-  }
-  return flops / best;
+  return flops / best_burst_seconds(burst, 0.1);
 }
 
 }  // namespace ff
