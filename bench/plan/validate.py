@@ -115,13 +115,12 @@ def predict(a):
                f"measured-best layout ({rows[best][2]}, {1e3 * meas_t[best]:.1f} ms) is predicted #{order.index(best) + 1}"
                f" ({100 * (pred_t[best] - pred_t[order[0]]) / pred_t[order[0]]:.1f}% behind the predicted first).")
     desc = (f"Models configs/small.toml and {MOE} (4 experts, top 2), {measured['steps']} steps (median of steps 3..), "
-            f"1 thread per rank, AMD EPYC (Zen 5, family 26, AVX512-BF16), 2 cores. Measured through "
-            f"/work/bin/bench-quiet under `setsid` with its session's autogroup at nice -20 (this kernel schedules "
-            f"autogroups, one per session, fairly against each other, so the lane's per-process nice 0 vs 19 alone "
-            f"left each rank 15-75% of a core), other agents' work at nice 19 (load average at the start "
-            f"{' '.join(measured['load_start'])}, at the end {' '.join(measured['load_end'])}; "
-            f"{measured['seconds']:.0f} s in the lane). Predicted by `fivefold plan --layout --cluster` with "
-            f"`fivefold calibrate` run in the same call on 2 and on 4 ranks: no coefficient is fitted to these runs.")
+            f"1 thread per rank, AMD EPYC (Zen 5, family 26, AVX512-BF16), 2 cores. Measured in one call of "
+            f"`/work/bin/bench-quiet` (nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0; load "
+            f"average at the start {' '.join(measured['load_start'])}, at the end {' '.join(measured['load_end'])}; "
+            f"{measured['seconds']:.0f} s). Predicted by `fivefold plan --layout --cluster` with `fivefold calibrate` run "
+            f"in the same call on 2 and on 4 ranks: every coefficient comes from calibrate (or a formula), none is "
+            f"fitted to these runs.")
     benchlib.publish("## Planner validation (issue 15)", desc, table, summary, a.write)
 
 

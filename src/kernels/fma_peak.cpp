@@ -70,17 +70,21 @@ FmaPeak measure_fma_peak() {
   if (__builtin_cpu_supports("avx512f")) burst = burst_avx512, lanes = 16, p.isa = "avx512";
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) burst = burst_avx2, lanes = 8, p.isa = "avx2+fma";
   const double flops = 2.0 * lanes * kAcc * double(kIters);
+  p.flops_per_core = flops / best_burst_seconds(burst, 0.2);
+  return p;
+}
+
+double best_burst_seconds(double (*burst)(), double budget_s) {
   volatile double sink = 0;
   double best = 1e30, spent = 0;
   using clock = std::chrono::steady_clock;
-  for (int rep = 0; rep < 400 && (rep < 20 || spent < 0.2); ++rep) {
+  for (int rep = 0; rep < 400 && (rep < 20 || spent < budget_s); ++rep) {
     const auto t0 = clock::now();
     sink = sink + burst();
     const double t = std::chrono::duration<double>(clock::now() - t0).count();
     best = std::min(best, t), spent += t;
   }
-  p.flops_per_core = flops / best;
-  return p;
+  return best;
 }
 
 }  // namespace ff

@@ -16,4 +16,8 @@ struct FmaPeak {
 // busy machine.
 FmaPeak measure_fma_peak();
 
+// The best time of repeated calls of `burst` (at least 20, then until `budget_s` seconds are spent,
+// at most 400): how measure_fma_peak (and the bf16 peak) time their register loops.
+double best_burst_seconds(double (*burst)(), double budget_s);
+
 }  // namespace ff

@@ -10,9 +10,11 @@
 #include <fmt/format.h>
 
 #include "core/memory.h"
+#include "kernels/bf16_peak.h"
 #include "kernels/flash_attention.h"
 #include "kernels/gemm_precision.h"
 #include "model/linear.h"
+#include "plan/calibrate_kernels.h"
 #include "plan/hardware_peak.h"
 #include "plan/memory_fit.h"
 
@@ -47,17 +49,20 @@ double time_gemm(GemmClass& g, DType inputs = DType::f32) {
 
 // A linear layer as training runs it (model/linear.h): forward y = x W^T, dgrad dx = dy W, wgrad
 // dW += dy^T x, on (rows, width) activations and a (width, width) weight; FLOP/s over the three,
-// median of timings on rotating operand copies (beyond the L2, as in a step).
-double time_linear(int rows, int width, DType inputs) {
+// median of timings on rotating operand copies flushed from the caches (as a step meets them),
+// every rank on the same shape at once.
+double time_linear(int rows, int width, DType inputs, const Comm* sync, CacheFlusher& flush) {
   const GemmInputDtypeScope scope(inputs);
   const size_t nx = size_t(rows) * width, nw = size_t(width) * width, set = 3 * nx + 2 * nw;
   const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * set), 1, 16));
   TrackedBuffer<float> buf(set * copies, MemCategory::workspace);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(i % 7) * 0.05f - 0.15f;
   std::vector<double> t;
-  for (int rep = 0; rep <= std::max(copies, 5); ++rep) {
+  for (int rep = 0; rep <= 4; ++rep) {
     float* x = buf.data() + size_t(rep % copies) * set;
     float *y = x + nx, *dx = y + nx, *W = dx + nx, *dW = W + nw;
+    flush();  // the weights and activations from memory, as a step meets them
+    if (sync) sync->barrier();  // every rank on the same shape at once
     const auto t0 = clock_type::now();
     matmul_xwt(y, x, W, rows, width, width);
     matmul_dyw(dx, y, W, rows, width, width);
@@ -122,11 +127,12 @@ double busy_cpu_share(const Comm& world) {
   return cpu / since(t0);  // cores' worth this rank's threads got
 }
 
-// Best of several timings of one collective of `floats` per rank (every rank starts together).
+// Best of several timings of one collective of `floats` per rank (every rank starts together;
+// nine, as a waiting rank that yields its core can lose a time slice to other work).
 template <class F>
 double time_op(const Comm& world, F&& op) {
   double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < 9; ++rep) {
     world.barrier();
     const auto t0 = clock_type::now();
     op();
@@ -135,6 +141,34 @@ double time_op(const Comm& world, F&& op) {
     if (rep > 0) best = std::min(best, t);
   }
   return best;
+}
+
+// A blocking collective as a step issues it: right after each rank's own compute (about 2 ms of
+// GEMMs, no barrier in between), so the ranks arrive apart and the one that waits spins, yields or
+// sleeps as the comm engine does mid-step. Median over iterations of (compute + all-reduce of one
+// (1024, 256) activation), less the compute alone and the all-reduce's alpha-beta time.
+double collective_overhead(const Comm& world, const LinkClass& link) {
+  const int rows = 1024, width = 256;
+  TrackedBuffer<float> x(size_t(rows) * width, MemCategory::workspace), W(size_t(width) * width, MemCategory::workspace),
+      y(size_t(rows) * width, MemCategory::workspace);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) * 0.05f - 0.15f;
+  for (size_t i = 0; i < W.size(); ++i) W[i] = float(i % 5) * 0.01f - 0.02f;
+  auto median_step = [&](bool collective) {
+    world.barrier();
+    std::vector<double> t;
+    for (int it = 0; it < 21; ++it) {
+      const auto t0 = clock_type::now();
+      for (int g = 0; g < 4; ++g) matmul_xwt(y.data(), x.data(), W.data(), rows, width, width);  // overwrites y
+      if (collective) world.all_reduce(y.data(), y.size());
+      if (it > 0) t.push_back(since(t0));
+    }
+    std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+    return t[t.size() / 2];
+  };
+  const double alone = median_step(false), with = median_step(true);
+  double extra = with - alone - link.seconds(Coll::all_reduce, 4.0 * double(y.size()), world.size());
+  world.all_reduce(&extra, 1, ReduceOp::max);  // one number for every rank
+  return std::max(0.0, extra);
 }
 
 LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, size_t small, size_t large) {
@@ -166,20 +200,23 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
 constexpr int kGemmRows[] = {256, 1024, 4096};           // tokens per micro-batch
 constexpr int kGemmWidths[] = {64, 128, 256, 512, 1024};  // a weight's sides
 
-// The per-core rates of plan/cost_rates.h, measured with `threads` threads and stored per thread.
-EngineRates measure_rates(int threads, std::vector<GemmClass>& gemm, double& dram_bandwidth) {
+// The per-core rates of plan/cost_rates.h, measured with `threads` threads and stored per thread
+// (`sync`: every rank measures at once, each kernel started together; null: this rank alone).
+EngineRates measure_rates(const Comm* sync, int threads, std::vector<GemmClass>& gemm, double& dram_bandwidth) {
   EngineRates r;
   r.cores = machine_peak().cores;
+  CacheFlusher flush;
   for (int rows : kGemmRows)
     for (int w : kGemmWidths) {
-      r.gemm_fp32.add(rows, w, time_linear(rows, w, DType::f32) / threads);
-      r.gemm_bf16.add(rows, w, time_linear(rows, w, DType::bf16) / threads);
+      r.gemm_fp32.add(rows, w, time_linear(rows, w, DType::f32, sync, flush) / threads);
+      r.gemm_bf16.add(rows, w, time_linear(rows, w, DType::bf16, sync, flush) / threads);
     }
   for (GemmClass& g : gemm) time_gemm(g);
   for (int T : {64, 128, 256, 512}) r.attention.points.emplace_back(T, attention_seconds_per_unit(T) * threads);
   for (size_t n : {size_t(4) << 10, size_t(32) << 10, size_t(256) << 10, size_t(4) << 20})
     r.bandwidth.points.emplace_back(12.0 * n, triad_bandwidth(n) / threads);
   dram_bandwidth = r.bandwidth.points.back().second * threads;
+  measure_kernel_rates(sync, threads, r, flush);
   return r;
 }
 
@@ -194,7 +231,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   // (as in training), else by rank 0 alone while the others wait, then shared.
   const bool alone = ranks_per_machine * threads > machine_peak().cores;
   EngineRates rates;
-  if (!alone || world.rank() == 0) rates = measure_rates(threads, c.gemm, c.memory_bandwidth);
+  if (!alone || world.rank() == 0) rates = measure_rates(alone ? nullptr : &world, threads, c.gemm, c.memory_bandwidth);
   std::vector<double> flat;
   // Rank 0's numbers as one list of doubles, in and out (every value passes through `io`).
   auto pack = [&](bool out) {
@@ -208,6 +245,11 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
         for (auto& p : curve.points) io(p.second);
     for (RateCurve* curve : {&rates.attention, &rates.bandwidth})
       for (auto& p : curve->points) io(p.first), io(p.second);
+    for (RateCurve* curve : {&rates.optimizer, &rates.weight_copy, &rates.rmsnorm, &rates.rope, &rates.swiglu,
+                             &rates.cross_entropy})
+      for (auto& p : curve->points) io(p.second);
+    for (auto& [T, curve] : rates.attention_dim.by_rows)
+      for (auto& p : curve.points) io(p.second);
     for (GemmClass& g : c.gemm) io(g.flops);
     io(c.memory_bandwidth);
   };
@@ -223,6 +265,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
       for (int rows : kGemmRows)
         for (int w : kGemmWidths) table->add(rows, w, 0);  // the shapes; rank 0's rates fill them
     for (RateCurve* curve : {&rates.attention, &rates.bandwidth}) curve->points.resize(4);
+    shape_kernel_rates(rates);
     pack(false);
   }
   const int n = world.size();
@@ -232,11 +275,14 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   if (n > 1) {
     const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
-    c.links.push_back(fit_link(world, "all_reduce", ar, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "all_gather", other, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "reduce_scatter", other, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "all_to_all", other, 256, size_t(1) << 18));
-    c.links.push_back(fit_link(world, "p2p", 1.0, 256, size_t(1) << 18));
+    // The large size: 16 MiB per rank, as large as a step's gradient buckets (a segment each, up to
+    // millions of floats), so the slope includes the memory traffic beyond the caches they meet.
+    const size_t large = size_t(1) << 22;
+    c.links.push_back(fit_link(world, "all_reduce", ar, 256, large));
+    c.links.push_back(fit_link(world, "all_gather", other, 256, large));
+    c.links.push_back(fit_link(world, "reduce_scatter", other, 256, large));
+    c.links.push_back(fit_link(world, "all_to_all", other, 256, large));
+    c.links.push_back(fit_link(world, "p2p", 1.0, 256, large));
     const Coll ops[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
     for (size_t i = 0; i < c.links.size(); ++i) cl.same_node.set_from_fit(ops[i], c.links[i].alpha, c.links[i].beta, n);
     // One node here: the across-node class needs ranks on two nodes to measure; until then it
@@ -245,6 +291,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;
     rates.step_overhead = 4 * time_op(world, [&] { world.all_reduce(&x, 1); });
+    if (!alone) rates.collective_overhead = collective_overhead(world, cl.same_node);
   }
   cl.rates = rates;
   cl.name = "calibrated: " + cl.name;
@@ -252,6 +299,8 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   double best_gemm = 0;
   for (const GemmClass& g : c.gemm) best_gemm = std::max(best_gemm, g.flops);
   cl.gemm_efficiency = std::min(1.0, best_gemm / cl.peak_flops);
+  const double dot16 = measure_bf16_dot_peak();  // per core; 0 without bf16 instructions
+  if (dot16 > 0) cl.peak_flops_16 = dot16 * cl.peak_flops / machine_peak().fma_flops_per_core;  // the same share
   if (!c.links.empty()) {
     const LinkFit& ar = c.links.front();
     cl.intra_bandwidth = cl.inter_bandwidth = ar.busbw;

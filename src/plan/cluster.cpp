@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "kernels/cpu_isa.h"
 #include "plan/hardware_peak.h"
 #include "plan/memory_fit.h"
 
 namespace ff {
 
 namespace {
-const std::set<std::string> kKeys = {"name", "devices_per_node", "peak_flops", "gemm_efficiency", "memory_bytes",
+const std::set<std::string> kKeys = {"name", "devices_per_node", "peak_flops", "peak_flops_16", "gemm_efficiency", "memory_bytes",
                                      "intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency",
                                      "precision", "activation_bytes", "flash_attention", "engine",
                                      "measured", "rates", "same_node", "across_nodes"};  // calibrate's raw measurements, for people
@@ -44,6 +45,7 @@ ClusterSpec load_cluster(const std::string& path) {
   c.name = t["name"].value_or(std::filesystem::path(path).stem().string());
   c.devices_per_node = int(num("devices_per_node", 1, true));
   c.peak_flops = num("peak_flops", 0, true);
+  c.peak_flops_16 = t.contains("peak_flops_16") ? num("peak_flops_16", 0, true) : 0;
   c.gemm_efficiency = num("gemm_efficiency", 0.5, false);
   c.memory_bytes = num("memory_bytes", 0, true);
   c.intra_bandwidth = num("intra_bandwidth", 0, true);
@@ -74,8 +76,16 @@ std::string cluster_to_toml(const ClusterSpec& c) {
       c.name, c.devices_per_node, c.peak_flops, c.gemm_efficiency, c.memory_bytes, c.intra_bandwidth,
       c.inter_bandwidth, c.intra_latency, c.inter_latency, precision_name(c.precision), c.activation_bytes,
       c.flash_attention, c.engine) +
+         (c.peak_flops_16 > 0 ? fmt::format("peak_flops_16 = {:.6g}  # per device, FLOP/s with bf16 GEMM inputs\n",
+                                            c.peak_flops_16)
+                              : "") +
          (c.rates.known() ? rates_to_toml(c.rates) : "") + link_class_to_toml(c.same_node, "same_node") +
          link_class_to_toml(c.across_nodes, "across_nodes");
+}
+
+double ClusterSpec::peak16() const {
+  if (peak_flops_16 > 0 || !engine) return peak_flops_16 > 0 ? peak_flops_16 : peak_flops;
+  return bf16_path() == Bf16Path::emulated ? peak_flops : 2 * peak_flops;  // vdpbf16ps: 4 FLOPs per lane
 }
 
 bool group_spans_nodes(int stride, int n, int world, int per_node) {

@@ -13,6 +13,9 @@ struct ClusterSpec {
   std::string name;
   int devices_per_node = 1;           // ranks sharing the fast link
   double peak_flops = 0;              // per device: dense matmul peak in the training precision
+  // Per device, the peak for bf16 GEMM inputs where it differs (engine clusters: calibrate
+  // measures it; 0: peak16() derives it).
+  double peak_flops_16 = 0;
   double gemm_efficiency = 0.5;       // share of peak large GEMMs reach (calibrated or published)
   double memory_bytes = 0;            // per device, usable for training
   double intra_bandwidth = 0;         // bytes/s per device inside a node (NVLink, shared memory)
@@ -30,6 +33,10 @@ struct ClusterSpec {
   LinkClass same_node, across_nodes;
   EngineRates rates;  // [rates]: the engine's calibrated per-core rates (engine clusters)
   const LinkClass& link(bool spans_nodes) const { return spans_nodes ? across_nodes : same_node; }
+  // The peak a bf16 layout's MFU divides by: peak_flops_16 when known; else on this engine twice
+  // the fp32 FMA peak where the CPU has bf16 dot products (kernels/bf16_peak.h), the FMA peak
+  // where bf16 is widened to fp32; a hardware description's peak_flops is already its 16-bit one.
+  double peak16() const;
 };
 
 // Whether some group along a mesh axis spans nodes: the axis's ranks sit `stride` apart (the

@@ -69,6 +69,22 @@ std::string curve_toml(const char* key, const RateCurve& c) {
     s += fmt::format("{}[{:.6g}, {:.6g}]", i ? ", " : "", c.points[i].first, c.points[i].second);
   return s + "]\n";
 }
+
+// The engine's kernel curves by key, in the order calibrate writes them.
+template <class Rates>  // EngineRates, const or not
+auto kernel_curves(Rates& r) -> std::vector<std::pair<decltype(&r.optimizer), const char*>> {
+  return {{&r.optimizer, "optimizer"}, {&r.rmsnorm, "rmsnorm"}, {&r.rope, "rope"}, {&r.swiglu, "swiglu"},
+          {&r.cross_entropy, "cross_entropy"}, {&r.weight_copy, "weight_copy"}};
+}
+
+std::string kernels_toml(const EngineRates& r) {
+  if (!r.kernels_known()) return "";
+  std::string s = "# the engine's kernels, all ranks at once: [elements, seconds per element] (optimizer: per "
+                  "parameter; cross_entropy: per logit)\n";
+  for (auto [curve, key] : kernel_curves(r)) s += curve_toml(key, *curve);
+  return s + "# [T, head width, seconds per B H T^2 D of causal attention, forward + backward]\n" +
+         table_toml("attention_dim", r.attention_dim);
+}
 }  // namespace
 
 const char* coll_name(Coll op) {
@@ -133,19 +149,25 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   EngineRates r;
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
-    if (key != "cores" && key != "available_cores" && key != "step_overhead" && key != "gemm_fp32" && key != "gemm_bf16" && key != "attention" &&
-        key != "bandwidth")
-      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, "
-                                           "gemm_fp32, gemm_bf16, attention, bandwidth)",
+    static const char* known[] = {"cores", "available_cores", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
+                                  "bandwidth", "optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy",
+                                  "weight_copy", "attention_dim"};
+    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
+      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, collective_overhead, "
+                                           "gemm_fp32, gemm_bf16, attention, bandwidth, optimizer, rmsnorm, rope, swiglu, "
+                                           "cross_entropy, weight_copy, attention_dim)",
                                            path, key));
   }
   r.cores = int(t["cores"].value_or(0));
   r.step_overhead = t["step_overhead"].value_or(0.0);
+  r.collective_overhead = t["collective_overhead"].value_or(0.0);
   r.available_cores = t["available_cores"].value_or(0.0);
   r.gemm_fp32 = read_table(t.get("gemm_fp32"), path, "gemm_fp32");
   r.gemm_bf16 = read_table(t.get("gemm_bf16"), path, "gemm_bf16");
   r.attention = read_curve(t.get("attention"), path, "attention");
   r.bandwidth = read_curve(t.get("bandwidth"), path, "bandwidth");
+  for (auto [curve, key] : kernel_curves(r)) *curve = read_curve(t.get(key), path, key);
+  r.attention_dim = read_table(t.get("attention_dim"), path, "attention_dim");
   if (r.cores <= 0 || r.gemm_fp32.empty() || r.attention.empty() || r.bandwidth.empty())
     throw std::runtime_error(fmt::format("cluster file '{}': [rates] needs cores > 0, gemm_fp32, attention and "
                                          "bandwidth (write it with `fivefold calibrate`)",
@@ -155,11 +177,13 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
 
 std::string rates_to_toml(const EngineRates& r) {
   return fmt::format("\n[rates]  # one core, one thread\ncores = {}\navailable_cores = {:.3f}  # what the ranks got, "
-                     "all busy\nstep_overhead = {:.6g}  # s\n",
-                     r.cores, r.available_cores, r.step_overhead) +
+                     "all busy\nstep_overhead = {:.6g}  # s\ncollective_overhead = {:.6g}  # s per blocking collective "
+                     "mid-step, beyond alpha-beta\n",
+                     r.cores, r.available_cores, r.step_overhead, r.collective_overhead) +
          "# [rows, width, FLOP/s]: a linear layer's forward, dgrad and wgrad, operands rotated out of the cache\n" +
          table_toml("gemm_fp32", r.gemm_fp32) + table_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
-         curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth);
+         curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth) +
+         kernels_toml(r);
 }
 
 LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const std::string& path, const char* name) {

@@ -58,7 +58,21 @@ struct EngineRates {
   RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
   RateCurve bandwidth;                 // bytes/s per core by working-set bytes
   double step_overhead = 0;            // seconds per step outside the model (data, metrics)
+  // Seconds a blocking collective issued mid-step costs beyond its alpha-beta time (the ranks
+  // arrive apart after their own compute; the waiting one spins, yields or sleeps), measured by
+  // calibrate when the ranks fit the cores (0 otherwise: waiting ranks then lend their core).
+  double collective_overhead = 0;
+  // The engine's non-GEMM kernels as calibrate times them (plan/calibrate_kernels.h), per core;
+  // absent from older files, which cost those kernels as bytes over `bandwidth`.
+  RateCurve optimizer;      // s per parameter: zero the gradient, its norm, the clip, AdamW; by parameters
+  RateCurve rmsnorm;        // s per element, forward + backward, by elements
+  RateCurve rope;           // s per element of q or k, forward + backward, by elements
+  RateCurve swiglu;         // s per output element, forward + backward, by elements
+  RateCurve cross_entropy;  // s per logit, forward + backward, by logits
+  RateCurve weight_copy;    // s per weight rounded to bf16 (once per step in 16-bit runs), by weights
+  GemmTable attention_dim;  // s per B H T^2 D of causal attention, fwd + bwd, by (T, head width)
   bool known() const { return cores > 0 && !gemm_fp32.empty(); }
+  bool kernels_known() const { return !optimizer.empty() && !rmsnorm.empty() && !cross_entropy.empty(); }
 };
 
 // The [rates] table of a cluster.toml; unknown keys throw naming the file.

@@ -25,17 +25,37 @@ struct Costs {
   }
   // Bytes streamed by element-wise kernels whose largest operand is `working_set` bytes.
   double stream(double bytes, double working_set) const { return bytes / (r.bandwidth.at(working_set) * threads); }
-  double attention(double units, double T) const { return units * r.attention.at(T) / threads; }
+  double attention(double units, double T, double D) const {
+    return units * (r.attention_dim.empty() ? r.attention.at(T) : r.attention_dim.at(T, D)) / threads;
+  }
+  // One collective the step blocks on (tp's all-reduces, cp's all-gathers and all-to-alls, ep's
+  // exchange): its alpha-beta time plus what issuing it after compute adds (cost_rates.h).
+  double coll(const LinkClass* link, Coll op, double bytes, int n) const {
+    return link->seconds(op, bytes, n) + r.collective_overhead;
+  }
+  // `count` elements through one of the engine's kernels at calibrate's per-element rate.
+  double kernel(const RateCurve& c, double count) const { return count > 0 ? count * c.at(count) / threads : 0; }
+  bool kernels() const { return r.kernels_known(); }
 };
 
 // One rank's work per micro-batch: forward, backward (both passes), and its communication.
 struct MicroBatchCost {
   double fwd = 0, bwd = 0, comm = 0;
+  double gemm = 0, attention = 0, elementwise = 0;  // fwd + bwd (+ recompute) by kind
 };
 
 struct Groups {  // the link each group of the layout uses
   const LinkClass *tp, *cp, *dp, *pp, *ep;
 };
+
+// One block's element-wise kernels, forward + backward, at their calibrated rates: two RMSNorms
+// over the rank's R residual rows, RoPE on q and k, SwiGLU over `swiglu` outputs (tokens x width,
+// the routed copies for MoE), and zeroing the qkv gradient before attention's backward adds to it.
+double block_kernels(const Costs& k, const BlockWidths& w, double N, double R, double swiglu) {
+  const double C = double(w.C), q = double(w.A), kv = (double(w.Q) - q) / 2;  // q and k (= v) widths
+  return k.kernel(k.r.rmsnorm, 2 * R * C) + k.kernel(k.r.rope, N * (q + kv)) + k.kernel(k.r.swiglu, swiglu) +
+         k.stream(N * double(w.Q) * kF, N * double(w.Q) * kF);
+}
 
 MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const RankModel& rm, const Costs& k,
                        const Groups& g) {
@@ -57,43 +77,61 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
         gemm += k.gemm(N, double(w.E), C) + local * (k.gemm(rows, 2.0 * w.Fe, C) + k.gemm(rows, C, double(w.Fe)));
         gemm += k.gemm(N, 2.0 * w.Fs, C) + k.gemm(N, C, double(w.Fs));
         mlp_tokens = N * w.K, mlp_width = double(w.Fe);
-        if (L.ep > 1) t.comm += 4 * g.ep->seconds(Coll::all_to_all, N * w.K * C * kF, L.ep);  // dispatch, combine
+        if (L.ep > 1) t.comm += 4 * k.coll(g.ep, Coll::all_to_all, N * w.K * C * kF, L.ep);  // dispatch, combine
       } else {
         gemm += k.gemm(N, 2 * mlp_width, C) + k.gemm(N, C, mlp_width);
       }
       // Attention: each cp rank does 1/cp of the causal work; a2a splits heads, the others the queries.
       const double units = double(L.micro_batch) * w.H * double(c.seq_len) * c.seq_len * c.head_dim() / L.cp;
-      const double attn = k.attention(units, L.cp_comm == "a2a" ? c.seq_len : double(c.seq_len) / L.cp);
-      // Element-wise traffic per token, forward: two norms (read, write C), two residual adds
-      // (3C), RoPE on q and k (read, write), SwiGLU (read 2F, write F); the backward twice that.
+      const double attn = k.attention(units, L.cp_comm == "a2a" ? c.seq_len : double(c.seq_len) / L.cp, c.head_dim());
+      // Element-wise work, forward (the backward about twice it): two norms, RoPE on q and k,
+      // SwiGLU, the residual adds; at the calibrated rates of the engine's kernels when the
+      // cluster file has them, else as bytes (norms read and write C, adds 3C, RoPE q and k,
+      // SwiGLU reads 2F and writes F) over the bandwidth of the working set.
       const double elem = (10 * R / N * C + 2 * double(w.Q)) * N * kF + 3 * mlp_width * mlp_tokens * kF;
-      const double elem_t = k.stream(elem, N * std::max(C, 2 * mlp_width) * kF);
+      const double elem_t = k.kernels() ? block_kernels(k, w, N, R, mlp_tokens * mlp_width) / 3
+                                        : k.stream(elem, N * std::max(C, 2 * mlp_width) * kF);
       const double attn_fwd = attn * 2 / 7;  // 2 of the 7 T^2 D FLOPs per (B, H) are the forward's
       t.fwd += gemm + attn_fwd + elem_t;
       t.bwd += 2 * gemm + (attn - attn_fwd) + 2 * elem_t;
       if (L.recompute == Recompute::full) refwd += gemm + attn_fwd + elem_t;
       if (L.recompute == Recompute::selective) refwd += attn_fwd + elem_t;
+      const bool again = L.recompute != Recompute::none;
+      t.gemm += (L.recompute == Recompute::full ? 4 : 3) * gemm;
+      t.attention += attn + (again ? attn_fwd : 0), t.elementwise += (again ? 4 : 3) * elem_t;
       // Tensor parallelism: per block two all-reduces forward, two backward (all-gather +
       // reduce-scatter under sp: the same bytes), and the forward's again under full recompute.
-      if (L.tp > 1) t.comm += (4 + (L.recompute == Recompute::full ? 2 : 0)) * g.tp->seconds(Coll::all_reduce, act, L.tp);
+      if (L.tp > 1) t.comm += (4 + (L.recompute == Recompute::full ? 2 : 0)) * k.coll(g.tp, Coll::all_reduce, act, L.tp);
       if (L.cp > 1) {  // K and V of this rank's tokens (and their gradients back)
         const double kv = 2.0 * c.n_kv_heads * c.head_dim() / L.tp * N * kF;
-        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);  // K/V fwd; K/V + dK/dV bwd
+        // K/V fwd; K/V + dK/dV bwd. Each ring step is posted before the previous piece's attention
+        // and waited after it: no blocking overhead.
+        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);
         if (L.cp_comm == "allgather")
-          t.comm += 2 * g.cp->seconds(Coll::all_gather, kv * L.cp, L.cp) + g.cp->seconds(Coll::reduce_scatter, kv * L.cp, L.cp);
+          t.comm += 2 * k.coll(g.cp, Coll::all_gather, kv * L.cp, L.cp) + k.coll(g.cp, Coll::reduce_scatter, kv * L.cp, L.cp);
         if (L.cp_comm == "a2a")  // q, k, v to heads and the output back; the same backward
-          t.comm += 2 * g.cp->seconds(Coll::all_to_all, (double(w.Q) + double(w.A)) * N * kF, L.cp);
+          t.comm += 2 * k.coll(g.cp, Coll::all_to_all, (double(w.Q) + double(w.A)) * N * kF, L.cp);
       }
     }
-    if (ch.embedding) t.fwd += k.stream(2 * act, act), t.bwd += k.stream(2 * act, act);
+    if (ch.embedding) t.fwd += k.stream(2 * act, act), t.bwd += k.stream(2 * act, act), t.elementwise += 2 * k.stream(2 * act, act);
+    const double before_head = t.fwd + t.bwd;
     if (ch.head) {  // final norm, the head's GEMM and the cross-entropy's passes over the logits
       const double V = double(rm.vocab_rows), logits = N * V * kF;
       const double g3 = k.gemm(N, V, C);
-      t.fwd += g3 + k.stream(4 * act + 2 * logits, logits);
-      t.bwd += 2 * g3 + k.stream(8 * act + 2 * logits, logits);
-      if (L.tp > 1) t.comm += 2 * g.tp->seconds(Coll::all_reduce, act, L.tp) + 3 * g.tp->seconds(Coll::all_reduce, N * kF, L.tp);
+      if (k.kernels()) {  // the loss's forward and backward run together, at the forward's end
+        const double norm = k.kernel(k.r.rmsnorm, R * C);
+        t.fwd += g3 + norm / 3 + k.kernel(k.r.cross_entropy, N * V);
+        t.bwd += 2 * g3 + 2 * norm / 3 + k.stream(R * C * kF, R * C * kF);  // and zeroing d_resid
+      } else {
+        t.fwd += g3 + k.stream(4 * act + 2 * logits, logits);
+        t.bwd += 2 * g3 + k.stream(8 * act + 2 * logits, logits);
+      }
+      if (L.tp > 1) t.comm += 2 * k.coll(g.tp, Coll::all_reduce, act, L.tp) + 3 * k.coll(g.tp, Coll::all_reduce, N * kF, L.tp);
     }
-    if (L.pp > 1) t.comm += 2 * g.pp->seconds(Coll::p2p, R * C * kF, 2);  // activation out, gradient back
+    if (ch.head) t.gemm += 3 * k.gemm(N, double(rm.vocab_rows), C), t.elementwise += t.fwd + t.bwd - before_head - 3 * k.gemm(N, double(rm.vocab_rows), C);
+    // Activation out, gradient back: sends are asynchronous, and a receive's wait for the other
+    // stage is the schedule's fill (below), so no blocking overhead.
+    if (L.pp > 1) t.comm += 2 * g.pp->seconds(Coll::p2p, R * C * kF, 2);
   }
   t.bwd += refwd;
   return t;
@@ -113,8 +151,17 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
     else comm += link.seconds(Coll::reduce_scatter, bytes, n) * (L.zero >= 2 ? L.grad_accum : 1) +
                  link.seconds(Coll::all_gather, bytes, n) * (L.zero == 3 ? 2 * L.grad_accum : 1);
   }
-  // AdamW reads param, grad, m, v and writes param, m, v; the gradient is zeroed and its norm read.
-  optimizer = k.stream(9 * local * kF, local * kF);
+  // Calibrated: zeroing the gradients, their norm, the clip and AdamW per parameter, as the engine
+  // runs them. Else as bytes: AdamW reads param, grad, m, v and writes param, m, v; the gradient
+  // is zeroed and its norm read.
+  optimizer = k.kernels() ? k.kernel(k.r.optimizer, local) : k.stream(9 * local * kF, local * kF);
+  // 16-bit GEMMs read a copy of the rank's weights rounded once per step (none under a sharded
+  // ZeRO-3, whose gathers hold their own; kernels/weight_copy.h).
+  if (k.kernels() && L.gemm != Precision::fp32 && !(L.zero == 3 && n > 1)) {
+    double weights = 0;
+    for (const ParamSegment& s : rm.layout->segments()) weights += double(s.count);
+    optimizer += k.kernel(k.r.weight_copy, weights);
+  }
 }
 
 }  // namespace
@@ -131,9 +178,12 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   const double m = L.grad_accum;
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
   double cpu = 0, comm_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;
+  EngineStepTime t;
   for (int r = 0; r < L.pp; ++r) {
     const RankModel rm = rank_model(c, L, r);
     const MicroBatchCost mb = micro_batch(c, L, rm, k, g);
+    if (stage.empty() || mb.fwd + mb.bwd > *std::max_element(stage.begin(), stage.end()))
+      t.gemm = m * mb.gemm, t.attention = m * mb.attention, t.elementwise = m * mb.elementwise;
     stage.push_back(mb.fwd + mb.bwd);
     fwd_share = std::max(fwd_share, mb.fwd / (mb.fwd + mb.bwd));
     comm_mb = std::max(comm_mb, mb.comm);
@@ -142,7 +192,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     dp_comm = std::max(dp_comm, dc), optimizer = std::max(optimizer, opt);
     cpu += (m * (mb.fwd + mb.bwd) + opt) / L.pp;  // the average rank's CPU work
   }
-  EngineStepTime t;
+  t.optimizer = optimizer;
   const double slowest = *std::max_element(stage.begin(), stage.end());
   double fill = 0;  // the first micro-batch's way through the other stages, by schedule
   for (double s : stage) fill += s;

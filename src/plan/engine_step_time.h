@@ -17,6 +17,9 @@ namespace ff {
 
 struct EngineStepTime {
   double compute = 0, bubble = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, other = 0;  // seconds per step
+  // compute + other by kind, on the slowest pipeline stage: GEMMs, attention, element-wise
+  // kernels (norms, RoPE, SwiGLU, the loss, embedding), and the optimizer's per-step work.
+  double gemm = 0, attention = 0, elementwise = 0, optimizer = 0;
   double step = 0;
 };
 

@@ -172,6 +172,9 @@ std::string plan_json(const PlanResult& r, int k) {
                         {"dp_comm", p.dp_comm}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
                         {"largest_pp_rank", p.memory.pp_rank}};
     for (int c = 0; c < kMemCategories; ++c) j["bytes"][mem_category_name(MemCategory(c))] = p.memory.bytes[size_t(c)];
+    if (p.gemm > 0)  // engine clusters: the compute by kind (bench/plan/profile_terms.py compares it)
+      j["terms"] = {{"gemm", p.gemm}, {"attention", p.attention}, {"elementwise", p.elementwise},
+                    {"optimizer", p.optimizer}};
     s += j.dump() + "\n";
   }
   return s;

@@ -70,9 +70,10 @@ LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const
   if (cl.engine && cl.rates.known()) {  // this engine on CPU ranks: the calibrated op-by-op model
     const EngineStepTime e = engine_step_time(c, L, cl, threads);
     r.compute = e.compute + e.other, r.bubble = e.bubble, r.tp_comm = e.tp_comm, r.dp_comm = e.dp_comm;
+    r.gemm = e.gemm, r.attention = e.attention, r.elementwise = e.elementwise, r.optimizer = e.optimizer;
     r.step_seconds = e.step;
     r.tokens_per_s = tokens / r.step_seconds;
-    r.mfu = r.tokens_per_s * fpt / (cl.peak_flops * L.ranks());
+    r.mfu = r.tokens_per_s * fpt / ((L.gemm == Precision::fp32 ? cl.peak_flops : cl.peak16()) * L.ranks());
     return r;
   }
   const double s = double(c.seq_len) / L.cp, mb = L.micro_batch, h = c.dim, m = L.grad_accum;
