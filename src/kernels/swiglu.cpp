@@ -2,22 +2,24 @@
 
 #include <cstddef>
 
+#include "kernels/round_store.h"
 #include "kernels/simd.h"
 
 namespace ff {
 namespace {
 
-template <class T>
-FF_WIDE void forward(T* h, const T* gate_up, int N, int F) {
+// h in T, or in a 16-bit type through Store (round_store.h): the same fp32 arithmetic either way.
+template <class T, class Store = detail::StoreSame<T>>
+FF_WIDE void forward(typename Store::type* h, const T* gate_up, int N, int F) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const T* g = gate_up + static_cast<size_t>(n) * 2 * F;
     const T* u = g + F;
-    T* hr = h + static_cast<size_t>(n) * F;
+    typename Store::type* hr = h + static_cast<size_t>(n) * F;
 #pragma omp simd
     for (int i = 0; i < F; ++i) {
       const T sig = T(1) / (T(1) + simd::exp_fast(-g[i]));
-      hr[i] = g[i] * sig * u[i];
+      hr[i] = Store::cast(g[i] * sig * u[i]);
     }
   }
 }
@@ -45,6 +47,9 @@ FF_WIDE void backward(T* d_gate_up, const T* dh, const T* gate_up, int N, int F)
 }  // namespace
 
 void swiglu_forward(float* h, const float* gate_up, int N, int F) { forward(h, gate_up, N, F); }
+void swiglu_forward(TypedPtr h, const float* gate_up, int N, int F) {
+  detail::with_store(h, [&]<class Store>(typename Store::type* out) { forward<float, Store>(out, gate_up, N, F); });
+}
 void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F) {
   backward(d_gate_up, dh, gate_up, N, F);
 }

@@ -42,6 +42,8 @@ class Llama {
   // layout and every width follow from it) and `hooks` implement the parallel operations (both
   // outlive the model); null: the serial model. `parts`: the blocks, embedding and head this
   // rank holds (a pipeline stage's); null = the whole model, which then owns its activations.
+  // The activations only GEMMs read are stored in the GEMM input type current at construction
+  // (kernels/gemm_precision.h; model/activations.h).
   Llama(const ModelConfig& config, int max_batch, Recompute policy, const TensorSlicer* slicer = nullptr,
         ModelHooks* hooks = nullptr, const ModelParts* parts = nullptr);
   ~Llama();
@@ -154,6 +156,7 @@ class Llama {
   VocabRange vocab_;                  // this rank's vocabulary rows
   int max_batch_;
   Recompute policy_;
+  DType act_dtype_;                           // of the activations only GEMMs read
   std::unique_ptr<Activations> whole_;        // the whole model's activations (parts null)
   TrackedBuffer<float> rope_cos_, rope_sin_;  // (T, D/2)
   TrackedBuffer<float> logits_;               // (N, V), then d(loss)/d(logits) in place

@@ -116,7 +116,7 @@ const float* Llama::head_forward(const HeadParams& h, Activations& acts, int fir
   const int C = cfg_.dim;
   rmsnorm_forward(acts.final_ln(), acts.final_rstd(), acts.final_out(), h.norm,
                   int(resid_rows(first_row + rows)), C, cfg_.rms_eps);                    // (R, C)
-  const float* in = hooks_->column_input(acts.final_ln(), size_t(first_row + rows), C);  // (N, C)
+  const float* in = hooks_->column_input(acts.final_ln(), size_t(first_row + rows), C).f32();  // (N, C)
   matmul_xwt(logits_.data(), in + size_t(first_row) * C, h.weight, rows, C, vocab_.count);  // (rows, V)
   return in;
 }
@@ -217,7 +217,7 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
-  const float* ln1 = def ? nullptr : hooks_->column_input(a.ln1, N, C);               // (N, C)
+  const ConstTypedPtr ln1 = def ? ConstTypedPtr() : hooks_->column_input(a.ln1, N, C);  // (N, C)
   matmul_dyw_dw(d_ln, def ? nullptr : G + o.qkv, d_qkv, ln1, P + o.qkv, N, C, Q);     // (N, C)
   if (def) copy_rows(def->d_qkv, d_qkv, size_t(N) * Q);
   rmsnorm_backward(d_resid, def ? def->norms : G + o.attn_norm, hooks_->column_input_backward(d_ln, N, C),
@@ -233,7 +233,7 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
                 C);                                                                  // (N, F)
   if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
   swiglu_backward(m.d_gate_up, m.d_h, a.mlp.gate_up, N, F);                          // (N, 2F)
-  const float* ln2 = def ? nullptr : h.column_input(a.ln2, N, C);                    // (N, C)
+  const ConstTypedPtr ln2 = def ? ConstTypedPtr() : h.column_input(a.ln2, N, C);     // (N, C)
   matmul_dyw_dw(d_ln, def ? nullptr : G + m.o->mlp.gate_up, m.d_gate_up, ln2, m.P + m.o->mlp.gate_up, N, C,
                 2 * F);                                                              // (N, C)
   if (def) copy_rows(def->d_gate_up, m.d_gate_up, size_t(N) * 2 * F);
