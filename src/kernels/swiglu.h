@@ -7,9 +7,11 @@ namespace ff {
 
 // h: (N, F)
 void swiglu_forward(float* h, const float* gate_up, int N, int F);
-// h written in its own type (f32, or a 16-bit activation the down GEMM reads): computed in fp32
-// and rounded once on the store, bitwise the fp32 output converted afterwards.
-void swiglu_forward(TypedPtr h, const float* gate_up, int N, int F);
+// Typed forms for activations stored 16-bit (model/activations.h): gate_up read in its own type
+// (a 16-bit one widened exactly), the arithmetic fp32, h rounded once on the store. Bitwise the
+// fp32 kernel on the widened input, its output converted afterwards.
+void swiglu_forward(TypedPtr h, ConstTypedPtr gate_up, int N, int F);
+void swiglu_backward(float* d_gate_up, const float* dh, ConstTypedPtr gate_up, int N, int F);
 // d_gate_up (N, 2F) is overwritten (not accumulated): it is a fresh scratch gradient.
 void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F);
 

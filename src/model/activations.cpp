@@ -62,7 +62,7 @@ struct TensorSpec {
   TypedPtr DenseMlpActs::*typed_mlp = nullptr;  // a typed dense MLP tensor
   DType dtype = DType::f32;
 };
-// A tensor only GEMMs read, stored in `t`.
+// A GEMM's input or output stored in the run's GEMM input type `t` (activations.h says which).
 TensorSpec gemm_input(bool keep, int64_t width, bool resid, TypedPtr BlockActs::*m, DType t) {
   return {keep, width, resid, nullptr, nullptr, nullptr, 0, m, nullptr, t};
 }
@@ -74,12 +74,12 @@ std::vector<TensorSpec> tensor_specs(BlockKind kind, const BlockWidths& w, Recom
   std::vector<TensorSpec> s = {
       {k.x_in, w.C, true, &BlockActs::x_in, nullptr},   {k.rstd1, 1, true, &BlockActs::rstd1, nullptr},
       gemm_input(k.ln1, w.C, true, &BlockActs::ln1, t), {k.qkv, w.Q, false, &BlockActs::qkv, nullptr},
-      {k.att, w.A, false, &BlockActs::att, nullptr},    {k.lse, w.H, false, &BlockActs::lse, nullptr},
+      gemm_input(k.att, w.A, false, &BlockActs::att, t), {k.lse, w.H, false, &BlockActs::lse, nullptr},
       {k.mid, w.C, true, &BlockActs::mid, nullptr},     {k.rstd2, 1, true, &BlockActs::rstd2, nullptr},
       gemm_input(k.ln2, w.C, true, &BlockActs::ln2, ln2_type)};
   switch (kind) {
     case BlockKind::dense:
-      s.push_back({k.gate_up, 2 * w.F, false, nullptr, &DenseMlpActs::gate_up});
+      s.push_back({k.gate_up, 2 * w.F, false, nullptr, nullptr, nullptr, 0, nullptr, &DenseMlpActs::gate_up, t});
       s.push_back({k.h, w.F, false, nullptr, nullptr, nullptr, 0, nullptr, &DenseMlpActs::h, t});
       break;
     case BlockKind::moe: {

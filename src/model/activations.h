@@ -11,15 +11,19 @@
 //   full:      x_in C                                 (the whole block is recomputed)
 // A recomputing policy adds one block's worth of the dropped tensors as workspace.
 //
-// The tensors only GEMMs read (ln1, ln2 and a dense block's h: the inputs of q/k/v, gate/up and
-// down, forward and weight gradient) are stored in the run's GEMM input type (`gemm_dtype`: bf16
-// or f16 in a 16-bit run, f32 otherwise), written so by the kernel that produces them. The GEMMs
-// would round them to that type anyway, so the numbers are bitwise those of fp32 storage, and
-// each is rounded once instead of at every GEMM. Everything the norms, attention, SwiGLU's
-// backward and the loss read stays fp32 (x_in, mid, rstd, qkv, att, lse, gate_up). In a 16-bit
-// run, per dense block and token, in 4-byte units:
-//   none:      4C + Q + A + H + 3F + 2 - (2C + F) / 2   (ln1, ln2, h at 2 bytes)
-//   selective, full: as in fp32 (they keep none of the three)
+// In a 16-bit run (`gemm_dtype` bf16 or f16) the GEMM inputs and outputs that are not the residual
+// stream are stored in that type, as PyTorch's autocast keeps them:
+//   - ln1, ln2, h: only GEMMs read them (q/k/v, gate/up, down: forward and weight gradient), which
+//     would round them anyway. RMSNorm and SwiGLU write them rounded: bitwise fp32 storage.
+//   - att: the o GEMM reads it, and attention's backward (D = rowsum(dO * O)) reads it widened.
+//   - gate_up: the GEMM writes fp32 into the model's staging buffer, rounded once into the kept
+//     tensor; SwiGLU (forward, recomputed or not, and backward) reads the rounded values.
+// The attention output is likewise staged fp32 and rounded once. What the norms, RoPE, attention
+// and the loss read stays fp32: x_in, mid, rstd, qkv (A's bf16 attention may take it), lse.
+// Per dense block and token in a 16-bit run, in 4-byte units:
+//   none:      4C + Q + A + H + 3F + 2 - (2C + A + 3F) / 2
+//   selective: 2C + Q + F             (gate_up's 2F at 2 bytes)
+//   full:      C
 // An MoE block keeps its ln2 in fp32: the router and the dispatch read its rows as floats.
 //
 // Under tensor parallelism the widths are this rank's (Q, A, H, F divided by t; C whole), and
@@ -44,8 +48,8 @@ Recompute parse_recompute(const std::string& s);  // throws listing the valid na
 // A dense MLP's kept tensors; a mixture-of-experts block will keep its own (router scores,
 // dispatched tokens, expert activations) in their place.
 struct DenseMlpActs {
-  float* gate_up;  // (N, 2F)
-  TypedPtr h;      // (N, F)  silu(gate) * up, in the GEMM input type
+  TypedPtr gate_up;  // (N, 2F)  in the GEMM input type
+  TypedPtr h;        // (N, F)   silu(gate) * up, in the GEMM input type
 };
 
 // An MoE block's kept tensors (model/moe_mlp.h). Integers (routes, slots, counts) are int32
@@ -76,7 +80,7 @@ struct BlockActs {
   float* rstd1;    // (R)
   TypedPtr ln1;    // (R, C)  in the GEMM input type
   float* qkv;      // (N, Q)  q and k after RoPE
-  float* att;      // (N, A)  attention output before o_proj
+  TypedPtr att;    // (N, A)  attention output before o_proj, in the GEMM input type
   float* lse;      // (B, H, T)
   float* mid;      // (R, C)  residual after attention
   float* rstd2;    // (R)

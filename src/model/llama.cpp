@@ -71,6 +71,7 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
   d_qkv_.allocate(N * Q, MemCategory::workspace);
   d_gate_up_.allocate(N * 2 * F, MemCategory::workspace);
   d_h_.allocate(N * F, MemCategory::workspace);
+  if (act_dtype_ != DType::f32) staging_.allocate(N * std::max(A, 2 * F), MemCategory::workspace);
   // MoE blocks: their routing statistics, selection bias (zero until the aux-loss-free update moves
   // it) and one backward scratch shared by every MoE block.
   moe_stats_.layers.resize(size_t(cfg_.n_layers));

@@ -34,6 +34,7 @@ struct MlpCall {
   const BlockActs* a;
   int N, C, F;            // F: this rank's FFN width
   float *d_h, *d_gate_up; // backward scratch (N, F), (N, 2F)
+  float* staging = nullptr;  // (N, 2F) fp32 gate/up output before its rounding into a 16-bit a->mlp.gate_up
   // MoE blocks only (model/moe_mlp.cpp):
   const float* PE = nullptr;           // this rank's routed experts (the layer's expert segment)
   float* GE = nullptr;                 // their gradients (backward with weights)

@@ -31,7 +31,7 @@ int64_t context_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const
 int64_t moe_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const BlockWidths& w, bool has_moe);
 // The calling thread's scratch of converted GEMM operands (gemm_run_precision): the largest
 // (A padded to 32 elements) + B over the rank's linears, forward, dgrad and wgrad, less the
-// activations stored 16-bit already (ln1, ln2, h: model/activations.h). Bytes; 0 at fp32.
+// activations stored 16-bit already (ln1, att, ln2, h: model/activations.h). Bytes; 0 at fp32.
 int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t R, int64_t vocab,
                                  bool head, bool has_moe);
 

@@ -132,6 +132,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   ws += c.seq_len * c.head_dim();
   if (head) ws += N * V + N;
   ws += R * C + N * C + N * w.A + N * w.Q + 3 * N * w.F;
+  if (gemm_input_dtype_of(L.gemm) != DType::f32) ws += N * std::max(w.A, 2 * w.F);  // Llama::staging_
   if (L.tp > 1) ws += 3 * N + N * C + (L.sp ? N * C : 0);  // TensorParallelHooks::reserve
   // Pipeline boundary buffers (executor's pool): the receive and send buffers of the activations
   // and gradients of about one micro-batch per direction and chunk.

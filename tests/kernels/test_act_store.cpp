@@ -2,6 +2,7 @@
 // SwiGLU writing bf16 / f16 give exactly the bits of their fp32 output converted afterwards (the
 // arithmetic is the same, only the store rounds), and a GEMM reading a stored 16-bit operand gives
 // exactly what it gives when it rounds the fp32 operand itself: forward, dgrad + wgrad, wgrad alone.
+// SwiGLU reading a 16-bit gate_up is the fp32 kernel on the widened values.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -58,6 +59,27 @@ TEST(ActStore, SwigluWritesTheRoundedBitsOfItsFp32Output) {
     std::vector<uint16_t> h16(h.size());
     ff::swiglu_forward(ff::TypedPtr(h16.data(), t), gu.data(), N, F);
     EXPECT_EQ(h16, rounded(h, t)) << ff::dtype_name(t);
+  }
+}
+
+// gate_up stored 16-bit: SwiGLU forward and backward read it widened, exactly the fp32 kernels on
+// the widened values (so a recomputed h equals the forward's, which read the same rounded gate_up).
+TEST(ActStore, SwigluReadingA16BitGateUpIsTheFp32KernelOnTheWidenedValues) {
+  const int N = 9, F = 45;
+  const auto gu = to_float(randn(size_t(N) * 2 * F, 7, 3.0));
+  const auto dh = to_float(randn(size_t(N) * F, 8, 1.0));
+  for (ff::DType t : {ff::DType::bf16, ff::DType::f16}) {
+    const auto gu16 = rounded(gu, t);
+    std::vector<float> wide(gu.size());
+    ff::convert_to_f32(wide.data(), ff::ConstTypedPtr(gu16.data(), t), wide.size());
+    std::vector<float> h_ref(size_t(N) * F), d_ref(gu.size()), d16(gu.size());
+    ff::swiglu_forward(h_ref.data(), wide.data(), N, F);
+    std::vector<uint16_t> h16(h_ref.size());
+    ff::swiglu_forward(ff::TypedPtr(h16.data(), t), ff::ConstTypedPtr(gu16.data(), t), N, F);
+    EXPECT_EQ(h16, rounded(h_ref, t)) << ff::dtype_name(t);
+    ff::swiglu_backward(d_ref.data(), dh.data(), wide.data(), N, F);
+    ff::swiglu_backward(d16.data(), dh.data(), ff::ConstTypedPtr(gu16.data(), t), N, F);
+    EXPECT_EQ(std::memcmp(d_ref.data(), d16.data(), d16.size() * 4), 0) << ff::dtype_name(t);
   }
 }
 

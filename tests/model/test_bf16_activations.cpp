@@ -1,9 +1,13 @@
-// Activations stored in bf16 (model/activations.h): a model built in a bf16 run keeps ln1, ln2
-// and h in bf16, its loss and every gradient are bitwise those of the same bf16 run with the
-// activations stored fp32 (the GEMMs round them either way), for every recompute policy, and the
-// ledger holds exactly the bytes of the formula below.
+// Activations stored in bf16 (model/activations.h): a model built in a bf16 run keeps ln1, att,
+// ln2, gate_up and h in bf16 and the rest fp32; recomputation (selective, full) reproduces the
+// stored run bit for bit; against the same bf16 run with fp32 storage (the GEMMs round ln1, ln2,
+// att and h anyway: only gate_up, which SwiGLU reads rounded, and att, which attention's backward
+// reads rounded, change values) the loss and gradients agree to bf16's precision; and the ledger
+// holds exactly the bytes of the formula below.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -53,58 +57,64 @@ bool same(const Result& a, const Result& b) {
 
 }  // namespace
 
-TEST(Bf16Activations, TheTensorsOnlyGemmsReadAreBf16AndTheRestFp32) {
+TEST(Bf16Activations, GemmOperandsAreBf16AndTheRestFp32) {
   const BlockWidths w{64, 128, 64, 4, 96};
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
     Activations acts(w, {BlockKind::dense, BlockKind::moe}, 24, 24, r, true, DType::bf16);
-    EXPECT_EQ(acts.block(0).ln1.dtype(), DType::bf16);
+    for (int l : {0, 1}) {
+      EXPECT_EQ(acts.block(l).ln1.dtype(), DType::bf16);
+      EXPECT_EQ(acts.block(l).att.dtype(), DType::bf16);
+    }
     EXPECT_EQ(acts.block(0).ln2.dtype(), DType::bf16);
+    EXPECT_EQ(acts.block(0).mlp.gate_up.dtype(), DType::bf16);
     EXPECT_EQ(acts.block(0).mlp.h.dtype(), DType::bf16);
-    EXPECT_EQ(acts.block(1).ln1.dtype(), DType::bf16);
     EXPECT_EQ(acts.block(1).ln2.dtype(), DType::f32);  // an MoE block's router reads it as floats
   }
   Activations fp32(w, {BlockKind::dense}, 24, 24, Recompute::none);
   EXPECT_EQ(fp32.block(0).ln1.dtype(), DType::f32);
+  EXPECT_EQ(fp32.block(0).att.dtype(), DType::f32);
+  EXPECT_EQ(fp32.block(0).mlp.gate_up.dtype(), DType::f32);
   EXPECT_EQ(fp32.block(0).mlp.h.dtype(), DType::f32);
 }
 
-// Rounding once where the tensor is written equals rounding at every GEMM that reads it, bit for
-// bit, and recomputation writes the dropped tensors back into the same typed storage.
-TEST(Bf16Activations, LossAndGradientsBitwiseThoseOfFp32StorageForEveryPolicy) {
-  const Result reference = run(DType::f32, Recompute::none);
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-    EXPECT_TRUE(same(run(DType::bf16, r), reference)) << recompute_name(r);
-    EXPECT_TRUE(same(run(DType::f32, r), reference)) << recompute_name(r);
+// Recomputation writes the dropped tensors back into the same typed storage, by the same
+// kernels: bitwise. Against fp32 storage: the loss within 1e-3 relative, the gradient within 2e-2
+// relative L2 (bf16 keeps 8 significant bits: 2^-9 relative per rounding; seen: printed below).
+TEST(Bf16Activations, RecomputeIsBitwiseAndFp32StorageAgreesToBf16Precision) {
+  const Result stored = run(DType::bf16, Recompute::none);
+  for (Recompute r : {Recompute::selective, Recompute::full})
+    EXPECT_TRUE(same(run(DType::bf16, r), stored)) << recompute_name(r);
+  const Result fp32_storage = run(DType::f32, Recompute::none);
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < stored.grads.size(); ++i) {
+    diff += std::pow(double(stored.grads[i]) - fp32_storage.grads[i], 2);
+    ref += std::pow(double(fp32_storage.grads[i]), 2);
   }
-  // The bf16 GEMMs really ran: the fp32 model differs.
-  ModelConfig c = testkit::small_gqa_config();
-  Llama fp32(c, 4, Recompute::none);
-  std::vector<float> params(fp32.layout().total()), grads(params.size(), 0.0f);
-  init_parameters(params.data(), fp32.layout(), c, 9);
-  testkit::perturb_norms(params.data(), fp32.layout(), 3);
-  auto tokens = testkit::random_tokens(4 * c.seq_len, c.vocab_size, 4);
-  auto targets = testkit::random_tokens(4 * c.seq_len, c.vocab_size, 5);
-  const double loss =
-      fp32.forward_backward(params.data(), grads.data(), tokens.data(), targets.data(), 4, c.seq_len, 1.0f / 96);
-  EXPECT_NE(loss, reference.loss);
+  const double loss_gap = std::fabs(stored.loss - fp32_storage.loss) / fp32_storage.loss;
+  const double grad_gap = std::sqrt(diff / ref);
+  std::printf("bf16 vs fp32 activation storage: loss %.2e, gradient %.2e relative\n", loss_gap, grad_gap);
+  EXPECT_LT(loss_gap, 1e-3);
+  EXPECT_LT(grad_gap, 2e-2);
+  EXPECT_FALSE(same(stored, fp32_storage));  // gate_up and att really were rounded
 }
 
 // The ledger's activation bytes of a bf16 model against the table, written out here: per token
-// and block, none keeps x_in, mid (C each), qkv Q, att A, lse H, gate_up 2F, rstd 2 in fp32 and
-// ln1, ln2 (C each), h F in bf16; selective keeps x_in, qkv, mid, gate_up; full x_in; plus the
-// final norm's input, output (C each) and rstd in fp32. No tensor needs padding at N = 96.
+// and block, none keeps x_in, mid (C each), qkv Q, lse H, rstd 2 in fp32 and ln1, ln2 (C each),
+// att A, gate_up 2F, h F in bf16; selective keeps x_in, qkv, mid in fp32 and gate_up in bf16; full
+// x_in; plus the final norm's input, output (C each) and rstd in fp32. No tensor needs padding at
+// N = 96.
 TEST(Bf16Activations, LedgerBytesEqualTheFormula) {
   const ModelConfig c = testkit::small_gqa_config();
   const int64_t N = 4 * c.seq_len, L = c.n_layers, C = c.dim, Q = c.qkv_dim(), A = c.n_heads * c.head_dim(),
                 H = c.n_heads, F = c.ffn_dim;
   const int64_t head = 4 * N * (2 * C + 1);
-  const int64_t none = N * L * (4 * (2 * C + Q + A + H + 2 * F + 2) + 2 * (2 * C + F)) + head;
-  const int64_t selective = N * L * 4 * (2 * C + Q + 2 * F) + head;
+  const int64_t none = N * L * (4 * (2 * C + Q + H + 2) + 2 * (2 * C + A + 3 * F)) + head;
+  const int64_t selective = N * L * (4 * (2 * C + Q) + 2 * 2 * F) + head;
   const int64_t full = N * L * 4 * C + head;
   EXPECT_EQ(run(DType::bf16, Recompute::none).activation_bytes, none);
   EXPECT_EQ(run(DType::bf16, Recompute::selective).activation_bytes, selective);
   EXPECT_EQ(run(DType::bf16, Recompute::full).activation_bytes, full);
-  // fp32 storage of the same model: (2C + F) * 2 more bytes per token and block.
-  EXPECT_EQ(run(DType::f32, Recompute::none).activation_bytes - none, N * L * 2 * (2 * C + F));
+  // fp32 storage of the same model: 2 more bytes per element of the five.
+  EXPECT_EQ(run(DType::f32, Recompute::none).activation_bytes - none, N * L * 2 * (2 * C + A + 3 * F));
   EXPECT_EQ(kept_floats_per_token(c, Recompute::none, DType::bf16) * 4 * N * L + head, none);
 }
