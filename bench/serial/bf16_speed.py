@@ -5,6 +5,7 @@ same machine weather. Throughput = total timed tokens / total timed seconds (war
 excluded). PyTorch runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (its best).
 
 usage: /usr/bin/python3 bench/serial/bf16_speed.py [--rounds 3 --steps 8 --warmup 2 --threads 2]
+       [--baseline OTHER_BUILD/fivefold]   (also that build's bf16, e.g. before a change, in the same rounds)
 """
 import argparse
 import os
@@ -46,9 +47,12 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--baseline", default="", help="another fivefold binary whose bf16 joins the rounds")
     a = ap.parse_args()
     a.batch, a.seq = 8, 256
     runs = {"fivefold fp32": [], "fivefold bf16": [], "PyTorch bf16 autocast": []}
+    if a.baseline:
+        runs["fivefold bf16 (baseline build)"] = []
     with tempfile.TemporaryDirectory() as workdir:
         tokens_file = os.path.join(workdir, "train.i32")
         shard_to_int32(os.path.join(a.data, "train.bin"), tokens_file)
@@ -56,6 +60,10 @@ def main():
             runs["fivefold fp32"].append(fivefold_precision_round(a, workdir, "fp32"))
             runs["fivefold bf16"].append(fivefold_precision_round(a, workdir, "bf16"))
             runs["PyTorch bf16 autocast"].append(torch_bf16_round(a, tokens_file))
+            if a.baseline:
+                b = argparse.Namespace(**vars(a))
+                b.fivefold = a.baseline
+                runs["fivefold bf16 (baseline build)"].append(fivefold_precision_round(b, workdir, "bf16"))
             print("round %d: " % (r + 1) + ", ".join(f"{k} {v[-1]['tokens_per_s']:.0f}" for k, v in runs.items()),
                   file=sys.stderr, flush=True)
     med = {k: statistics.median(x["tokens_per_s"] for x in v) for k, v in runs.items()}
