@@ -19,7 +19,7 @@
 //   - gate_up: the GEMM writes fp32 into the model's staging buffer, rounded once into the kept
 //     tensor; SwiGLU (forward, recomputed or not, and backward) reads the rounded values.
 // The attention output is likewise staged fp32 and rounded once. What the norms, RoPE, attention
-// and the loss read stays fp32: x_in, mid, rstd, qkv (A's bf16 attention may take it), lse.
+// and the loss read stays fp32: x_in, mid, rstd, qkv (until attention takes bf16 q/k/v), lse.
 // Per dense block and token in a 16-bit run, in 4-byte units:
 //   none:      4C + Q + A + H + 3F + 2 - (2C + A + 3F) / 2
 //   selective: 2C + Q + F             (gate_up's 2F at 2 bytes)
