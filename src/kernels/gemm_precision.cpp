@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/convert.h"
 #include "kernels/fp8.h"
@@ -86,31 +88,36 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
   gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, TypedPtr(C), ldc);
 }
 
-void linear_backward_run_precision(float* dx, float* dW, const float* dy, ConstTypedPtr x, const float* W,
+void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x, const float* W,
                                    int N, int in, int out) {
   const DType t = gemm_dtype_for(x);
   if (t == DType::f32 || gemm_fp8() || N <= 0) {
-    gemm_run_precision(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in, GemmRole::dgrad);
-    if (dW) accumulate_weight_grad(dW, dy, x, N, in, out);
+    gemm_run_precision(false, false, N, in, out, 1.0f, dy.f32(), out, W, in, 0.0f, dx, in, GemmRole::dgrad);
+    if (dW) accumulate_weight_grad(dW, dy.f32(), x, N, in, out);
     return;
   }
-  // Scratch: dy (N, out) rounded, then W (out, in) unless the step's copy has it, then x (N, in)
-  // unless it is stored 16-bit.
+  if (dy.dtype() != DType::f32 && dy.dtype() != t)
+    throw std::logic_error(std::string("linear backward: a ") + dtype_name(dy.dtype()) + " output gradient in a " +
+                           dtype_name(t) + " GEMM");
+  // Scratch: dy (N, out) rounded unless it arrived 16-bit, then W (out, in) unless the step's copy
+  // has it, then x (N, in) unless it is stored 16-bit.
   const size_t ny = size_t(N) * out, nw = size_t(out) * in, nx = size_t(N) * in;
   auto up = [](size_t n) { return (n + 31) / 32 * 32; };  // 64-byte boundaries
   const void* w_copy = find_weight_copy(W, nw, t);
-  const bool x_stored = x.dtype() == t;
-  const size_t w_at = up(ny), x_at = w_at + (w_copy ? 0 : up(nw));
-  uint16_t* scratch = detail::thread_scratch<uint16_t>(x_at + (dW && !x_stored ? nx : 0));
-  const TypedPtr dy16(scratch, t), w16(scratch + w_at, t), x16(scratch + x_at, t);
-  convert_from_f32(dy16, dy, ny);
+  const bool x_stored = x.dtype() == t, dy_stored = dy.dtype() == t;
+  const size_t w_at = dy_stored ? 0 : up(ny), x_at = w_at + (w_copy ? 0 : up(nw));
+  const size_t need = x_at + (dW && !x_stored ? nx : 0);
+  uint16_t* scratch = need ? detail::thread_scratch<uint16_t>(need) : nullptr;
+  const TypedPtr w16(scratch + w_at, t), x16(scratch + x_at, t);
+  const TypedPtr dy_rounded(scratch, t);
+  if (!dy_stored) convert_from_f32(dy_rounded, dy.f32(), ny);
+  const ConstTypedPtr dy16 = dy_stored ? dy : ConstTypedPtr(dy_rounded);
   if (!w_copy) convert_from_f32(w16, W, nw);
   const ConstTypedPtr w = w_copy ? ConstTypedPtr(w_copy, t) : ConstTypedPtr(w16);
-  gemm(false, false, N, in, out, 1.0f, ConstTypedPtr(dy16), out, w, in, 0.0f, TypedPtr(dx), in);
+  gemm(false, false, N, in, out, 1.0f, dy16, out, w, in, 0.0f, TypedPtr(dx), in);
   if (!dW) return;
   if (!x_stored) convert_from_f32(x16, x.f32(), nx);
-  gemm(true, false, out, in, N, 1.0f, ConstTypedPtr(dy16), out, x_stored ? x : ConstTypedPtr(x16), in, 1.0f,
-       TypedPtr(dW), in);
+  gemm(true, false, out, in, N, 1.0f, dy16, out, x_stored ? x : ConstTypedPtr(x16), in, 1.0f, TypedPtr(dW), in);
 }
 
 void accumulate_weight_grad(float* dW, const float* dy, ConstTypedPtr x, int N, int in, int out) {

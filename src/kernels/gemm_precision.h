@@ -43,8 +43,9 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
 void accumulate_weight_grad(float* dW, const float* dy, ConstTypedPtr x, int N, int in, int out);
 // A linear layer's backward: dx(N,in) = dy(N,out) W (overwriting), then, when dW is not null,
 // dW(out,in) += dy^T x. A 16-bit run rounds dy once for both products instead of once per
-// product; the results are bitwise those of the two calls made apart.
-void linear_backward_run_precision(float* dx, float* dW, const float* dy, ConstTypedPtr x, const float* W, int N,
+// product (not at all when dy arrives 16-bit already); the results are bitwise those of the two
+// calls made apart.
+void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x, const float* W, int N,
                                    int in, int out);
 // The type a GEMM with this activation operand runs in: the operand's own when it is stored
 // 16-bit, else the run's (gemm_input_dtype()).

@@ -2,7 +2,8 @@
 // The three GEMM shapes of a linear layer y = x W^T (W stored (out, in), as PyTorch and Hugging
 // Face do), shared by the model's files. They run in the run's GEMM precision
 // (kernels/gemm_precision.h): fp32 by default, bf16/f16 inputs with fp32 accumulation otherwise.
-// The activation operand x may be stored 16-bit already (model/activations.h); W and dy are fp32.
+// The activation operand x may be stored 16-bit already (model/activations.h), and so may
+// matmul_dyw_dw's dy (written rounded by the kernel before it); W is fp32.
 #include <cstddef>
 #include <cstring>
 
@@ -27,7 +28,7 @@ inline void accumulate_dw(float* dW, const float* dy, ConstTypedPtr x, int N, in
   accumulate_weight_grad(dW, dy, x, N, in, out);
 }
 // dx(N,in) = dy W, then dW(out,in) += dy^T x unless dW is null: one rounding of dy for both.
-inline void matmul_dyw_dw(float* dx, float* dW, const float* dy, ConstTypedPtr x, const float* W, int N, int in,
+inline void matmul_dyw_dw(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x, const float* W, int N, int in,
                           int out) {
   linear_backward_run_precision(dx, dW, dy, x, W, N, in, out);
 }

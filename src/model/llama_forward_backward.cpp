@@ -250,9 +250,12 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
   matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, d_out, a.mlp.h, m.P + m.o->mlp.down, N, F,
                 C);                                                                  // (N, F)
   if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
-  swiglu_backward(m.d_gate_up, m.d_h, a.mlp.gate_up, N, F);                          // (N, 2F)
+  // Only gate/up's two GEMMs read its output gradient: in a 16-bit run SwiGLU's backward writes it
+  // rounded, once, into the scratch (the same bits those GEMMs would round). Deferred: kept fp32.
+  const TypedPtr d_gate_up(m.d_gate_up, def ? DType::f32 : a.mlp.gate_up.dtype());
+  swiglu_backward(d_gate_up, m.d_h, a.mlp.gate_up, N, F);                            // (N, 2F)
   const ConstTypedPtr ln2 = def ? ConstTypedPtr() : h.column_input(a.ln2, N, C);     // (N, C)
-  matmul_dyw_dw(d_ln, def ? nullptr : G + m.o->mlp.gate_up, m.d_gate_up, ln2, m.P + m.o->mlp.gate_up, N, C,
+  matmul_dyw_dw(d_ln, def ? nullptr : G + m.o->mlp.gate_up, d_gate_up, ln2, m.P + m.o->mlp.gate_up, N, C,
                 2 * F);                                                              // (N, C)
   if (def) copy_rows(def->d_gate_up, m.d_gate_up, size_t(N) * 2 * F);
 }

@@ -50,17 +50,18 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
   auto pad = [](int64_t n) { return (n + 31) / 32 * 32; };
   int64_t most = 0;
   const bool copy = has_weight_copy(L);
-  // x_stored: the input is an activation kept 16-bit (ln1, att, ln2, h), never converted.
-  auto linear = [&](int64_t rows, int64_t in, int64_t out, bool x_stored) {
-    const int64_t x = x_stored ? 0 : rows * in;
+  // x_stored: the input is an activation kept 16-bit (ln1, att, ln2, h), never converted;
+  // dy_stored: the output gradient arrives 16-bit (gate/up's, from SwiGLU's backward).
+  auto linear = [&](int64_t rows, int64_t in, int64_t out, bool x_stored, bool dy_stored = false) {
+    const int64_t x = x_stored ? 0 : rows * in, dy = dy_stored ? 0 : pad(rows * out);
     if (copy)  // the weight is read from the step's copy: x alone forward; dy, then x, backward
-      most = std::max({most, x, pad(rows * out) + x});
+      most = std::max({most, x, dy + x});
     else       // forward x, W; backward dy, W, x (linear_backward_run_precision)
-      most = std::max({most, pad(x) + out * in, pad(rows * out) + pad(out * in) + x});
+      most = std::max({most, pad(x) + out * in, dy + pad(out * in) + x});
   };
   (void)R;  // under sp the projections read the gathered N rows
   linear(N, w.C, w.Q, true), linear(N, w.A, w.C, true);
-  if (w.F > 0) linear(N, w.C, 2 * w.F, true), linear(N, w.F, w.C, true);
+  if (w.F > 0) linear(N, w.C, 2 * w.F, true, true), linear(N, w.F, w.C, true);
   if (has_moe) {  // an MoE block's ln2 and expert activations stay fp32
     linear(N, w.C, w.E, false);
     if (w.Fs > 0) linear(N, w.C, 2 * w.Fs, false), linear(N, w.Fs, w.C, false);

@@ -2,7 +2,8 @@
 // SwiGLU writing bf16 / f16 give exactly the bits of their fp32 output converted afterwards (the
 // arithmetic is the same, only the store rounds), and a GEMM reading a stored 16-bit operand gives
 // exactly what it gives when it rounds the fp32 operand itself: forward, dgrad + wgrad, wgrad alone.
-// SwiGLU reading a 16-bit gate_up is the fp32 kernel on the widened values.
+// SwiGLU reading a 16-bit gate_up is the fp32 kernel on the widened values, and its backward
+// writing a 16-bit output gradient gives the fp32 gradient's bits rounded.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -80,6 +81,10 @@ TEST(ActStore, SwigluReadingA16BitGateUpIsTheFp32KernelOnTheWidenedValues) {
     ff::swiglu_backward(d_ref.data(), dh.data(), wide.data(), N, F);
     ff::swiglu_backward(d16.data(), dh.data(), ff::ConstTypedPtr(gu16.data(), t), N, F);
     EXPECT_EQ(std::memcmp(d_ref.data(), d16.data(), d16.size() * 4), 0) << ff::dtype_name(t);
+    // Its output gradient written 16-bit: the fp32 one rounded.
+    std::vector<uint16_t> dgu16(gu.size());
+    ff::swiglu_backward(ff::TypedPtr(dgu16.data(), t), dh.data(), ff::ConstTypedPtr(gu16.data(), t), N, F);
+    EXPECT_EQ(dgu16, rounded(d_ref, t)) << ff::dtype_name(t);
   }
 }
 
@@ -104,6 +109,13 @@ TEST(ActStore, GemmsReadingAStoredBf16OperandMatchRoundingInside) {
   ff::linear_backward_run_precision(dx_b.data(), dW_b.data(), dy.data(), stored, W.data(), N, in, out);
   EXPECT_EQ(std::memcmp(dx_a.data(), dx_b.data(), dx_a.size() * 4), 0) << "dgrad";
   EXPECT_EQ(std::memcmp(dW_a.data(), dW_b.data(), dW_a.size() * 4), 0) << "wgrad";
+  // dy arriving 16-bit (gate/up's, from SwiGLU's backward) as well: the same bits again.
+  const auto dy16 = rounded(dy, ff::DType::bf16);
+  std::vector<float> dx_e(x.size()), dW_e(W.size(), 0.5f);
+  ff::linear_backward_run_precision(dx_e.data(), dW_e.data(), ff::ConstTypedPtr(dy16.data(), ff::DType::bf16),
+                                    stored, W.data(), N, in, out);
+  EXPECT_EQ(std::memcmp(dx_a.data(), dx_e.data(), dx_a.size() * 4), 0) << "dgrad, dy stored";
+  EXPECT_EQ(std::memcmp(dW_a.data(), dW_e.data(), dW_a.size() * 4), 0) << "wgrad, dy stored";
 
   std::vector<float> dW_c(W.size(), 0.5f), dW_d(W.size(), 0.5f);
   ff::accumulate_weight_grad(dW_c.data(), dy.data(), x.data(), N, in, out);
