@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/convert.h"
 #include "kernels/fp8.h"
@@ -52,15 +54,19 @@ DType gemm_input_dtype() { return g_input_dtype.load(std::memory_order_relaxed);
 void set_gemm_fp8(bool on) { g_fp8.store(on, std::memory_order_relaxed); }
 bool gemm_fp8() { return g_fp8.load(std::memory_order_relaxed); }
 
-void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+DType gemm_dtype_for(ConstTypedPtr activation) {
+  return activation.dtype() != DType::f32 ? activation.dtype() : gemm_input_dtype();
+}
+
+void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
                         const float* B, int ldb, float beta, float* C, int ldc, GemmRole role) {
-  if (gemm_fp8() && M > 0 && N > 0) {
-    fp8_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, role);
+  const DType t = gemm_dtype_for(A);
+  if (gemm_fp8() && M > 0 && N > 0) {  // fp8 runs store every activation fp32 (model/activations.h)
+    fp8_gemm(trans_a, trans_b, M, N, K, alpha, A.f32(), lda, B, ldb, beta, C, ldc, role);
     return;
   }
-  const DType t = gemm_input_dtype();
   if (t == DType::f32) {
-    gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gemm(trans_a, trans_b, M, N, K, alpha, A.f32(), lda, B, ldb, beta, C, ldc);
     return;
   }
   if (M <= 0 || N <= 0) return;
@@ -69,47 +75,66 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
   // B is the weight in the forward and dgrad products: the step's rounded copy when there is one
   // (weight_copy.h; the same rounding, so the same bits), else rounded here like A.
   const void* b_copy = role == GemmRole::wgrad ? nullptr : find_weight_copy(B, nb, t);
-  // One scratch for both, B starting on a 64-byte boundary (32 halves).
-  const size_t b_at = (na + 31) / 32 * 32;
-  uint16_t* scratch = detail::thread_scratch<uint16_t>(b_copy ? na : b_at + nb);
+  // One scratch for whichever need rounding, B starting on a 64-byte boundary (32 halves).
+  const bool a_stored = A.dtype() == t;
+  const size_t b_at = a_stored ? 0 : (na + 31) / 32 * 32;
+  const size_t need = b_copy ? b_at : b_at + nb;
+  uint16_t* scratch = need ? detail::thread_scratch<uint16_t>(need) : nullptr;
   const TypedPtr a16(scratch, t), b16(scratch + b_at, t);
-  convert_from_f32(a16, A, na);
+  if (!a_stored) convert_from_f32(a16, A.f32(), na);
   if (!b_copy) convert_from_f32(b16, B, nb);
+  const ConstTypedPtr a = a_stored ? A : ConstTypedPtr(a16);
   const ConstTypedPtr b = b_copy ? ConstTypedPtr(b_copy, t) : ConstTypedPtr(b16);
-  gemm(trans_a, trans_b, M, N, K, alpha, ConstTypedPtr(a16), lda, b, ldb, beta, TypedPtr(C), ldc);
+  gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, TypedPtr(C), ldc);
 }
 
-void linear_backward_run_precision(float* dx, float* dW, const float* dy, const float* x, const float* W,
+void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x, const float* W,
                                    int N, int in, int out) {
-  const DType t = gemm_input_dtype();
+  const DType t = gemm_dtype_for(x);
   if (t == DType::f32 || gemm_fp8() || N <= 0) {
-    gemm_run_precision(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in, GemmRole::dgrad);
-    if (dW) accumulate_weight_grad(dW, dy, x, N, in, out);
+    gemm_run_precision(false, false, N, in, out, 1.0f, dy.f32(), out, W, in, 0.0f, dx, in, GemmRole::dgrad);
+    if (dW) accumulate_weight_grad(dW, dy.f32(), x, N, in, out);
     return;
   }
-  // Scratch: dy (N, out) rounded, then W (out, in) unless the step's copy has it, then x (N, in).
+  if (dy.dtype() != DType::f32 && dy.dtype() != t)
+    throw std::logic_error(std::string("linear backward: a ") + dtype_name(dy.dtype()) + " output gradient in a " +
+                           dtype_name(t) + " GEMM");
+  // Scratch: dy (N, out) rounded unless it arrived 16-bit, then W (out, in) unless the step's copy
+  // has it, then x (N, in) unless it is stored 16-bit.
   const size_t ny = size_t(N) * out, nw = size_t(out) * in, nx = size_t(N) * in;
   auto up = [](size_t n) { return (n + 31) / 32 * 32; };  // 64-byte boundaries
   const void* w_copy = find_weight_copy(W, nw, t);
-  const size_t w_at = up(ny), x_at = w_at + (w_copy ? 0 : up(nw));
-  uint16_t* scratch = detail::thread_scratch<uint16_t>(x_at + (dW ? nx : 0));
-  const TypedPtr dy16(scratch, t), w16(scratch + w_at, t), x16(scratch + x_at, t);
-  convert_from_f32(dy16, dy, ny);
+  const bool x_stored = x.dtype() == t, dy_stored = dy.dtype() == t;
+  const size_t w_at = dy_stored ? 0 : up(ny), x_at = w_at + (w_copy ? 0 : up(nw));
+  const size_t need = x_at + (dW && !x_stored ? nx : 0);
+  uint16_t* scratch = need ? detail::thread_scratch<uint16_t>(need) : nullptr;
+  const TypedPtr w16(scratch + w_at, t), x16(scratch + x_at, t);
+  const TypedPtr dy_rounded(scratch, t);
+  if (!dy_stored) convert_from_f32(dy_rounded, dy.f32(), ny);
+  const ConstTypedPtr dy16 = dy_stored ? dy : ConstTypedPtr(dy_rounded);
   if (!w_copy) convert_from_f32(w16, W, nw);
   const ConstTypedPtr w = w_copy ? ConstTypedPtr(w_copy, t) : ConstTypedPtr(w16);
-  gemm(false, false, N, in, out, 1.0f, ConstTypedPtr(dy16), out, w, in, 0.0f, TypedPtr(dx), in);
+  gemm(false, false, N, in, out, 1.0f, dy16, out, w, in, 0.0f, TypedPtr(dx), in);
   if (!dW) return;
-  convert_from_f32(x16, x, nx);
-  gemm(true, false, out, in, N, 1.0f, ConstTypedPtr(dy16), out, ConstTypedPtr(x16), in, 1.0f, TypedPtr(dW),
-       in);
+  if (!x_stored) convert_from_f32(x16, x.f32(), nx);
+  gemm(true, false, out, in, N, 1.0f, dy16, out, x_stored ? x : ConstTypedPtr(x16), in, 1.0f, TypedPtr(dW), in);
 }
 
-void accumulate_weight_grad(float* dW, const float* dy, const float* x, int N, int in, int out) {
-  if (gemm_input_dtype() == DType::f32 && !gemm_fp8()) {
-    linear_backward(nullptr, dW, dy, x, nullptr, N, in, out);
+void accumulate_weight_grad(float* dW, const float* dy, ConstTypedPtr x, int N, int in, int out) {
+  if (gemm_dtype_for(x) == DType::f32 && !gemm_fp8()) {
+    linear_backward(nullptr, dW, dy, x.f32(), nullptr, N, in, out);
     return;
   }
-  gemm_run_precision(true, false, out, in, N, 1.0f, dy, out, x, in, 1.0f, dW, in, GemmRole::wgrad);
+  const DType t = gemm_dtype_for(x);
+  if (gemm_fp8() || x.dtype() != t) {  // x fp32: both operands rounded on the way in
+    gemm_run_precision(true, false, out, in, N, 1.0f, dy, out, x.f32(), in, 1.0f, dW, in, GemmRole::wgrad);
+    return;
+  }
+  // x stored in the GEMM's type: only dy is rounded.
+  const size_t ny = size_t(N) * out;
+  const TypedPtr dy16(detail::thread_scratch<uint16_t>(ny), t);
+  convert_from_f32(dy16, dy, ny);
+  gemm(true, false, out, in, N, 1.0f, ConstTypedPtr(dy16), out, x, in, 1.0f, TypedPtr(dW), in);
 }
 
 }  // namespace ff

@@ -34,14 +34,21 @@ class GemmInputDtypeScope {
 // The fp32 gemm of gemm.h with A and B first rounded to gemm_input_dtype() (their stored extents
 // converted into per-thread scratch), C fp32. f32: exactly gemm(). Each of A and B is converted
 // once per call: a weight costs out x in conversions against the GEMM's 2 x N x out x in FLOPs.
-void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+// An activation A already stored 16-bit (model/activations.h) is read as it is, and its type is
+// the GEMM's: it was rounded once, by the kernel that wrote it.
+void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
                         const float* B, int ldb, float beta, float* C, int ldc, GemmRole role = GemmRole::forward);
-// dW(out,in) += dy^T x in the run's precision (f32: linear_backward's operand order for tall W).
-void accumulate_weight_grad(float* dW, const float* dy, const float* x, int N, int in, int out);
+// dW(out,in) += dy^T x in the run's precision (f32: linear_backward's operand order for tall W);
+// x may be stored 16-bit, as above.
+void accumulate_weight_grad(float* dW, const float* dy, ConstTypedPtr x, int N, int in, int out);
 // A linear layer's backward: dx(N,in) = dy(N,out) W (overwriting), then, when dW is not null,
 // dW(out,in) += dy^T x. A 16-bit run rounds dy once for both products instead of once per
-// product; the results are bitwise those of the two calls made apart.
-void linear_backward_run_precision(float* dx, float* dW, const float* dy, const float* x, const float* W, int N,
+// product (not at all when dy arrives 16-bit already); the results are bitwise those of the two
+// calls made apart.
+void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x, const float* W, int N,
                                    int in, int out);
+// The type a GEMM with this activation operand runs in: the operand's own when it is stored
+// 16-bit, else the run's (gemm_input_dtype()).
+DType gemm_dtype_for(ConstTypedPtr activation);
 
 }  // namespace ff

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/round_store.h"
+
 namespace ff {
 namespace {
 
@@ -12,12 +14,13 @@ namespace {
 // bitwise) without per-thread partial buffers.
 constexpr int kColBlock = 64;
 
-template <class T>
-void forward(T* y, T* rstd, const T* x, const T* w, int N, int C, T eps) {
+// y in T, or in a 16-bit type through Store (round_store.h): the same fp32 arithmetic either way.
+template <class T, class Store = detail::StoreSame<T>>
+void forward(typename Store::type* y, T* rstd, const T* x, const T* w, int N, int C, T eps) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const T* xr = x + static_cast<size_t>(n) * C;
-    T* yr = y + static_cast<size_t>(n) * C;
+    typename Store::type* yr = y + static_cast<size_t>(n) * C;
     T ss = 0;
 #pragma omp simd reduction(+ : ss)
     for (int c = 0; c < C; ++c) ss += xr[c] * xr[c];
@@ -25,7 +28,7 @@ void forward(T* y, T* rstd, const T* x, const T* w, int N, int C, T eps) {
     rstd[n] = r;
     // Same rounding order as HF: (x * rstd) first, then the weight.
 #pragma omp simd
-    for (int c = 0; c < C; ++c) yr[c] = (xr[c] * r) * w[c];
+    for (int c = 0; c < C; ++c) yr[c] = Store::cast((xr[c] * r) * w[c]);
   }
 }
 
@@ -71,6 +74,11 @@ void backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd, 
 void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int N, int C,
                      float eps) {
   forward(y, rstd, x, w, N, C, eps);
+}
+void rmsnorm_forward(TypedPtr y, float* rstd, const float* x, const float* w, int N, int C, float eps) {
+  detail::with_store(y, [&]<class Store>(typename Store::type* out) {
+    forward<float, Store>(out, rstd, x, w, N, C, eps);
+  });
 }
 void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
                       const float* rstd, int N, int C) {

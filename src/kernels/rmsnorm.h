@@ -1,10 +1,15 @@
 #pragma once
 // RMSNorm as in LLaMA / HF LlamaRMSNorm: y = x * rsqrt(mean(x^2) + eps) * w.
+#include "core/dtype.h"
+
 namespace ff {
 
 // x, y: (N, C); w: (C); rstd: (N) saved for backward.
 void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int N, int C,
                      float eps);
+// y written in its own type (f32, or a 16-bit activation a GEMM reads next): computed in fp32
+// and rounded once on the store, bitwise the fp32 output converted afterwards.
+void rmsnorm_forward(TypedPtr y, float* rstd, const float* x, const float* w, int N, int C, float eps);
 // Accumulates: dx += ..., dw += ...
 void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
                       const float* rstd, int N, int C);

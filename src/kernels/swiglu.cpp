@@ -2,55 +2,76 @@
 
 #include <cstddef>
 
+#include "kernels/round_store.h"
 #include "kernels/simd.h"
 
 namespace ff {
 namespace {
 
-template <class T>
-FF_WIDE void forward(T* h, const T* gate_up, int N, int F) {
+// h in T, or in a 16-bit type through Store; gate_up in T, or 16-bit widened through Load
+// (round_store.h): the same arithmetic in T either way.
+template <class T, class Store = detail::StoreSame<T>, class Load = detail::LoadSame<T>>
+FF_WIDE void forward(typename Store::type* h, const typename Load::type* gate_up, int N, int F) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
-    const T* g = gate_up + static_cast<size_t>(n) * 2 * F;
-    const T* u = g + F;
-    T* hr = h + static_cast<size_t>(n) * F;
+    const typename Load::type* g = gate_up + static_cast<size_t>(n) * 2 * F;
+    const typename Load::type* u = g + F;
+    typename Store::type* hr = h + static_cast<size_t>(n) * F;
 #pragma omp simd
     for (int i = 0; i < F; ++i) {
-      const T sig = T(1) / (T(1) + simd::exp_fast(-g[i]));
-      hr[i] = g[i] * sig * u[i];
+      const T gi = Load::get(g[i]);
+      const T sig = T(1) / (T(1) + simd::exp_fast(-gi));
+      hr[i] = Store::cast(gi * sig * Load::get(u[i]));
     }
   }
 }
 
 // With s = sigmoid(g): d silu(g)/dg = s (1 + g (1 - s)).
-template <class T>
-FF_WIDE void backward(T* d_gate_up, const T* dh, const T* gate_up, int N, int F) {
+// d_gate_up in T, or rounded to a 16-bit type through Store (the GEMMs it feeds read it so).
+template <class T, class Load = detail::LoadSame<T>, class Store = detail::StoreSame<T>>
+FF_WIDE void backward(typename Store::type* d_gate_up, const T* dh, const typename Load::type* gate_up, int N,
+                      int F) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const size_t off2 = static_cast<size_t>(n) * 2 * F;
-    const T* g = gate_up + off2;
-    const T* u = g + F;
-    T* dg = d_gate_up + off2;
-    T* du = dg + F;
+    const typename Load::type* g = gate_up + off2;
+    const typename Load::type* u = g + F;
+    typename Store::type* dg = d_gate_up + off2;
+    typename Store::type* du = dg + F;
     const T* d = dh + static_cast<size_t>(n) * F;
 #pragma omp simd
     for (int i = 0; i < F; ++i) {
-      const T sig = T(1) / (T(1) + simd::exp_fast(-g[i]));
-      dg[i] = d[i] * u[i] * sig * (T(1) + g[i] * (T(1) - sig));
-      du[i] = d[i] * g[i] * sig;
+      const T gi = Load::get(g[i]), ui = Load::get(u[i]);
+      const T sig = T(1) / (T(1) + simd::exp_fast(-gi));
+      dg[i] = Store::cast(d[i] * ui * sig * (T(1) + gi * (T(1) - sig)));
+      du[i] = Store::cast(d[i] * gi * sig);
     }
   }
 }
 
 }  // namespace
 
-void swiglu_forward(float* h, const float* gate_up, int N, int F) { forward(h, gate_up, N, F); }
-void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F) {
-  backward(d_gate_up, dh, gate_up, N, F);
+void swiglu_forward(float* h, const float* gate_up, int N, int F) { forward<float>(h, gate_up, N, F); }
+void swiglu_forward(TypedPtr h, ConstTypedPtr gate_up, int N, int F) {
+  detail::with_store(h, [&]<class Store>(typename Store::type* out) {
+    detail::with_load(gate_up, [&]<class Load>(const typename Load::type* in) {
+      forward<float, Store, Load>(out, in, N, F);
+    });
+  });
 }
-void swiglu_forward(double* h, const double* gate_up, int N, int F) { forward(h, gate_up, N, F); }
+void swiglu_backward(TypedPtr d_gate_up, const float* dh, ConstTypedPtr gate_up, int N, int F) {
+  detail::with_store(d_gate_up, [&]<class Store>(typename Store::type* out) {
+    detail::with_load(gate_up, [&]<class Load>(const typename Load::type* in) {
+      backward<float, Load, Store>(out, dh, in, N, F);
+    });
+  });
+}
+void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F) {
+  backward<float>(d_gate_up, dh, gate_up, N, F);
+}
+void swiglu_forward(double* h, const double* gate_up, int N, int F) { forward<double>(h, gate_up, N, F); }
 void swiglu_backward(double* d_gate_up, const double* dh, const double* gate_up, int N, int F) {
-  backward(d_gate_up, dh, gate_up, N, F);
+  backward<double>(d_gate_up, dh, gate_up, N, F);
 }
 
 }  // namespace ff

@@ -11,6 +11,21 @@
 //   full:      x_in C                                 (the whole block is recomputed)
 // A recomputing policy adds one block's worth of the dropped tensors as workspace.
 //
+// In a 16-bit run (`gemm_dtype` bf16 or f16) the GEMM inputs and outputs that are not the residual
+// stream are stored in that type, as PyTorch's autocast keeps them:
+//   - ln1, ln2, h: only GEMMs read them (q/k/v, gate/up, down: forward and weight gradient), which
+//     would round them anyway. RMSNorm and SwiGLU write them rounded: bitwise fp32 storage.
+//   - att: the o GEMM reads it, and attention's backward (D = rowsum(dO * O)) reads it widened.
+//   - gate_up: the GEMM writes fp32 into the model's staging buffer, rounded once into the kept
+//     tensor; SwiGLU (forward, recomputed or not, and backward) reads the rounded values.
+// The attention output is likewise staged fp32 and rounded once. What the norms, RoPE, attention
+// and the loss read stays fp32: x_in, mid, rstd, qkv (until attention takes bf16 q/k/v), lse.
+// Per dense block and token in a 16-bit run, in 4-byte units:
+//   none:      4C + Q + A + H + 3F + 2 - (2C + A + 3F) / 2
+//   selective: 2C + Q + F             (gate_up's 2F at 2 bytes)
+//   full:      C
+// An MoE block keeps its ln2 in fp32: the router and the dispatch read its rows as floats.
+//
 // Under tensor parallelism the widths are this rank's (Q, A, H, F divided by t; C whole), and
 // with sequence parallelism the residual-stream tensors (x_in, rstd1, ln1, mid, rstd2, ln2) hold
 // only this rank's N/t rows: Korthikanti et al.'s sbh(10 + 24/t) becomes sbh*34/t, and our flash
@@ -19,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/memory.h"
 #include "model/model_config.h"
 #include "model/parameters.h"
@@ -32,8 +48,8 @@ Recompute parse_recompute(const std::string& s);  // throws listing the valid na
 // A dense MLP's kept tensors; a mixture-of-experts block will keep its own (router scores,
 // dispatched tokens, expert activations) in their place.
 struct DenseMlpActs {
-  float* gate_up;  // (N, 2F)
-  float* h;        // (N, F)  silu(gate) * up
+  TypedPtr gate_up;  // (N, 2F)  in the GEMM input type
+  TypedPtr h;        // (N, F)   silu(gate) * up, in the GEMM input type
 };
 
 // An MoE block's kept tensors (model/moe_mlp.h). Integers (routes, slots, counts) are int32
@@ -62,13 +78,13 @@ struct MoeMlpActs {
 struct BlockActs {
   float* x_in;     // (R, C)  block input = residual stream
   float* rstd1;    // (R)
-  float* ln1;      // (R, C)
+  TypedPtr ln1;    // (R, C)  in the GEMM input type
   float* qkv;      // (N, Q)  q and k after RoPE
-  float* att;      // (N, A)  attention output before o_proj
+  TypedPtr att;    // (N, A)  attention output before o_proj, in the GEMM input type
   float* lse;      // (B, H, T)
   float* mid;      // (R, C)  residual after attention
   float* rstd2;    // (R)
-  float* ln2;      // (R, C)
+  TypedPtr ln2;    // (R, C)  in the GEMM input type (f32 in an MoE block)
   DenseMlpActs mlp;
   MoeMlpActs moe;  // an MoE block's, in place of mlp
 };
@@ -82,12 +98,13 @@ struct BlockWidths {
 };
 BlockWidths block_widths(const ModelConfig& c);  // the serial model's
 
-// Floats per token that a policy keeps for one block (the table above).
-int64_t kept_floats_per_token(const ModelConfig& c, Recompute r);
+// Floats per token that a policy keeps for one block (the table above). "Floats" are 4-byte
+// units throughout: a tensor stored in a 16-bit `gemm_dtype` counts half its elements.
+int64_t kept_floats_per_token(const ModelConfig& c, Recompute r, DType gemm_dtype = DType::f32);
 // Floats a policy keeps for one block of `rows` tokens whose residual-stream tensors hold
 // `resid_rows` rows (rows / t under sequence parallelism, rows otherwise).
 int64_t kept_floats_per_block(const BlockWidths& w, Recompute r, int64_t rows, int64_t resid_rows,
-                              BlockKind kind = BlockKind::dense);
+                              BlockKind kind = BlockKind::dense, DType gemm_dtype = DType::f32);
 
 // The floats an Activations of these blocks allocates: the kept arena (plus the final norm's
 // tensors when `head`) and the shared recompute scratch, each tensor padded to 64 bytes. The
@@ -96,15 +113,17 @@ struct ActivationFloats {
   int64_t kept = 0, scratch = 0;
 };
 ActivationFloats activation_floats(const BlockWidths& w, const std::vector<BlockKind>& kinds, int64_t max_rows,
-                                   int64_t resid_rows, Recompute policy, bool head);
+                                   int64_t resid_rows, Recompute policy, bool head,
+                                   DType gemm_dtype = DType::f32);
 
 class Activations {
  public:
   // One block per entry of `kinds` (each block's tensors are those of its kind). max_rows tokens
   // per micro-batch, of which this rank keeps resid_rows of the residual stream. head: also the
-  // final norm's tensors (the chunk ending the model).
+  // final norm's tensors (the chunk ending the model). gemm_dtype: the type of the tensors only
+  // GEMMs read (the run's GEMM input type).
   Activations(const BlockWidths& w, const std::vector<BlockKind>& kinds, int max_rows, int resid_rows,
-              Recompute policy, bool head = true);
+              Recompute policy, bool head = true, DType gemm_dtype = DType::f32);
   // Where block l's tensors live: the kept arena for what the policy keeps, the shared
   // recompute scratch for the rest.
   const BlockActs& block(int l) const { return blocks_[l]; }
@@ -112,9 +131,11 @@ class Activations {
   float* final_rstd() { return rstd_final_.data(); }  // (R)
   float* final_ln() { return ln_final_.data(); }      // (R, C); R = resid_rows
   Recompute policy() const { return policy_; }
+  DType gemm_dtype() const { return gemm_dtype_; }
 
  private:
   Recompute policy_;
+  DType gemm_dtype_;
   TrackedBuffer<float> kept_, scratch_, resid_final_, rstd_final_, ln_final_;
   std::vector<BlockActs> blocks_;
 };

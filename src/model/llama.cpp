@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/gemm_precision.h"
 #include "kernels/rope.h"
 
 namespace ff {
@@ -51,7 +52,8 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
       kv_heads_(int((w_.Q - w_.A) / (2 * config.head_dim()))),
       vocab_(vocab_of(layout_)),
       max_batch_(max_batch),
-      policy_(policy) {
+      policy_(policy),
+      act_dtype_(gemm_input_dtype()) {
   const int T = cfg_.seq_len, D = cfg_.head_dim();
   const size_t N = size_t(max_batch) * T, C = cfg_.dim, V = size_t(vocab_.count);
   const size_t A = size_t(w_.A), Q = size_t(w_.Q), F = size_t(w_.F);
@@ -69,6 +71,7 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
   d_qkv_.allocate(N * Q, MemCategory::workspace);
   d_gate_up_.allocate(N * 2 * F, MemCategory::workspace);
   d_h_.allocate(N * F, MemCategory::workspace);
+  if (act_dtype_ != DType::f32) staging_.allocate(N * std::max(A, 2 * F), MemCategory::workspace);
   // MoE blocks: their routing statistics, selection bias (zero until the aux-loss-free update moves
   // it) and one backward scratch shared by every MoE block.
   moe_stats_.layers.resize(size_t(cfg_.n_layers));
@@ -122,7 +125,7 @@ std::unique_ptr<Activations> Llama::make_activations(int first, int last, bool h
   const int N = max_batch_ * cfg_.seq_len;
   std::vector<BlockKind> kinds;
   for (int l = first; l < last; ++l) kinds.push_back(layout_.block_kind(l));
-  return std::make_unique<Activations>(w_, kinds, N, int(resid_rows(N)), policy_, head);
+  return std::make_unique<Activations>(w_, kinds, N, int(resid_rows(N)), policy_, head, act_dtype_);
 }
 
 size_t Llama::boundary_floats(int B, int T) const { return resid_rows(B * T) * size_t(cfg_.dim); }

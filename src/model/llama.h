@@ -42,6 +42,8 @@ class Llama {
   // layout and every width follow from it) and `hooks` implement the parallel operations (both
   // outlive the model); null: the serial model. `parts`: the blocks, embedding and head this
   // rank holds (a pipeline stage's); null = the whole model, which then owns its activations.
+  // The activations only GEMMs read are stored in the GEMM input type current at construction
+  // (kernels/gemm_precision.h; model/activations.h).
   Llama(const ModelConfig& config, int max_batch, Recompute policy, const TensorSlicer* slicer = nullptr,
         ModelHooks* hooks = nullptr, const ModelParts* parts = nullptr);
   ~Llama();
@@ -132,6 +134,8 @@ class Llama {
   float* head_backward(const HeadParams& h, GradSink& grads, Activations& acts, const float* head_in, int N);
   void block_forward(const float* P, int l, const BlockActs& a, float* out, int B, int T);
   void recompute_block(const float* P, int l, const BlockActs& a, int B, int T);
+  // The attention core into a.att (through the staging buffer when a.att is 16-bit).
+  void attention_into(const BlockActs& a, int B, int T);
   // def non-null: the input pass of a split backward (G unused).
   void block_backward(const float* P, float* G, int l, const BlockActs& a, int B, int T,
                       const DeferredGrads* def);
@@ -154,12 +158,16 @@ class Llama {
   VocabRange vocab_;                  // this rank's vocabulary rows
   int max_batch_;
   Recompute policy_;
+  DType act_dtype_;                           // of the activations only GEMMs read
   std::unique_ptr<Activations> whole_;        // the whole model's activations (parts null)
   TrackedBuffer<float> rope_cos_, rope_sin_;  // (T, D/2)
   TrackedBuffer<float> logits_;               // (N, V), then d(loss)/d(logits) in place
   TrackedBuffer<float> losses_;               // (N)
   // Backward scratch, reused by every block.
   TrackedBuffer<float> d_resid_, d_ln_, d_att_, d_qkv_, d_gate_up_, d_h_;
+  // A 16-bit run's fp32 staging (N, max(A, 2F)): the attention output and the gate/up GEMM's,
+  // before they are rounded into their kept tensors; the widened attention output in backward.
+  TrackedBuffer<float> staging_;
   // MoE blocks: routing statistics, selection bias (n_layers x E), backward scratch, the loss
   // terms' gradient scale, and the current block's expert parameters and gradients (set where a
   // block's segments are acquired, read by mlp_call).

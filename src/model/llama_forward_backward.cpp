@@ -15,6 +15,7 @@
 // C = dim; Q = q/k/v width; A = H*D attention width; F = FFN width; V = vocabulary rows held.
 #include <cstring>
 
+#include "kernels/convert.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -84,17 +85,30 @@ void Llama::block_forward(const float* P, int l, const BlockActs& a, float* out,
   matmul_xwt(a.qkv, hooks_->column_input(a.ln1, N, C), P + o.qkv, N, C, Q);          // (N, Q)
   rope_forward(a.qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);       // q
   rope_forward(a.qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);  // k
-  hooks_->attention(a.att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T));
+  attention_into(a, B, T);                                                           // (N, A)
   hooks_->row_output(a.mid, a.x_in, a.att, P + o.o, N, A, C);                        // (R, C)
   // MLP: out = mid + down(swiglu(gate_up(norm(mid)))).
   rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);        // (R, C)
   hooks_->mlp(mlp_call(P, l, a, N), out);                                            // (R, C)
 }
 
+void Llama::attention_into(const BlockActs& a, int B, int T) {
+  const int N = B * T, D = cfg_.head_dim(), A = int(w_.A);
+  const bool staged = a.att.dtype() != DType::f32;
+  float* att = staged ? staging_.data() : a.att.f32();
+  hooks_->attention(att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T));
+  if (staged) convert_from_f32(a.att, att, size_t(N) * A);  // rounded once, for o and for backward
+}
+
 void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   const BlockActs& a = *m.a;
   const int N = m.N, C = m.C, F = m.F;
-  matmul_xwt(a.mlp.gate_up, h.column_input(a.ln2, N, C), m.P + m.o->mlp.gate_up, N, C, 2 * F);  // (N, 2F)
+  // A 16-bit gate_up: the GEMM's fp32 output is staged, rounded once, and SwiGLU reads the
+  // rounded values, as its recomputation and its backward will.
+  const bool staged = a.mlp.gate_up.dtype() != DType::f32;
+  float* gate_up = staged ? m.staging : a.mlp.gate_up.f32();
+  matmul_xwt(gate_up, h.column_input(a.ln2, N, C), m.P + m.o->mlp.gate_up, N, C, 2 * F);    // (N, 2F)
+  if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
   swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                              // (N, F)
   if (out) h.row_output(out, a.mid, a.mlp.h, m.P + m.o->mlp.down, N, F, C);                  // (R, C)
 }
@@ -116,7 +130,7 @@ const float* Llama::head_forward(const HeadParams& h, Activations& acts, int fir
   const int C = cfg_.dim;
   rmsnorm_forward(acts.final_ln(), acts.final_rstd(), acts.final_out(), h.norm,
                   int(resid_rows(first_row + rows)), C, cfg_.rms_eps);                    // (R, C)
-  const float* in = hooks_->column_input(acts.final_ln(), size_t(first_row + rows), C);  // (N, C)
+  const float* in = hooks_->column_input(acts.final_ln(), size_t(first_row + rows), C).f32();  // (N, C)
   matmul_xwt(logits_.data(), in + size_t(first_row) * C, h.weight, rows, C, vocab_.count);  // (rows, V)
   return in;
 }
@@ -211,13 +225,17 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   float* d_qkv = d_qkv_.data();                                                      // (N, Q)
   std::memset(d_qkv, 0, size_t(N) * Q * sizeof(float));
   const int kv = A + kv_heads_ * D;  // v's column in a q/k/v row
-  hooks_->attention_backward(d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv, a.att,
+  // A 16-bit attention output is widened (exactly) for the backward's rowsum(dO * O).
+  const bool staged = a.att.dtype() != DType::f32;
+  if (staged) convert_to_f32(staging_.data(), a.att, size_t(N) * A);
+  const float* att = staged ? staging_.data() : a.att.f32();
+  hooks_->attention_backward(d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv, att,
                              a.lse, attention_shape(B, T));
   rope_backward(d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);
   rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
-  const float* ln1 = def ? nullptr : hooks_->column_input(a.ln1, N, C);               // (N, C)
+  const ConstTypedPtr ln1 = def ? ConstTypedPtr() : hooks_->column_input(a.ln1, N, C);  // (N, C)
   matmul_dyw_dw(d_ln, def ? nullptr : G + o.qkv, d_qkv, ln1, P + o.qkv, N, C, Q);     // (N, C)
   if (def) copy_rows(def->d_qkv, d_qkv, size_t(N) * Q);
   rmsnorm_backward(d_resid, def ? def->norms : G + o.attn_norm, hooks_->column_input_backward(d_ln, N, C),
@@ -232,9 +250,12 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
   matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, d_out, a.mlp.h, m.P + m.o->mlp.down, N, F,
                 C);                                                                  // (N, F)
   if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
-  swiglu_backward(m.d_gate_up, m.d_h, a.mlp.gate_up, N, F);                          // (N, 2F)
-  const float* ln2 = def ? nullptr : h.column_input(a.ln2, N, C);                    // (N, C)
-  matmul_dyw_dw(d_ln, def ? nullptr : G + m.o->mlp.gate_up, m.d_gate_up, ln2, m.P + m.o->mlp.gate_up, N, C,
+  // Only gate/up's two GEMMs read its output gradient: in a 16-bit run SwiGLU's backward writes it
+  // rounded, once, into the scratch (the same bits those GEMMs would round). Deferred: kept fp32.
+  const TypedPtr d_gate_up(m.d_gate_up, def ? DType::f32 : a.mlp.gate_up.dtype());
+  swiglu_backward(d_gate_up, m.d_h, a.mlp.gate_up, N, F);                            // (N, 2F)
+  const ConstTypedPtr ln2 = def ? ConstTypedPtr() : h.column_input(a.ln2, N, C);     // (N, C)
+  matmul_dyw_dw(d_ln, def ? nullptr : G + m.o->mlp.gate_up, d_gate_up, ln2, m.P + m.o->mlp.gate_up, N, C,
                 2 * F);                                                              // (N, C)
   if (def) copy_rows(def->d_gate_up, m.d_gate_up, size_t(N) * 2 * F);
 }
@@ -254,7 +275,8 @@ AttentionShape Llama::attention_shape(int B, int T) const {
 }
 
 MlpCall Llama::mlp_call(const float* P, int l, const BlockActs& a, int N) {
-  MlpCall m{P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data()};
+  MlpCall m{P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data(),
+            staging_.data()};
   if (layout_.block_kind(l) == BlockKind::moe) {
     m.PE = experts_, m.GE = expert_grads_, m.moe = &cfg_.moe, m.w = &w_, m.router_bias = router_bias(l);
     m.stats = &moe_stats_.layers[size_t(l)], m.loss_scale = loss_scale_, m.moe_scratch = moe_scratch_.data();

@@ -15,9 +15,9 @@ void Llama::recompute_block(const float* P, int l, const BlockActs& a, int B, in
       // Everything but the GEMMs, whose inputs were kept: the norms, the attention core and the
       // dense MLP's SwiGLU.
       const BlockOffsets& o = layout_.block_offsets(l);
-      const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, D = cfg_.head_dim(), A = int(w_.A);
+      const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim;
       rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);
-      hooks_->attention(a.att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T));
+      attention_into(a, B, T);
       rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);
       if (o.kind == BlockKind::dense) swiglu_forward(a.mlp.h, a.mlp.gate_up, N, int(w_.F));  // MoE keeps all
       return;

@@ -7,7 +7,7 @@
 
 namespace ff {
 
-void ModelHooks::row_output(float* out, const float* resid, const float* x, const float* W, int N, int in,
+void ModelHooks::row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in,
                             int C) {
   // The residual add rides on the GEMM's beta = 1.
   copy_rows(out, resid, size_t(N) * size_t(C));

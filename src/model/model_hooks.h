@@ -34,6 +34,7 @@ struct MlpCall {
   const BlockActs* a;
   int N, C, F;            // F: this rank's FFN width
   float *d_h, *d_gate_up; // backward scratch (N, F), (N, 2F)
+  float* staging = nullptr;  // (N, 2F) fp32 gate/up output before its rounding into a 16-bit a->mlp.gate_up
   // MoE blocks only (model/moe_mlp.cpp):
   const float* PE = nullptr;           // this rank's routed experts (the layer's expert segment)
   float* GE = nullptr;                 // their gradients (backward with weights)
@@ -86,14 +87,16 @@ class ModelHooks {
   // Scratch for batches of up to max_rows tokens of residual width C; the model calls it once.
   virtual void reserve(size_t /*max_rows*/, int /*C*/) {}
 
-  // Input of a column-parallel GEMM: x (R, width) -> (N, width), valid until the next call.
-  virtual const float* column_input(const float* x, size_t /*N*/, int /*width*/) { return x; }
+  // Input of a column-parallel GEMM: x (R, width) -> (N, width), valid until the next call, in
+  // x's type (a 16-bit activation is gathered as it is stored: half the bytes).
+  virtual ConstTypedPtr column_input(ConstTypedPtr x, size_t /*N*/, int /*width*/) { return x; }
   // Dual: d_full (N, width), this rank's part of the input gradient -> where the (R, width)
   // rows of the whole gradient are (summed in place).
   virtual float* column_input_backward(float* d_full, size_t /*N*/, int /*width*/) { return d_full; }
 
-  // A row-parallel GEMM and the residual: out (R, C) = resid + x (N, in) W^T, W (C, in).
-  virtual void row_output(float* out, const float* resid, const float* x, const float* W, int N, int in,
+  // A row-parallel GEMM and the residual: out (R, C) = resid + x (N, in) W^T, W (C, in); x may be a
+  // 16-bit activation.
+  virtual void row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in,
                           int C);
   // Dual: dy (R, C) -> the (N, C) gradient of the GEMM's output.
   virtual const float* row_output_backward(const float* dy, size_t /*N*/, int /*C*/) { return dy; }

@@ -57,7 +57,7 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   const MoeMlpActs& a = m.a->moe;
   const BlockWidths& w = *m.w;
   const int N = m.N, C = m.C, E = int(w.E), K = int(w.K), Fe = int(w.Fe), Fs = int(w.Fs), ep = int(w.EP);
-  const float* x = h.column_input(m.a->ln2, size_t(N), C);                          // (N, C)
+  const float* x = h.column_input(m.a->ln2, size_t(N), C).f32();                    // (N, C)
   matmul_xwt(a.logits, x, m.P + m.o->moe.router, N, C, E);                          // (N, E)
   // Statistics only from the pass that produces the output (a recomputation would count twice).
   route_tokens(*m.moe, {N, E, K}, m.router_bias, a, out ? m.stats : nullptr);
@@ -128,7 +128,7 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   float* d_logits = d_gate_up + M * 2 * Fe;         // (N, E)
   float* d_sh = d_logits + size_t(N) * E;           // (N, Fs)
   float* d_sgu = d_sh + size_t(N) * Fs;             // (N, 2Fs)
-  const float* x = h.column_input(m.a->ln2, size_t(N), C);  // (N, C), after row_output_backward
+  const float* x = h.column_input(m.a->ln2, size_t(N), C).f32();  // (N, C), after row_output_backward
   // Combine: out_t += gate_tj * y_send[slot]; so d_y = gate * d_out and d_gate = d_out . y.
   const int32_t* slot = ints(a.slot);
   for (size_t i = 0; i < NK; ++i) {

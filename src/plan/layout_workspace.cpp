@@ -61,20 +61,23 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
   auto pad = [](int64_t n) { return (n + 31) / 32 * 32; };
   int64_t most = 0;
   const bool copy = has_weight_copy(L);
-  auto linear = [&](int64_t rows, int64_t in, int64_t out) {
+  // x_stored: the input is an activation kept 16-bit (ln1, att, ln2, h), never converted;
+  // dy_stored: the output gradient arrives 16-bit (gate/up's, from SwiGLU's backward).
+  auto linear = [&](int64_t rows, int64_t in, int64_t out, bool x_stored, bool dy_stored = false) {
+    const int64_t x = x_stored ? 0 : rows * in, dy = dy_stored ? 0 : pad(rows * out);
     if (copy)  // the weight is read from the step's copy: x alone forward; dy, then x, backward
-      most = std::max({most, rows * in, pad(rows * out) + rows * in});
+      most = std::max({most, x, dy + x});
     else       // forward x, W; backward dy, W, x (linear_backward_run_precision)
-      most = std::max({most, pad(rows * in) + out * in, pad(rows * out) + pad(out * in) + rows * in});
+      most = std::max({most, pad(x) + out * in, dy + pad(out * in) + x});
   };
   (void)R;  // under sp the projections read the gathered N rows
-  linear(N, w.C, w.Q), linear(N, w.A, w.C);
-  if (w.F > 0) linear(N, w.C, 2 * w.F), linear(N, w.F, w.C);
-  if (has_moe) {
-    linear(N, w.C, w.E);
-    if (w.Fs > 0) linear(N, w.C, 2 * w.Fs), linear(N, w.Fs, w.C);
+  linear(N, w.C, w.Q, true), linear(N, w.A, w.C, true);
+  if (w.F > 0) linear(N, w.C, 2 * w.F, true, true), linear(N, w.F, w.C, true);
+  if (has_moe) {  // an MoE block's ln2 and expert activations stay fp32
+    linear(N, w.C, w.E, false);
+    if (w.Fs > 0) linear(N, w.C, 2 * w.Fs, false), linear(N, w.Fs, w.C, false);
   }
-  if (head) linear(N, w.C, vocab);
+  if (head) linear(N, w.C, vocab, false);
   return most * pb.gemm_input;
 }
 

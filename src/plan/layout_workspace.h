@@ -16,7 +16,6 @@ namespace ff {
 // the activation operand into scratch. bf16 activations would change these numbers and nothing else.
 struct PrecisionBytes {
   int weight_copy = 0;   // the 16-bit weight copy, bytes per parameter the rank holds unsharded
-  int activation = 4;    // bytes per kept activation element
   int gemm_input = 4;    // bytes per converted GEMM operand element (the per-thread scratch)
 };
 PrecisionBytes precision_bytes(Precision p);
@@ -39,7 +38,8 @@ int64_t context_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const
 // staging (AllToAllExperts). Bytes; 0 without MoE blocks.
 int64_t moe_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const BlockWidths& w, bool has_moe);
 // The calling thread's scratch of converted GEMM operands (gemm_run_precision): the largest
-// (A padded to 32 elements) + B over the rank's linears, forward, dgrad and wgrad. Bytes; 0 at fp32.
+// (A padded to 32 elements) + B over the rank's linears, forward, dgrad and wgrad, less the
+// activations stored 16-bit already (ln1, att, ln2, h: model/activations.h). Bytes; 0 at fp32.
 int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t R, int64_t vocab,
                                  bool head, bool has_moe);
 

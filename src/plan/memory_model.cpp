@@ -119,7 +119,8 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
     const ModelChunk& ch = chunks[k];
     std::vector<BlockKind> kinds;
     for (int l = ch.first_layer; l < ch.last_layer; ++l) kinds.push_back(layout.block_kind(l));
-    const ActivationFloats f = activation_floats(w, kinds, N, R, L.recompute, ch.head);
+    // Each tensor's element type is activation_floats' (model/activations.h), in 4-byte units.
+    const ActivationFloats f = activation_floats(w, kinds, N, R, L.recompute, ch.head, gemm_input_dtype_of(L.gemm));
     const int64_t stashes = std::max(1, in_flight[k]);
     acts += stashes * f.kept, ws += stashes * f.scratch;  // every stash has its own scratch
     if (L.pp > 1 && ch.head && !ch.embedding) acts += stashes * R * C;  // the head's output gradient
@@ -130,6 +131,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   ws += c.seq_len * c.head_dim();
   if (head) ws += N * V + N;
   ws += R * C + N * C + N * w.A + N * w.Q + 3 * N * w.F;
+  if (gemm_input_dtype_of(L.gemm) != DType::f32) ws += N * std::max(w.A, 2 * w.F);  // Llama::staging_
   if (L.tp > 1) ws += 3 * N + N * C + (L.sp ? N * C : 0);  // TensorParallelHooks::reserve
   // Pipeline boundary buffers (executor's pool): the receive and send buffers of the activations
   // and gradients of about one micro-batch per direction and chunk.
@@ -139,7 +141,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   for (int l : rm.parts.layers) has_moe = has_moe || layout.block_kind(l) == BlockKind::moe;
   const PrecisionBytes pb = precision_bytes(L.gemm);  // the one place precision changes bytes
   if (has_weight_copy(L)) m.bytes[size_t(MemCategory::params)] += int64_t(layout.total()) * pb.weight_copy;
-  m.bytes[size_t(MemCategory::activations)] += acts * pb.activation;
+  m.bytes[size_t(MemCategory::activations)] += acts * kF;
   m.bytes[size_t(MemCategory::workspace)] += ws * kF + context_workspace_bytes(c, L, w) +
                                              moe_workspace_bytes(c, L, w, has_moe) +
                                              gemm_input_scratch_bytes(L, w, N, R, V, head, has_moe);

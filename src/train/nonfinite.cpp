@@ -31,9 +31,17 @@ struct Check {
   std::function<bool()> bad;  // true when the tensor holds a non-finite value (or a 1/rms of 0)
 };
 
-bool any_nonfinite(const float* x, size_t n) {
+bool any_nonfinite(ConstTypedPtr p, size_t n) {
   bool bad = false;
-  for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(x[i]);
+  if (p.dtype() == DType::f32) {
+    const float* x = p.f32();
+    for (size_t i = 0; i < n; ++i) bad |= !std::isfinite(x[i]);
+    return bad;
+  }
+  // A 16-bit activation (model/activations.h): inf and NaN are the all-ones exponent.
+  const uint16_t exponent = p.dtype() == DType::bf16 ? 0x7f80 : 0x7c00;
+  const uint16_t* x = static_cast<const uint16_t*>(p.data());
+  for (size_t i = 0; i < n; ++i) bad |= (x[i] & exponent) == exponent;
   return bad;
 }
 // 1/rms = 0 means the sum of squares was inf: no NaN yet, but the norm's output and every gradient
@@ -48,9 +56,9 @@ std::vector<Check> forward_checks(const Activations& acts, Activations& head, co
                                   size_t N, size_t R, const double* loss) {
   std::vector<Check> c;
   const size_t C = size_t(w.C);
-  auto add = [&](std::string label, const float* x, size_t n, bool rstd = false) {
+  auto add = [&](std::string label, ConstTypedPtr x, size_t n, bool rstd = false) {
     c.push_back(
-        {std::move(label), [x, n, rstd] { return rstd ? overflowed_rstd(x, n) : any_nonfinite(x, n); }});
+        {std::move(label), [x, n, rstd] { return rstd ? overflowed_rstd(x.f32(), n) : any_nonfinite(x, n); }});
   };
   for (int l = 0; l < L; ++l) {
     const BlockActs& a = acts.block(l);

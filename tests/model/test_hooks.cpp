@@ -21,7 +21,7 @@ class CountingHooks final : public ModelHooks {
  public:
   std::map<std::string, int> calls;
 
-  const float* column_input(const float* x, size_t N, int width) override {
+  ConstTypedPtr column_input(ConstTypedPtr x, size_t N, int width) override {
     ++calls["column_input"];
     return ModelHooks::column_input(x, N, width);
   }
@@ -29,7 +29,7 @@ class CountingHooks final : public ModelHooks {
     ++calls["column_input_backward"];
     return ModelHooks::column_input_backward(d, N, width);
   }
-  void row_output(float* out, const float* resid, const float* x, const float* W, int N, int in, int C) override {
+  void row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in, int C) override {
     ++calls["row_output"];
     ModelHooks::row_output(out, resid, x, W, N, in, C);
   }

@@ -76,7 +76,8 @@ TEST(Recompute, EveryActivationTensorIsAlignedAndBlocksFollowEachOther) {
     Activations acts(w, kinds, 7, 7, r);
     for (int l = 0; l < 3; ++l) {
       const BlockActs& a = acts.block(l);
-      for (const float* p : {a.x_in, a.rstd1, a.ln1, a.qkv, a.att, a.lse, a.mid, a.rstd2, a.ln2, a.mlp.gate_up, a.mlp.h})
+      for (const void* p : {a.x_in, a.rstd1, a.ln1.f32(), a.qkv, a.att.f32(), a.lse, a.mid, a.rstd2,
+                            a.ln2.f32(), a.mlp.gate_up.f32(), a.mlp.h.f32()})
         EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << recompute_name(r) << " block " << l;
     }
     // Padded kept floats of one block: each kept tensor rounded up to 16 floats.

@@ -24,7 +24,7 @@ TEST(Regions, CopyToTpIsIdentityForwardAndAllReduceBackward) {
   const Comm& tp = world();
   const size_t n = kRows * kWidth;
   std::vector<float> x = ranked(tp.rank(), n);
-  EXPECT_EQ(regions::copy_to_tp_forward(x.data()), x.data());
+  EXPECT_EQ(regions::copy_to_tp_forward(x.data()).f32(), x.data());
   regions::copy_to_tp_backward(tp, x.data(), n);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], test::expected_sum<float>(tp.size(), i)) << i;
 }

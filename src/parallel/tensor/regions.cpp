@@ -6,7 +6,7 @@ void copy_to_tp_backward(const Comm& tp, float* grad, size_t n) { tp.all_reduce(
 
 void reduce_from_tp_forward(const Comm& tp, float* x, size_t n) { tp.all_reduce(x, n); }
 
-void gather_from_sp_forward(const Comm& tp, const float* shard, float* full, size_t n_full) {
+void gather_from_sp_forward(const Comm& tp, ConstTypedPtr shard, TypedPtr full, size_t n_full) {
   tp.all_gather(shard, full, n_full);
 }
 

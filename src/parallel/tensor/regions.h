@@ -18,14 +18,14 @@
 
 namespace ff::regions {
 
-inline const float* copy_to_tp_forward(const float* x) { return x; }
+inline ConstTypedPtr copy_to_tp_forward(ConstTypedPtr x) { return x; }
 void copy_to_tp_backward(const Comm& tp, float* grad, size_t n);
 
 void reduce_from_tp_forward(const Comm& tp, float* x, size_t n);
 inline const float* reduce_from_tp_backward(const float* grad) { return grad; }
 
-// full (n_full) = the shards of every rank, in rank order.
-void gather_from_sp_forward(const Comm& tp, const float* shard, float* full, size_t n_full);
+// full (n_full) = the shards of every rank, in rank order, in the shard's type.
+void gather_from_sp_forward(const Comm& tp, ConstTypedPtr shard, TypedPtr full, size_t n_full);
 // grad_full (n_full) summed over the group, reduce-scattered in place: returns this rank's chunk.
 float* gather_from_sp_backward(const Comm& tp, float* grad_full, size_t n_full);
 

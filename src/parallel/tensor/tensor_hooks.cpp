@@ -27,10 +27,11 @@ void TensorParallelHooks::reserve(size_t max_rows, int C) {
   if (sp_ && gathered_.size() < NC) gathered_.allocate(NC, MemCategory::workspace);
 }
 
-const float* TensorParallelHooks::column_input(const float* x, size_t N, int width) {
+ConstTypedPtr TensorParallelHooks::column_input(ConstTypedPtr x, size_t N, int width) {
   if (!sp_) return regions::copy_to_tp_forward(x);
-  regions::gather_from_sp_forward(tp_, x, gathered_.data(), N * size_t(width));
-  return gathered_.data();
+  const TypedPtr full(gathered_.data(), x.dtype());
+  regions::gather_from_sp_forward(tp_, x, full, N * size_t(width));
+  return full;
 }
 
 float* TensorParallelHooks::column_input_backward(float* d_full, size_t N, int width) {
@@ -45,7 +46,7 @@ const float* TensorParallelHooks::sum_partial(size_t n_full) {
   return row_full_.data();
 }
 
-void TensorParallelHooks::row_output(float* out, const float* resid, const float* x, const float* W, int N,
+void TensorParallelHooks::row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N,
                                      int in, int C) {
   const size_t n = resid_rows(size_t(N)) * size_t(C), n_full = size_t(N) * size_t(C);
   matmul_xwt(row_full_.data(), x, W, N, in, C);

@@ -24,11 +24,11 @@ class TensorParallelHooks final : public ModelHooks {
   // Without sp: copy_to_tp before a column GEMM, reduce_from_tp after a row GEMM. With sp:
   // gather_from_sp and reduce_scatter_to_sp in their places (the same bytes as an all-reduce,
   // split in two, and the norms in between work on 1/t of the rows).
-  const float* column_input(const float* x, size_t N, int width) override;
+  ConstTypedPtr column_input(ConstTypedPtr x, size_t N, int width) override;
   float* column_input_backward(float* d_full, size_t N, int width) override;
   // Each rank's GEMM gives a partial sum over its slice of `in`; the residual joins after the
   // reduction, once.
-  void row_output(float* out, const float* resid, const float* x, const float* W, int N, int in, int C) override;
+  void row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in, int C) override;
   const float* row_output_backward(const float* dy, size_t N, int C) override;
   // Vocab-parallel lookup: each rank fills the rows of its tokens, the group sums.
   void embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange vocab) override;
@@ -47,7 +47,7 @@ class TensorParallelHooks final : public ModelHooks {
   const Comm& tp_;
   bool sp_;
   TrackedBuffer<float> loss_stats_;  // (3N) row max, sum, target logit
-  TrackedBuffer<float> gathered_;    // (N, C) sequence-parallel column input
+  TrackedBuffer<float> gathered_;    // (N, C) sequence-parallel column input (16-bit: its first half)
   TrackedBuffer<float> row_full_;    // (N, C) row-parallel partial output
 };
 
