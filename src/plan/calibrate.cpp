@@ -146,10 +146,8 @@ double time_op(const Comm& world, F&& op) {
 // A blocking collective as a step issues it: right after each rank's own compute (about 2 ms of
 // GEMMs, no barrier in between), so the ranks arrive apart and the one that waits spins, yields or
 // sleeps as the comm engine does mid-step. Median over iterations of (compute + all-reduce of one
-// (1024, 256) activation within `group`), less the compute alone and the all-reduce's alpha-beta
-// time. Every rank of `world` computes at once, so with more ranks than cores the group's waits
-// include getting a core back from the ranks of other groups, as in a step.
-double collective_overhead(const Comm& world, const Comm& group, const LinkClass& link) {
+// (1024, 256) activation), less the compute alone and the all-reduce's alpha-beta time.
+double collective_overhead(const Comm& world, const LinkClass& link) {
   const int rows = 1024, width = 256;
   TrackedBuffer<float> x(size_t(rows) * width, MemCategory::workspace), W(size_t(width) * width, MemCategory::workspace),
       y(size_t(rows) * width, MemCategory::workspace);
@@ -161,14 +159,14 @@ double collective_overhead(const Comm& world, const Comm& group, const LinkClass
     for (int it = 0; it < 21; ++it) {
       const auto t0 = clock_type::now();
       for (int g = 0; g < 4; ++g) matmul_xwt(y.data(), x.data(), W.data(), rows, width, width);  // overwrites y
-      if (collective) group.all_reduce(y.data(), y.size());
+      if (collective) world.all_reduce(y.data(), y.size());
       if (it > 0) t.push_back(since(t0));
     }
     std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
     return t[t.size() / 2];
   };
   const double alone = median_step(false), with = median_step(true);
-  double extra = with - alone - link.seconds(Coll::all_reduce, 4.0 * double(y.size()), group.size());
+  double extra = with - alone - link.seconds(Coll::all_reduce, 4.0 * double(y.size()), world.size());
   world.all_reduce(&extra, 1, ReduceOp::max);  // one number for every rank
   return std::max(0.0, extra);
 }
@@ -293,16 +291,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;
     rates.step_overhead = 4 * time_op(world, [&] { world.all_reduce(&x, 1); });
-    // Over pairs of neighbouring ranks (the groups of tp = 2, laid out fastest; the world itself on
-    // 2 ranks) while every rank computes. Measured also when ranks outnumber the cores: then it
-    // includes the waiting rank getting its core back from another group's ranks, which a step
-    // pays on every collective it blocks on.
-    if (n > 2 && n % 2 == 0) {
-      const Comm pairs = world.split(world.rank() / 2, world.rank());
-      rates.collective_overhead = collective_overhead(world, pairs, cl.same_node);
-    } else {
-      rates.collective_overhead = collective_overhead(world, world, cl.same_node);
-    }
+    if (!alone) rates.collective_overhead = collective_overhead(world, cl.same_node);
   }
   cl.rates = rates;
   cl.name = "calibrated: " + cl.name;

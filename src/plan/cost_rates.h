@@ -60,8 +60,7 @@ struct EngineRates {
   double step_overhead = 0;            // seconds per step outside the model (data, metrics)
   // Seconds a blocking collective issued mid-step costs beyond its alpha-beta time (the ranks
   // arrive apart after their own compute; the waiting one spins, yields or sleeps), measured by
-  // calibrate on the ranks to be used: with more ranks than cores it includes the wait for the
-  // peer to get a core (files from before session 7 hold 0 there).
+  // calibrate when the ranks fit the cores (0 otherwise: waiting ranks then lend their core).
   double collective_overhead = 0;
   // The engine's non-GEMM kernels as calibrate times them (plan/calibrate_kernels.h), per core;
   // absent from older files, which cost those kernels as bytes over `bandwidth`.

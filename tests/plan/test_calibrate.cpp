@@ -53,12 +53,6 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
   ASSERT_TRUE(std::regex_search(t, cores, std::regex(R"(available_cores = ([0-9.e+-]+))")));
   EXPECT_GT(std::stod(cores[1]), 0.05);
   EXPECT_LE(std::stod(cores[1]), double(std::thread::hardware_concurrency()) + 1e-9);
-  // What a collective issued right after compute adds: a time (at most one scheduler time slice or
-  // so per collective on a loaded machine), never negative, never absent.
-  std::smatch overhead;
-  ASSERT_TRUE(std::regex_search(t, overhead, std::regex(R"(collective_overhead = ([0-9.e+-]+))")));
-  EXPECT_GE(std::stod(overhead[1]), 0.0);
-  EXPECT_LT(std::stod(overhead[1]), 0.5);
   for (const char* cls : {"[same_node]", "[across_nodes]"}) EXPECT_NE(t.find(cls), std::string::npos) << cls;
   const std::string model = dir + "/model.toml";
   std::FILE* f = std::fopen(model.c_str(), "w");

@@ -105,26 +105,3 @@ TEST(EngineKernelTerms, BlockingCollectivesPayTheCalibratedOverheadAsynchronousO
   EXPECT_NEAR(with("pp=2,1f1b,mb=2,m=4", 1e-3).step_seconds, with("pp=2,1f1b,mb=2,m=4", 0).step_seconds, 1e-15);
   EXPECT_NEAR(with("cp=2,cp_comm=ring,mb=4", 1e-3).step_seconds, with("cp=2,cp_comm=ring,mb=4", 0).step_seconds, 1e-15);
 }
-
-// Ranks outnumbering the cores (4 on 2): calibrate measures the overhead there too (it includes the
-// wait for the peer to get a core), and the step pays it on every blocking collective, on top of
-// the ranks' shared CPU work. tp 2 x pp 2, 4 micro-batches: the last stage's 2 blocks x 4
-// all-reduces + 2 on the head + 3 for the loss, per micro-batch.
-TEST(EngineKernelTerms, OversubscribedRanksPayTheOverheadOnEveryBlockingCollective) {
-  const ModelConfig c = model();
-  ClusterSpec cl = kernels_cluster();
-  cl.devices_per_node = 4, cl.rates.cores = 2;
-  auto with = [&](double overhead) {
-    ClusterSpec k = cl;
-    k.rates.collective_overhead = overhead;
-    return predict_layout(c, layout("tp=2,pp=2,1f1b,mb=4,m=4"), k, 1);
-  };
-  const LayoutPrediction p0 = with(0), p1 = with(2e-3);
-  EXPECT_NEAR(p1.step_seconds - p0.step_seconds, 4 * (2 * 4 + 2 + 3) * 2e-3, 1e-12);
-  // The shared cores bound this step (the branch the overhead must reach): 4 ranks' CPU work over 2
-  // cores exceeds one rank's critical path.
-  ClusterSpec roomy = cl;
-  roomy.rates.cores = 64;
-  const double fitting = predict_layout(c, layout("tp=2,pp=2,1f1b,mb=4,m=4"), roomy, 1).step_seconds;
-  EXPECT_GT(p0.step_seconds, 1.2 * fitting);
-}
