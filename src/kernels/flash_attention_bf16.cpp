@@ -12,7 +12,10 @@
 #include "kernels/scratch.h"
 
 namespace ff {
+// A named namespace inside the anonymous one: the unity build (the sanitizer job) compiles this file
+// with the fp32 kernels, whose helpers (kTile, Geometry, forward, ...) have the same names.
 namespace {
+namespace flash_bf16 {
 
 using attn16::dot_rows;
 
@@ -324,38 +327,39 @@ void backward(float* dq, float* dk, float* dv, const Operands& x, const float* l
   for (int task = 0; task < tasks; ++task) backward_group(dq, dk, dv, x, lse, s, task / s.Hkv, task % s.Hkv);
 }
 
+}  // namespace flash_bf16
 }  // namespace
 
 void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                             const AttentionShape& s) {
-  forward(out, lse, {q, k, v, {}, {}}, block_of(s));
+  flash_bf16::forward(out, lse, {q, k, v, {}, {}}, flash_bf16::block_of(s));
 }
 void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                              ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                              const AttentionShape& s) {
-  backward(dq, dk, dv, {q, k, v, dout, out}, lse, block_of(s));
+  flash_bf16::backward(dq, dk, dv, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
 }
 void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                                   const AttentionBlock& s) {
-  forward(out, lse, {q, k, v, {}, {}}, s);
+  flash_bf16::forward(out, lse, {q, k, v, {}, {}}, s);
   count_attention_block_flops(block_forward_flops(s));
 }
 void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                                    ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                                    const AttentionBlock& s) {
-  backward(dq, dk, dv, {q, k, v, dout, out}, lse, s);
+  flash_bf16::backward(dq, dk, dv, {q, k, v, dout, out}, lse, s);
   if (s.mask != AttentionMask::none) count_attention_block_flops(block_backward_flops(s));
 }
 
 void set_attention_bf16_ds_terms(int terms) {
   if (terms != 1 && terms != 2)
     throw std::invalid_argument("bf16 attention: dS terms must be 1 or 2, not " + std::to_string(terms));
-  g_ds_terms.store(terms, std::memory_order_relaxed);
+  flash_bf16::g_ds_terms.store(terms, std::memory_order_relaxed);
 }
-int attention_bf16_ds_terms() { return g_ds_terms.load(std::memory_order_relaxed); }
+int attention_bf16_ds_terms() { return flash_bf16::g_ds_terms.load(std::memory_order_relaxed); }
 
 AttentionScratchFloats attention_bf16_scratch_floats(int Tq, int Tk, int D) {
-  const Geometry g(Tq, Tk, D);
+  const flash_bf16::Geometry g(Tq, Tk, D);
   return {g.forward_floats(), g.backward_floats()};
 }
 

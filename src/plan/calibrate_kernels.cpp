@@ -44,7 +44,7 @@ void fill(TrackedBuffer<float>& b, float scale) {
 }
 
 constexpr int kRows[] = {256, 1024, 4096};  // tokens of a micro-batch
-constexpr int kC = 256, kF = 512, kHeadWidth = 256, kT = 128, kV = 4096;
+constexpr int kC = 256, kFfn = 512, kHeadWidth = 256, kT = 128, kV = 4096;
 constexpr int kCeRows[] = {64, 256, 1024};                                  // x kV logits
 constexpr size_t kParams[] = {size_t(1) << 18, size_t(1) << 20, size_t(1) << 22};  // optimizer, weight copy
 constexpr int kAttnT[] = {64, 128, 256, 512}, kAttnD[] = {32, 64, 128};
@@ -95,14 +95,14 @@ double rope_seconds(const Comm* sync, CacheFlusher& flush, int N) {
 }
 
 double swiglu_seconds(const Comm* sync, CacheFlusher& flush, int N) {
-  const size_t e = size_t(N) * kF, set = 6 * e;  // gate_up (2F), h (F), dh (F), d_gate_up (2F)
+  const size_t e = size_t(N) * kFfn, set = 6 * e;  // gate_up (2F), h (F), dh (F), d_gate_up (2F)
   const int copies = copies_for(set);
   TrackedBuffer<float> buf(set * copies, MemCategory::workspace);
   fill(buf, 0.1f);
   return median_seconds(sync, flush, copies, [&](int k) {
     float *gu = buf.data() + size_t(k) * set, *h = gu + 2 * e, *dh = h + e, *dgu = dh + e;
-    swiglu_forward(h, gu, N, kF);
-    swiglu_backward(dgu, dh, gu, N, kF);
+    swiglu_forward(h, gu, N, kFfn);
+    swiglu_backward(dgu, dh, gu, N, kFfn);
   });
 }
 
@@ -164,7 +164,7 @@ void shape_kernel_rates(EngineRates& r) {
   for (int N : kRows) {
     r.rmsnorm.points.emplace_back(double(N) * kC, 0);
     r.rope.points.emplace_back(double(N) * kHeadWidth, 0);
-    r.swiglu.points.emplace_back(double(N) * kF, 0);
+    r.swiglu.points.emplace_back(double(N) * kFfn, 0);
   }
   for (int N : kCeRows) r.cross_entropy.points.emplace_back(double(N) * kV, 0);
   for (int T : kAttnT)
@@ -180,7 +180,7 @@ void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFl
   per_core(r.weight_copy, [&](double n) { return weight_copy_seconds(sync, flush, size_t(n)); });
   per_core(r.rmsnorm, [&](double e) { return rmsnorm_seconds(sync, flush, int(e / kC)); });
   per_core(r.rope, [&](double e) { return rope_seconds(sync, flush, int(e / kHeadWidth)); });
-  per_core(r.swiglu, [&](double e) { return swiglu_seconds(sync, flush, int(e / kF)); });
+  per_core(r.swiglu, [&](double e) { return swiglu_seconds(sync, flush, int(e / kFfn)); });
   per_core(r.cross_entropy, [&](double e) { return cross_entropy_seconds(sync, flush, int(e / kV)); });
   for (auto& [T, curve] : r.attention_dim.by_rows)
     for (auto& [D, y] : curve.points)
