@@ -66,21 +66,29 @@ def run(cmd):
 
 
 def measure(a):
+    """Every layout `passes` times, the passes in alternating order (forward, backward, forward...)
+    so a slow stretch of the machine falls on different layouts each pass; per layout the median
+    over passes of each pass's median step (steps 3..), with the spread kept."""
     t0 = time.time()
-    out = {"load_start": open("/proc/loadavg").read().split()[:3], "steps": a.steps, "runs": {}}
+    out = {"load_start": open("/proc/loadavg").read().split()[:3], "steps": a.steps, "passes": a.passes, "runs": {}}
     for n in (2, 4):
         run(["mpirun", "--oversubscribe", "-np", str(n), FIVEFOLD, "calibrate", "--threads", "1", "--out",
              f"{a.measure}.c{n}.toml"])
-    for ranks, config, layout in LAYOUTS:
-        rundir = f"/tmp/fivefold-plan-validate/{ranks}_{layout.replace(',', '_')}"
-        subprocess.run(["rm", "-rf", rundir])
-        run(["mpirun", "--oversubscribe", "-np", str(ranks), FIVEFOLD, "train", "--config",
-             os.path.join(benchlib.ROOT, config), "--data", a.data, "--out", rundir, "--threads", "1", "--steps",
-             str(a.steps), "--eval-every", "0", "--log-every", "1000"] + train_flags(layout))
-        recs = [r for r in benchlib.read_metrics(rundir) if "step_seconds" in r]
-        out["runs"][f"{ranks}:{layout}"] = {"step_seconds": statistics.median(r["step_seconds"] for r in recs[2:]),
-                                            "peak_bytes": recs[-1]["bytes"]["peak_total"]}
-        print(layout, out["runs"][f"{ranks}:{layout}"], flush=True)
+    samples = {f"{r}:{layout}": [] for r, _, layout in LAYOUTS}
+    for p in range(a.passes):
+        for ranks, config, layout in (LAYOUTS if p % 2 == 0 else LAYOUTS[::-1]):
+            rundir = f"/tmp/fivefold-plan-validate/{ranks}_{layout.replace(',', '_')}"
+            subprocess.run(["rm", "-rf", rundir])
+            run(["mpirun", "--oversubscribe", "-np", str(ranks), FIVEFOLD, "train", "--config",
+                 os.path.join(benchlib.ROOT, config), "--data", a.data, "--out", rundir, "--threads", "1", "--steps",
+                 str(a.steps), "--eval-every", "0", "--log-every", "1000"] + train_flags(layout))
+            recs = [r for r in benchlib.read_metrics(rundir) if "step_seconds" in r]
+            samples[f"{ranks}:{layout}"].append((statistics.median(r["step_seconds"] for r in recs[2:]),
+                                                 recs[-1]["bytes"]["peak_total"]))
+            print(p, layout, samples[f"{ranks}:{layout}"][-1], flush=True)
+    for key, s in samples.items():
+        out["runs"][key] = {"step_seconds": statistics.median(t for t, _ in s), "passes": [t for t, _ in s],
+                            "peak_bytes": max(b for _, b in s)}
     out["load_end"] = open("/proc/loadavg").read().split()[:3]
     out["seconds"] = time.time() - t0
     json.dump(out, open(a.measure, "w"), indent=1)
@@ -89,7 +97,7 @@ def measure(a):
 def predict(a):
     measured = json.load(open(a.measured))
     vocab = json.load(open(os.path.join(a.data, "meta.json")))["vocab_size"]
-    rows, pred_t, meas_t = [], [], []
+    rows, pred_t, meas_t, passes = [], [], [], []
     for ranks, config, layout in LAYOUTS:
         m = measured["runs"][f"{ranks}:{layout}"]
         cmd = [FIVEFOLD, "plan", "--config", os.path.join(benchlib.ROOT, config), "--vocab-size", str(vocab), "--ranks",
@@ -99,12 +107,14 @@ def predict(a):
         pt, mt = pred["step_seconds"], m["step_seconds"]
         pred_t.append(pt)
         meas_t.append(mt)
+        passes.append(m.get("passes", [mt]))
         rows.append((ranks, os.path.basename(config), pred["layout"], ledger[0], m["peak_bytes"], pt, mt))
     table = ("| ranks | model | layout | predicted rank-0 peak (MiB) | measured (MiB) | error | predicted step (ms) | "
-             "measured (ms) | error |\n|---|---|---|---|---|---|---|---|---|\n")
-    for r, model, layout, pm, mm, pt, mt in rows:
+             "measured (ms) | spread | error |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    for (r, model, layout, pm, mm, pt, mt), ps in zip(rows, passes):
         table += (f"| {r} | {model} | {layout} | {pm / 2**20:.2f} | {mm / 2**20:.2f} | {100 * (pm - mm) / mm:+.1f}% | "
-                  f"{1e3 * pt:.1f} | {1e3 * mt:.1f} | {100 * (pt - mt) / mt:+.1f}% |\n")
+                  f"{1e3 * pt:.1f} | {1e3 * mt:.1f} | {100 * (max(ps) - min(ps)) / mt:.0f}% | "
+                  f"{100 * (pt - mt) / mt:+.1f}% |\n")
     mem_err = [abs(pm - mm) / mm for *_, pm, mm, _, _ in rows]
     t_err = [abs(pt - mt) / mt for *_, pt, mt in rows]
     best = min(range(len(rows)), key=lambda i: meas_t[i])
@@ -115,23 +125,35 @@ def predict(a):
                f"measured-best layout ({rows[best][2]}, {1e3 * meas_t[best]:.1f} ms) is predicted #{order.index(best) + 1}"
                f" ({100 * (pred_t[best] - pred_t[order[0]]) / pred_t[order[0]]:.1f}% behind the predicted first).")
     desc = (f"Models configs/small.toml and {MOE} (4 experts, top 2), {measured['steps']} steps (median of steps 3..), "
+            f"{measured.get('passes', 1)} passes over the layouts in alternating order (measured: the median over passes), "
             f"1 thread per rank, AMD EPYC (Zen 5, family 26, AVX512-BF16), 2 cores. Measured in one call of "
             f"`/work/bin/bench-quiet` (nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0; load "
             f"average at the start {' '.join(measured['load_start'])}, at the end {' '.join(measured['load_end'])}; "
             f"{measured['seconds']:.0f} s). Predicted by `fivefold plan --layout --cluster` with `fivefold calibrate` run "
             f"in the same call on 2 and on 4 ranks: every coefficient comes from calibrate (or a formula), none is "
             f"fitted to these runs.")
+    n_pass = min(len(p) for p in passes)
+    if n_pass > 1:  # the noise ceiling: the passes against one another, and each against the prediction
+        by_pass = [[p[k] for p in passes] for k in range(n_pass)]
+        between = [kendall_tau(by_pass[i], by_pass[j]) for i in range(n_pass) for j in range(i + 1, n_pass)]
+        summary += (f" Per pass: Kendall tau against the prediction {', '.join(f'{kendall_tau(pred_t, b):.2f}' for b in by_pass)};"
+                    f" between passes (measured against measured) {', '.join(f'{t:.2f}' for t in between)}; spread: "
+                    f"(slowest - fastest pass) / median, median {100 * statistics.median((max(p) - min(p)) / statistics.median(p) for p in passes):.0f}%.")
     benchlib.publish("## Planner validation (issue 15)", desc, table, summary, a.write)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
-    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=14)
+    ap.add_argument("--passes", type=int, default=3, help="measure every layout this many times, alternating order")
     ap.add_argument("--measure", default="", help="run calibrate and the layouts, write this JSON")
     ap.add_argument("--measured", default="", help="predict against this JSON (and its .c2/.c4.toml)")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--only", default="", help="smoke test: only the layouts containing this text")
     a = ap.parse_args()
+    if a.only:
+        LAYOUTS[:] = [x for x in LAYOUTS if a.only in x[2]]
     if bool(a.measure) == bool(a.measured):
         sys.exit("give --measure OUT.json (timed runs) or --measured OUT.json (predictions)")
     measure(a) if a.measure else predict(a)

@@ -248,8 +248,9 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
     for (RateCurve* curve : {&rates.optimizer, &rates.weight_copy, &rates.rmsnorm, &rates.rope, &rates.swiglu,
                              &rates.cross_entropy})
       for (auto& p : curve->points) io(p.second);
-    for (auto& [T, curve] : rates.attention_dim.by_rows)
-      for (auto& p : curve.points) io(p.second);
+    for (GemmTable* table : attention_tables(rates))
+      for (auto& [T, curve] : table->by_rows)
+        for (auto& p : curve.points) io(p.second);
     for (GemmClass& g : c.gemm) io(g.flops);
     io(c.memory_bandwidth);
   };

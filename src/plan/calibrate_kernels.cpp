@@ -9,7 +9,8 @@
 #include "kernels/adamw.h"
 #include "kernels/convert.h"
 #include "kernels/cross_entropy.h"
-#include "kernels/flash_attention.h"
+#include "kernels/attention_precision.h"
+#include "kernels/gemm_precision.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -129,9 +130,14 @@ double weight_copy_seconds(const Comm* sync, CacheFlusher& flush, size_t n) {
 
 // Causal attention forward + backward as a block runs it: B sequences of T tokens, q, k and v
 // side by side in one (B T, (H + 2 Hkv) D) projection (and their gradients in another), 4 query
-// heads sharing 2 key/value heads (grouped-query, as LLaMA models), head width D. Seconds per
-// B H T^2 D.
-double attention_seconds(const Comm* sync, CacheFlusher& flush, int T, int D) {
+// heads sharing 2 key/value heads (grouped-query, as LLaMA models), head width D; with the kernels
+// of `inputs` (bf16: the bf16 tile products a `precision = bf16` step runs). Seconds per B H T^2 D
+// of the forward alone and of forward + backward: selective recompute repeats only the forward.
+struct AttentionTimes {
+  double forward, both;
+};
+AttentionTimes attention_seconds(const Comm* sync, CacheFlusher& flush, int T, int D, DType inputs) {
+  const GemmInputDtypeScope scope(inputs);
   const int B = 2, H = 4, Hkv = 2, Q = (H + 2 * Hkv) * D;
   const size_t rows = size_t(B) * T, qkv = rows * Q, on = rows * H * D;
   TrackedBuffer<float> buf(2 * qkv + 2 * on + size_t(B) * H * T, MemCategory::workspace);
@@ -139,10 +145,24 @@ double attention_seconds(const Comm* sync, CacheFlusher& flush, int T, int D) {
   float *x = buf.data(), *dx = x + qkv, *o = dx + qkv, *dout = o + on, *lse = dout + on;
   const AttentionShape s{B, T, H, Hkv, D, Q, Q};
   const int kv = H * D, vv = (H + Hkv) * D;  // k and v offsets in a row
-  return median_seconds(sync, flush, 1, [&](int) {
-    attention_forward(o, lse, x, x + kv, x + vv, s);
-    attention_backward(dx, dx + kv, dx + vv, dout, x, x + kv, x + vv, o, lse, s);
-  }) / (double(B) * H * T * double(T) * D);
+  std::vector<double> fwd, both;
+  for (int rep = 0; rep <= 4; ++rep) {
+    flush();
+    if (sync) sync->barrier();
+    const auto t0 = clock_type::now();
+    attention_forward_run_precision(o, lse, x, x + kv, x + vv, s);
+    const auto t1 = clock_type::now();
+    attention_backward_run_precision(dx, dx + kv, dx + vv, dout, x, x + kv, x + vv, o, lse, s);
+    if (rep == 0) continue;  // page faults, cold code
+    fwd.push_back(std::chrono::duration<double>(t1 - t0).count());
+    both.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  auto median = [](std::vector<double>& t) {
+    std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
+    return t[t.size() / 2];
+  };
+  const double units = double(B) * H * T * double(T) * D;
+  return {median(fwd) / units, median(both) / units};
 }
 
 }  // namespace
@@ -157,6 +177,10 @@ void CacheFlusher::operator()() {
   for (size_t i = 0; i < n; ++i) p[i] = value_;
 }
 
+std::vector<GemmTable*> attention_tables(EngineRates& r) {
+  return {&r.attention_dim, &r.attention_fwd_dim, &r.attention_dim_bf16, &r.attention_fwd_dim_bf16};
+}
+
 void shape_kernel_rates(EngineRates& r) {
   r.optimizer.points.clear(), r.weight_copy.points.clear(), r.rmsnorm.points.clear(), r.rope.points.clear();
   r.swiglu.points.clear(), r.cross_entropy.points.clear(), r.attention_dim = GemmTable{};
@@ -167,8 +191,9 @@ void shape_kernel_rates(EngineRates& r) {
     r.swiglu.points.emplace_back(double(N) * kFfn, 0);
   }
   for (int N : kCeRows) r.cross_entropy.points.emplace_back(double(N) * kV, 0);
-  for (int T : kAttnT)
-    for (int D : kAttnD) r.attention_dim.add(T, D, 0);
+  for (GemmTable* t : attention_tables(r))
+    for (int T : kAttnT)
+      for (int D : kAttnD) t->add(T, D, 0);
 }
 
 void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFlusher& flush) {
@@ -182,9 +207,17 @@ void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFl
   per_core(r.rope, [&](double e) { return rope_seconds(sync, flush, int(e / kHeadWidth)); });
   per_core(r.swiglu, [&](double e) { return swiglu_seconds(sync, flush, int(e / kFfn)); });
   per_core(r.cross_entropy, [&](double e) { return cross_entropy_seconds(sync, flush, int(e / kV)); });
-  for (auto& [T, curve] : r.attention_dim.by_rows)
-    for (auto& [D, y] : curve.points)
-      y = attention_seconds(sync, flush, int(T), int(D)) * threads;
+  for (DType inputs : {DType::f32, DType::bf16}) {
+    const bool bf16 = inputs == DType::bf16;
+    GemmTable &both = bf16 ? r.attention_dim_bf16 : r.attention_dim, &fwd = bf16 ? r.attention_fwd_dim_bf16 : r.attention_fwd_dim;
+    for (size_t i = 0; i < both.by_rows.size(); ++i)
+      for (size_t j = 0; j < both.by_rows[i].second.points.size(); ++j) {
+        const AttentionTimes t =
+            attention_seconds(sync, flush, int(both.by_rows[i].first), int(both.by_rows[i].second.points[j].first), inputs);
+        both.by_rows[i].second.points[j].second = t.both * threads;
+        fwd.by_rows[i].second.points[j].second = t.forward * threads;
+      }
+  }
 }
 
 }  // namespace ff

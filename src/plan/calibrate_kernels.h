@@ -8,6 +8,8 @@
 // cross-entropy reduce along rows. Every rank runs each kernel at once (`sync`: a barrier before
 // each timing; null when rank 0 measures alone), so the rates include the sharing of memory
 // bandwidth and caches a step sees.
+#include <vector>
+
 #include "comm/comm.h"
 #include "core/memory.h"
 #include "plan/cost_rates.h"
@@ -28,6 +30,9 @@ class CacheFlusher {
 
 // Fills r's kernel curves with per-core figures (`threads` threads per rank, scaled to one).
 void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFlusher& flush);
+
+// The attention tables measure_kernel_rates fills, in the order calibrate shares them.
+std::vector<GemmTable*> attention_tables(EngineRates& r);
 
 // The sizes measure_kernel_rates uses, so that ranks receiving rank 0's numbers know the shape.
 void shape_kernel_rates(EngineRates& r);

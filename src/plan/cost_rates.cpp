@@ -82,8 +82,12 @@ std::string kernels_toml(const EngineRates& r) {
   std::string s = "# the engine's kernels, all ranks at once: [elements, seconds per element] (optimizer: per "
                   "parameter; cross_entropy: per logit)\n";
   for (auto [curve, key] : kernel_curves(r)) s += curve_toml(key, *curve);
-  return s + "# [T, head width, seconds per B H T^2 D of causal attention, forward + backward]\n" +
-         table_toml("attention_dim", r.attention_dim);
+  s += "# [T, head width, seconds per B H T^2 D of causal attention, forward + backward]\n" +
+       table_toml("attention_dim", r.attention_dim);
+  if (r.attention_fwd_dim.empty()) return s;
+  return s + "# the same, the forward alone; then both with bf16 tile products (precision = bf16)\n" +
+         table_toml("attention_fwd_dim", r.attention_fwd_dim) + table_toml("attention_dim_bf16", r.attention_dim_bf16) +
+         table_toml("attention_fwd_dim_bf16", r.attention_fwd_dim_bf16);
 }
 }  // namespace
 
@@ -151,11 +155,13 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
     const std::string key(k.str());
     static const char* known[] = {"cores", "available_cores", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
                                   "bandwidth", "optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy",
-                                  "weight_copy", "attention_dim"};
+                                  "weight_copy", "attention_dim", "attention_fwd_dim", "attention_dim_bf16",
+                                  "attention_fwd_dim_bf16"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
       throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, collective_overhead, "
                                            "gemm_fp32, gemm_bf16, attention, bandwidth, optimizer, rmsnorm, rope, swiglu, "
-                                           "cross_entropy, weight_copy, attention_dim)",
+                                           "cross_entropy, weight_copy, attention_dim, attention_fwd_dim, "
+                                           "attention_dim_bf16, attention_fwd_dim_bf16)",
                                            path, key));
   }
   r.cores = int(t["cores"].value_or(0));
@@ -168,6 +174,9 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   r.bandwidth = read_curve(t.get("bandwidth"), path, "bandwidth");
   for (auto [curve, key] : kernel_curves(r)) *curve = read_curve(t.get(key), path, key);
   r.attention_dim = read_table(t.get("attention_dim"), path, "attention_dim");
+  r.attention_fwd_dim = read_table(t.get("attention_fwd_dim"), path, "attention_fwd_dim");
+  r.attention_dim_bf16 = read_table(t.get("attention_dim_bf16"), path, "attention_dim_bf16");
+  r.attention_fwd_dim_bf16 = read_table(t.get("attention_fwd_dim_bf16"), path, "attention_fwd_dim_bf16");
   if (r.cores <= 0 || r.gemm_fp32.empty() || r.attention.empty() || r.bandwidth.empty())
     throw std::runtime_error(fmt::format("cluster file '{}': [rates] needs cores > 0, gemm_fp32, attention and "
                                          "bandwidth (write it with `fivefold calibrate`)",

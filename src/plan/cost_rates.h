@@ -71,6 +71,11 @@ struct EngineRates {
   RateCurve cross_entropy;  // s per logit, forward + backward, by logits
   RateCurve weight_copy;    // s per weight rounded to bf16 (once per step in 16-bit runs), by weights
   GemmTable attention_dim;  // s per B H T^2 D of causal attention, fwd + bwd, by (T, head width)
+  // The same attention timed in its two passes (absent from older files: the forward is then 2 of
+  // the 7 T^2 D products), and the bf16 kernels `precision = bf16` runs (absent: the fp32 rates).
+  GemmTable attention_fwd_dim;       // s per unit, the forward alone (fp32)
+  GemmTable attention_dim_bf16;      // s per unit, forward + backward, bf16 tile products
+  GemmTable attention_fwd_dim_bf16;  // s per unit, the bf16 forward alone
   bool known() const { return cores > 0 && !gemm_fp32.empty(); }
   bool kernels_known() const { return !optimizer.empty() && !rmsnorm.empty() && !cross_entropy.empty(); }
 };

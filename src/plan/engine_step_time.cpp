@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plan/rank_model.h"
+#include "plan/ulysses_work.h"
 
 namespace ff {
 
@@ -25,8 +26,17 @@ struct Costs {
   }
   // Bytes streamed by element-wise kernels whose largest operand is `working_set` bytes.
   double stream(double bytes, double working_set) const { return bytes / (r.bandwidth.at(working_set) * threads); }
+  // Causal attention, forward + backward, and its forward alone: the bf16 kernels' rates under
+  // bf16 GEMM inputs (kernels/attention_precision.h); files without the forward's table take 2 of
+  // the 7 T^2 D products.
+  bool bf16_attention() const { return gemm_precision == Precision::bf16 && !r.attention_dim_bf16.empty(); }
   double attention(double units, double T, double D) const {
-    return units * (r.attention_dim.empty() ? r.attention.at(T) : r.attention_dim.at(T, D)) / threads;
+    const GemmTable& t = bf16_attention() ? r.attention_dim_bf16 : r.attention_dim;
+    return units * (t.empty() ? r.attention.at(T) : t.at(T, D)) / threads;
+  }
+  double attention_forward(double units, double T, double D) const {
+    const GemmTable& t = bf16_attention() ? r.attention_fwd_dim_bf16 : r.attention_fwd_dim;
+    return t.empty() ? attention(units, T, D) * 2 / 7 : units * t.at(T, D) / threads;
   }
   // One collective the step blocks on (tp's all-reduces, cp's all-gathers and all-to-alls, ep's
   // exchange): its alpha-beta time plus what issuing it after compute adds (cost_rates.h).
@@ -83,7 +93,8 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       }
       // Attention: each cp rank does 1/cp of the causal work; a2a splits heads, the others the queries.
       const double units = double(L.micro_batch) * w.H * double(c.seq_len) * c.seq_len * c.head_dim() / L.cp;
-      const double attn = k.attention(units, L.cp_comm == "a2a" ? c.seq_len : double(c.seq_len) / L.cp, c.head_dim());
+      const double attn_T = L.cp_comm == "a2a" ? c.seq_len : double(c.seq_len) / L.cp;
+      const double attn = k.attention(units, attn_T, c.head_dim());
       // Element-wise work, forward (the backward about twice it): two norms, RoPE on q and k,
       // SwiGLU, the residual adds; at the calibrated rates of the engine's kernels when the
       // cluster file has them, else as bytes (norms read and write C, adds 3C, RoPE q and k,
@@ -91,7 +102,7 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       const double elem = (10 * R / N * C + 2 * double(w.Q)) * N * kF + 3 * mlp_width * mlp_tokens * kF;
       const double elem_t = k.kernels() ? block_kernels(k, w, N, R, mlp_tokens * mlp_width) / 3
                                         : k.stream(elem, N * std::max(C, 2 * mlp_width) * kF);
-      const double attn_fwd = attn * 2 / 7;  // 2 of the 7 T^2 D FLOPs per (B, H) are the forward's
+      const double attn_fwd = k.attention_forward(units, attn_T, c.head_dim());
       t.fwd += gemm + attn_fwd + elem_t;
       t.bwd += 2 * gemm + (attn - attn_fwd) + 2 * elem_t;
       if (L.recompute == Recompute::full) refwd += gemm + attn_fwd + elem_t;
@@ -109,8 +120,14 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
         if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);
         if (L.cp_comm == "allgather")
           t.comm += 2 * k.coll(g.cp, Coll::all_gather, kv * L.cp, L.cp) + k.coll(g.cp, Coll::reduce_scatter, kv * L.cp, L.cp);
-        if (L.cp_comm == "a2a")  // q, k, v to heads and the output back; the same backward
-          t.comm += 2 * k.coll(g.cp, Coll::all_to_all, (double(w.Q) + double(w.A)) * N * kF, L.cp);
+        if (L.cp_comm == "a2a") {  // five blocking all-to-alls and the reshuffles around them
+          const UlyssesWork u = ulysses_work(N, double(w.Q), double(w.H), c.head_dim());
+          for (double bytes : u.fwd_sends) t.comm += k.coll(g.cp, Coll::all_to_all, bytes, L.cp);
+          for (double bytes : u.bwd_sends) t.comm += k.coll(g.cp, Coll::all_to_all, bytes, L.cp);
+          const double set = N * double(w.Q) * kF;  // the largest operand reshuffled
+          t.fwd += k.stream(u.fwd_copy_bytes, set), t.bwd += k.stream(u.bwd_copy_bytes, set);
+          t.elementwise += k.stream(u.fwd_copy_bytes, set) + k.stream(u.bwd_copy_bytes, set);
+        }
       }
     }
     if (ch.embedding) t.fwd += k.stream(2 * act, act), t.bwd += k.stream(2 * act, act), t.elementwise += 2 * k.stream(2 * act, act);
