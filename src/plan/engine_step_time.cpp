@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "plan/rank_model.h"
-#include "plan/ulysses_work.h"
+#include "plan/exchange_work.h"
 
 namespace ff {
 
@@ -87,7 +87,15 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
         gemm += k.gemm(N, double(w.E), C) + local * (k.gemm(rows, 2.0 * w.Fe, C) + k.gemm(rows, C, double(w.Fe)));
         gemm += k.gemm(N, 2.0 * w.Fs, C) + k.gemm(N, C, double(w.Fs));
         mlp_tokens = N * w.K, mlp_width = double(w.Fe);
-        if (L.ep > 1) t.comm += 4 * k.coll(g.ep, Coll::all_to_all, N * w.K * C * kF, L.ep);  // dispatch, combine
+        // The routed rows' copies and gated sums; over ep, the blocking exchange of the row counts
+        // and the dispatch and combine both ways.
+        const MoeCopyBytes mc = moe_copy_bytes(N, R, N * w.K, N * w.K, C);
+        const double routed_set = N * w.K * C * kF;
+        t.fwd += k.stream(mc.fwd, routed_set), t.bwd += k.stream(mc.bwd, routed_set);
+        t.elementwise += k.stream(mc.fwd, routed_set) + k.stream(mc.bwd, routed_set);
+        if (L.ep > 1)
+          t.comm += 4 * k.coll(g.ep, Coll::all_to_all, N * w.K * C * kF, L.ep) +
+                    k.coll(g.ep, Coll::all_to_all, double(w.E) * 4, L.ep);
       } else {
         gemm += k.gemm(N, 2 * mlp_width, C) + k.gemm(N, C, mlp_width);
       }

@@ -1,4 +1,4 @@
-#include "plan/ulysses_work.h"
+#include "plan/exchange_work.h"
 
 namespace ff {
 
@@ -18,6 +18,18 @@ UlyssesWork ulysses_work(double rows, double q_width, double heads, double head_
   // the adding unpack (Q).
   w.bwd_copy_bytes = rows * (8 * (3 * Q + 2 * (2 * A + H) + 2 * A + 2 * H) + 4 * Q + 12 * Q);
   return w;
+}
+
+MoeCopyBytes moe_copy_bytes(double N, double R, double routed, double received, double C) {
+  // Forward: the routed rows gathered in expert order (copy), the exchange's regrouping of the
+  // received rows both ways (dispatch, combine: a copy each), the residual into the output (R
+  // rows), the gated sum of each route into its token (reads the row and the output, writes it).
+  const double fwd = 8 * routed + 8 * received + 8 * received + 8 * R + 12 * routed;
+  // Backward: each route's output gradient scaled by its gate with the gate's dot product (reads
+  // d_out and y, writes one row), the two regroupings again, the input gradients added back into
+  // their tokens (read two, write one), and the zeroed d_ln (N rows).
+  const double bwd = 12 * routed + 8 * received + 8 * received + 12 * routed + 4 * N;
+  return {fwd * C, bwd * C};
 }
 
 }  // namespace ff
