@@ -11,6 +11,7 @@ the quiet lane, and the predictions never see them:
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,7 +70,11 @@ def measure(a):
     """Every layout `passes` times, the passes in alternating order (forward, backward, forward...)
     so a slow stretch of the machine falls on different layouts each pass; per layout the median
     over passes of each pass's median step (steps 3..), with the spread kept."""
+    global FIVEFOLD
     t0 = time.time()
+    # A private copy of the binary: a rebuild during the (long) measurement must not change it.
+    os.makedirs("/tmp/fivefold-plan-validate", exist_ok=True)
+    FIVEFOLD = shutil.copy2(FIVEFOLD, "/tmp/fivefold-plan-validate/fivefold")
     out = {"load_start": open("/proc/loadavg").read().split()[:3], "steps": a.steps, "passes": a.passes, "runs": {}}
     for n in (2, 4):
         run(["mpirun", "--oversubscribe", "-np", str(n), FIVEFOLD, "calibrate", "--threads", "1", "--out",

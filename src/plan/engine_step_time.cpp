@@ -6,6 +6,7 @@
 
 #include "plan/rank_model.h"
 #include "plan/exchange_work.h"
+#include "plan/pipeline_timeline.h"
 
 namespace ff {
 
@@ -51,6 +52,7 @@ struct Costs {
 // One rank's work per micro-batch: forward, backward (both passes), and its communication.
 struct MicroBatchCost {
   double fwd = 0, bwd = 0, comm = 0;
+  double weight = 0;  // of bwd, the blocks' weight-gradient GEMMs (what zb-h1's W pass runs)
   double gemm = 0, attention = 0, elementwise = 0;  // fwd + bwd (+ recompute) by kind
 };
 
@@ -113,6 +115,7 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       const double attn_fwd = k.attention_forward(units, attn_T, c.head_dim());
       t.fwd += gemm + attn_fwd + elem_t;
       t.bwd += 2 * gemm + (attn - attn_fwd) + 2 * elem_t;
+      t.weight += gemm;  // each linear's wgrad: as many FLOPs as its forward
       if (L.recompute == Recompute::full) refwd += gemm + attn_fwd + elem_t;
       if (L.recompute == Recompute::selective) refwd += attn_fwd + elem_t;
       const bool again = L.recompute != Recompute::none;
@@ -202,6 +205,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   const Costs k{cl.rates, L.gemm, std::max(1, threads)};
   const double m = L.grad_accum;
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
+  std::vector<RankCosts> costs;  // the same split as the schedule's timeline needs it
   double cpu = 0, comm_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;
   EngineStepTime t;
   for (int r = 0; r < L.pp; ++r) {
@@ -210,6 +214,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     if (stage.empty() || mb.fwd + mb.bwd > *std::max_element(stage.begin(), stage.end()))
       t.gemm = m * mb.gemm, t.attention = m * mb.attention, t.elementwise = m * mb.elementwise;
     stage.push_back(mb.fwd + mb.bwd);
+    costs.push_back(RankCosts{mb.fwd, mb.bwd, mb.weight});
     fwd_share = std::max(fwd_share, mb.fwd / (mb.fwd + mb.bwd));
     comm_mb = std::max(comm_mb, mb.comm);
     double dc = 0, opt = 0;
@@ -222,6 +227,10 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   double fill = 0;  // the first micro-batch's way through the other stages, by schedule
   for (double s : stage) fill += s;
   fill = (fill - slowest) * (L.schedule == "interleaved" ? 1.0 / L.chunks : L.schedule == "zb-h1" ? fwd_share : 1.0);
+  // The schedule's own timeline with every stage's costs, where it can be built (the closed
+  // form above otherwise): its makespan less the slowest stage's work is what the step waits.
+  if (L.pp > 1)
+    if (const double makespan = pipeline_makespan(L, costs); makespan > 0) fill = std::max(0.0, makespan - m * slowest);
   t.compute = m * slowest;
   t.bubble = L.pp > 1 ? fill : 0;
   t.tp_comm = m * comm_mb;  // tp, cp and ep collectives sit on the critical path

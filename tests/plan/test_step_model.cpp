@@ -80,7 +80,7 @@ TEST(EngineStepModel, PipelineBubbleBySchedule) {
   const LayoutPrediction g = predict_layout(c, layout("pp=2,gpipe,mb=2,m=4", 2), cl, 1);
   const LayoutPrediction z = predict_layout(c, layout("pp=2,zb-h1,mb=2,m=4", 2), cl, 1);
   EXPECT_GT(a.bubble, 0);
-  EXPECT_DOUBLE_EQ(a.bubble, g.bubble);
+  EXPECT_NEAR(a.bubble, g.bubble, 1e-12);  // the last stage is the slowest: both schedules wait the same
   EXPECT_NEAR(z.bubble, a.bubble / 3, 1e-12);
   // The stages: the first holds two blocks, the last two blocks and the head; per micro-batch of
   // 2 x 32 tokens, 6 N P / rate each; the bubble is the smaller stage's (the head's is larger).

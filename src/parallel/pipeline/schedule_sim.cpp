@@ -40,6 +40,14 @@ std::string where(int rank, const PipeAction& a, int stage) {
 SimResult simulate_schedule(const PipeScheduleSpec& spec,
                             const std::vector<std::vector<PipeAction>>& schedule,
                             double t_forward, double t_backward, double t_comm) {
+  const std::vector<RankCosts> costs(size_t(std::max(spec.stages, 0)),
+                                     RankCosts{t_forward, t_backward, t_backward / 2});
+  return simulate_schedule(spec, schedule, costs, t_comm);
+}
+
+SimResult simulate_schedule(const PipeScheduleSpec& spec,
+                            const std::vector<std::vector<PipeAction>>& schedule,
+                            const std::vector<RankCosts>& costs, double t_comm) {
   const int p = spec.stages, m = spec.microbatches, v = std::max(spec.chunks, 1);
   const int last = p * v - 1;
   SimResult res;
@@ -48,7 +56,10 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
                 std::to_string(p);
     return res;
   }
-  const double tf = t_forward / v, tb = t_backward / v, tbh = tb / 2;
+  if (static_cast<int>(costs.size()) != p) {
+    res.error = "costs for " + std::to_string(costs.size()) + " ranks, spec has " + std::to_string(p);
+    return res;
+  }
   std::vector<RankState> st(p);
   std::map<MsgKey, Msg> msgs;
   res.spans.resize(p);
@@ -63,6 +74,8 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
       res.error = where(r, a, s) + ": microbatch or chunk out of range";
       return true;
     }
+    const double tf = costs[size_t(r)].forward / v, tb = costs[size_t(r)].backward / v;
+    const double tw = costs[size_t(r)].weight / v;  // a split backward: B = tb - tw, then W = tw
     auto compute = [&](double cost) {
       res.spans[r].push_back({rs.pc, rs.clock, rs.clock + cost});
       rs.clock += cost;
@@ -109,14 +122,14 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
         if (!rs.fwd.count(id)) res.error = where(r, a, s) + ": before its forward";
         if (s < last && !rs.grad_in.count(id)) res.error = where(r, a, s) + ": gradient not received";
         if (!rs.bwd.insert(id).second) res.error = where(r, a, s) + ": repeated";
-        compute(a.op == PipeOp::backward ? tb : tbh);
+        compute(a.op == PipeOp::backward ? tb : tb - tw);
         // A split B still leaves W needing the stashed input: in flight until the W below.
         if (a.op == PipeOp::backward) --rs.inflight;
         break;
       case PipeOp::backward_weight:
         if (!rs.bwd.count(id)) res.error = where(r, a, s) + ": before its input gradient";
         if (!rs.wgt.insert(id).second) res.error = where(r, a, s) + ": repeated";
-        compute(tbh);
+        compute(tw);
         --rs.inflight;
         break;
     }

@@ -35,6 +35,16 @@ SimResult simulate_schedule(const PipeScheduleSpec& spec,
                             const std::vector<std::vector<PipeAction>>& schedule,
                             double t_forward = 1, double t_backward = 2, double t_comm = 0);
 
+// The same with each rank's own costs (stages of unequal work, as the planner's step model has
+// them): a microbatch's forward and full backward through all of the rank's layers, and the part
+// of that backward a split schedule defers to W (its B costs backward - weight).
+struct RankCosts {
+  double forward = 1, backward = 2, weight = 1;
+};
+SimResult simulate_schedule(const PipeScheduleSpec& spec,
+                            const std::vector<std::vector<PipeAction>>& schedule,
+                            const std::vector<RankCosts>& costs, double t_comm = 0);
+
 // The letter both renderers draw for a compute action: F, B (full or input backward) or W, in lower
 // case for chunks >= 1.
 char compute_letter(const PipeAction& a);
