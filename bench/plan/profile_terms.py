@@ -32,7 +32,7 @@ HZ = 1000
 # First match on the call stack, innermost frame first (a bf16 GEMM's operand rounding,
 # convert_from_f32, matches nothing itself and goes with the GEMM that called it).
 KINDS = [("gemm", r"gemm|linear_backward|add_transposed|accumulate_weight_grad|matmul"),
-         ("attention", r"attention_forward|attention_backward|attn::|flash"),
+         ("attention", r"attention_forward|attention_backward|attention_block_forward|attention_block_backward|attn::|flash"),
          ("elementwise", r"rmsnorm|rope_|swiglu|cross_entropy|embedding_forward|embedding_backward|vocab_parallel"),
          ("optimizer", r"adamw|l2_norm|scale_inplace|zero_grads|grad_square_sum|optimizer_step|WeightCopy"),
          ("comm", r"Engine::|CommRequest|PairwiseOp|mca_|ompi_|opal_|MPI_|process_vm|reduce_into|BucketedAllReduce|"

@@ -132,18 +132,19 @@ def predict(a):
     desc = (f"Models configs/small.toml and {MOE} (4 experts, top 2), {measured['steps']} steps (median of steps 3..), "
             f"{measured.get('passes', 1)} passes over the layouts in alternating order (measured: the median over passes), "
             f"1 thread per rank, AMD EPYC (Zen 5, family 26, AVX512-BF16), 2 cores. Measured in one call of "
-            f"`/work/bin/bench-quiet` (nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0; load "
+            f"`/work/bin/bench-quiet /usr/bin/python3 bench/plan/validate.py --data /work/main/data/kjv --steps "
+            f"{measured['steps']} --passes {measured.get('passes', 1)} --measure bench/plan/validation_measured.json` "
+            f"(nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0; load "
             f"average at the start {' '.join(measured['load_start'])}, at the end {' '.join(measured['load_end'])}; "
             f"{measured['seconds']:.0f} s). Predicted by `fivefold plan --layout --cluster` with `fivefold calibrate` run "
             f"in the same call on 2 and on 4 ranks: every coefficient comes from calibrate (or a formula), none is "
-            f"fitted to these runs.")
+            f"fitted to these runs. Spread: (slowest - fastest pass) / median. The table from the measurement:")
     n_pass = min(len(p) for p in passes)
     if n_pass > 1:  # the noise ceiling: the passes against one another, and each against the prediction
         by_pass = [[p[k] for p in passes] for k in range(n_pass)]
         between = [kendall_tau(by_pass[i], by_pass[j]) for i in range(n_pass) for j in range(i + 1, n_pass)]
         summary += (f" Per pass: Kendall tau against the prediction {', '.join(f'{kendall_tau(pred_t, b):.2f}' for b in by_pass)};"
-                    f" between passes (measured against measured) {', '.join(f'{t:.2f}' for t in between)}; spread: "
-                    f"(slowest - fastest pass) / median, median {100 * statistics.median((max(p) - min(p)) / statistics.median(p) for p in passes):.0f}%.")
+                    f" between passes (measured against measured) {', '.join(f'{t:.2f}' for t in between)}; spread: median {100 * statistics.median((max(p) - min(p)) / statistics.median(p) for p in passes):.0f}%.")
     benchlib.publish("## Planner validation (issue 15)", desc, table, summary, a.write)
 
 
