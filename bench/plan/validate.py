@@ -4,7 +4,9 @@ the quiet lane, and the predictions never see them:
 
   measure:  bench-quiet validate.py --data DIR --measure OUT.json
             `fivefold calibrate` on 2 and 4 ranks (OUT.c2.toml, OUT.c4.toml), then `fivefold train`
-            of every layout below: median step time of steps 3.., rank 0's ledger peak.
+            of every layout below, --passes times (default 3) in alternating order: per pass the median
+            step time of steps 3.., per layout the median over passes (all kept), rank 0's ledger peak.
+            About 7 minutes quiet for 3 passes of 14 steps.
   predict:  validate.py --data DIR --measured OUT.json [--write]
             `fivefold plan --layout` of each with the calibration of its rank count; the table of
             predicted vs measured, Kendall's tau of the step-time order, where the measured-best lands."""
