@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "kernels/flash_attention_bf16.h"
+#include "kernels/gemm.h"
+#include "kernels/packed_weights.h"
 #include "model/model_hooks.h"
 
 namespace ff {
@@ -15,6 +17,22 @@ PrecisionBytes precision_bytes(Precision p) {
 
 bool has_weight_copy(const LayoutSpec& L) {
   return precision_bytes(L.gemm).weight_copy > 0 && !(L.zero == 3 && L.dp * L.cp > 1);
+}
+
+int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L) {
+  const DType t = L.gemm == Precision::bf16 ? DType::bf16 : DType::f16;
+  if (!has_weight_copy(L) || !packed_weights_enabled() || !native_16bit_gemm(t)) return 0;
+  // oneDNN's bf16 blocks (measured with oneDNN 2.6, brgemm): the product's N to 64, K to 32.
+  auto up = [](int64_t n, int64_t b) { return (n + b - 1) / b * b; };
+  int64_t bytes = 0;
+  for (const ParamView& v : layout.views()) {
+    if (!v.is_matrix || v.shape.size() < 2 || (!c.tied_embeddings && v.name == "model.embed_tokens.weight"))
+      continue;
+    const int64_t out = v.shape[v.shape.size() - 2], in = v.shape.back();
+    const int64_t count = int64_t(v.numel) / (out * in);  // an expert group: one matrix per expert
+    bytes += count * 2 * (up(out, 64) * up(in, 32) + up(in, 64) * up(out, 32));  // x W^T, then dy W
+  }
+  return bytes;
 }
 
 AttentionScratch attention_scratch_floats(const ModelConfig& c, Precision p) {
