@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
       {"lm_head dW = dy^T x", 4096, 384, tok, true, false}, {"square 2048^3", 2048, 2048, 2048, false, false},
   };
   std::printf(
-      "| shape | M | N | K | fp32 GFLOP/s | bf16 GFLOP/s | bf16/fp32 | bf16 step-copy plain, random | bf16 packed, "
-      "random | packed/plain |\n|---|---|---|---|---|---|---|---|---|---|\n");
+      "| shape | M | N | K | fp32 GFLOP/s | bf16 GFLOP/s | bf16/fp32 | bf16 step-copy plain, random "
+      "| bf16 packed, random | packed/plain |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& s : shapes) {
     double f32 = 0, b16 = 0;
     for (int round = 0; round < 2; ++round) {  // alternating; best of each

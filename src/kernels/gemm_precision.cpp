@@ -49,8 +49,8 @@ void fp8_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
 }
 // op(A) op(W) with A 16-bit and W a dense fp32 weight whose step copy has a twin: run on the
 // twin's packed copy (packed_weights.h) when there is one. False: the caller multiplies plainly.
-bool packed_weight_product(bool trans_a, bool trans_w, int M, int N, int K, float alpha, ConstTypedPtr a, int lda,
-                           const float* W, int ldw, float beta, float* C, int ldc) {
+bool packed_weight_product(bool trans_a, bool trans_w, int M, int N, int K, float alpha, ConstTypedPtr a,
+                           int lda, const float* W, int ldw, float beta, float* C, int ldc) {
   if (trans_a || ldw != (trans_w ? K : N)) return false;  // a transposed activation, or a slice of W
   const PackedProduct p{trans_w, M, N, K, alpha, beta, a.data(), lda, C, ldc};
   return multiply_packed_weight(W, size_t(K) * N, a.dtype(), p);

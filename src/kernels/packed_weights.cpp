@@ -118,7 +118,8 @@ bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, cons
   const dnnl::memory a({{p.M, p.K}, d::dnnl_type_of(t), dnnl::memory::dims{p.lda, 1}}, s.engine,
                        const_cast<void*>(p.A));
   const dnnl::memory b(w.layout, s.engine, w.storage.data());
-  const dnnl::memory c({{p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1}}, s.engine, p.C);
+  const dnnl::memory c({{p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1}}, s.engine,
+                       p.C);
   w.products.at(pk).execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
   stream.wait();
   return true;

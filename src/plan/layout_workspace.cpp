@@ -29,9 +29,10 @@ int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, con
   // The products read fused matrices: q|k|v and gate|up (w1|w3 per expert) are one weight each,
   // stored back to back with the same input width.
   auto fused_below = [](const std::string& name) {
-    for (const char* tail : {"k_proj.weight", "v_proj.weight", "up_proj.weight", "w3.weight"})
-      if (name.size() >= std::strlen(tail) && name.compare(name.size() - std::strlen(tail), std::string::npos, tail) == 0)
-        return true;
+    for (const char* tail : {"k_proj.weight", "v_proj.weight", "up_proj.weight", "w3.weight"}) {
+      const size_t n = std::strlen(tail);
+      if (name.size() >= n && name.compare(name.size() - n, std::string::npos, tail) == 0) return true;
+    }
     return false;
   };
   std::vector<std::pair<int64_t, int64_t>> weights;  // (out, in) of each matrix a product reads
@@ -45,7 +46,8 @@ int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, con
   // oneDNN's bf16 blocks (measured with oneDNN 2.6, brgemm): the product's N to 64, K to 32.
   auto up = [](int64_t n, int64_t b) { return (n + b - 1) / b * b; };
   int64_t bytes = 0;
-  for (const auto& [out, in] : weights) bytes += 2 * (up(out, 64) * up(in, 32) + up(in, 64) * up(out, 32));  // x W^T, dy W
+  for (const auto& [out, in] : weights)
+    bytes += 2 * (up(out, 64) * up(in, 32) + up(in, 64) * up(out, 32));  // x W^T, then dy W
   return bytes;
 }
 

@@ -32,12 +32,13 @@ struct Shape {
 struct Products {
   std::vector<float> y, dx;
 };
-Products run(const std::vector<float>& x, const float* W, const std::vector<float>& dy, Shape s, bool accumulate) {
+Products run(const std::vector<float>& x, const float* W, const std::vector<float>& dy, Shape s,
+             bool accumulate) {
   Products p{std::vector<float>(size_t(s.N) * s.out, 0.25f), std::vector<float>(size_t(s.N) * s.in)};
-  ff::gemm_run_precision(false, true, s.N, s.out, s.in, 1.0f, x.data(), s.in, W, s.in, accumulate ? 1.0f : 0.0f,
-                         p.y.data(), s.out);
-  ff::gemm_run_precision(false, false, s.N, s.in, s.out, 1.0f, dy.data(), s.out, W, s.in, 0.0f, p.dx.data(), s.in,
-                         ff::GemmRole::dgrad);
+  ff::gemm_run_precision(false, true, s.N, s.out, s.in, 1.0f, x.data(), s.in, W, s.in,
+                         accumulate ? 1.0f : 0.0f, p.y.data(), s.out);
+  ff::gemm_run_precision(false, false, s.N, s.in, s.out, 1.0f, dy.data(), s.out, W, s.in, 0.0f, p.dx.data(),
+                         s.in, ff::GemmRole::dgrad);
   return p;
 }
 
@@ -62,7 +63,9 @@ std::vector<float> bf16_values(const float* v, size_t n) {
   return r;
 }
 
-int64_t params_bytes() { return ff::MemoryLedger::instance().snapshot().current[int(ff::MemCategory::params)]; }
+int64_t params_bytes() {
+  return ff::MemoryLedger::instance().snapshot().current[int(ff::MemCategory::params)];
+}
 
 TEST(PackedWeights, ProductsAreBitwiseThePlainOnesOnOddShapes) {
   if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
@@ -76,7 +79,7 @@ TEST(PackedWeights, ProductsAreBitwiseThePlainOnesOnOddShapes) {
       const ff::FreshWeightCopy fresh(&copy);
       const Products plain = run_plain(x, W, dy, s, accumulate), packed = run(x, W, dy, s, accumulate);
       EXPECT_EQ(copy.packed().packings(), 2u) << s.N << "x" << s.in << "x" << s.out;  // x W^T and dy W
-      EXPECT_TRUE(bitwise_equal(packed.y, plain.y)) << s.N << "x" << s.in << "x" << s.out << " acc " << accumulate;
+      EXPECT_TRUE(bitwise_equal(packed.y, plain.y)) << s.N << "x" << s.in << "x" << s.out << accumulate;
       EXPECT_TRUE(bitwise_equal(packed.dx, plain.dx)) << s.N << "x" << s.in << "x" << s.out;
       // Against a double product of the bf16 values: fp32 accumulation over K terms only.
       const auto xr = bf16_values(x.data(), x.size()), wr = bf16_values(W, size_t(s.out) * s.in);
@@ -110,7 +113,8 @@ TEST(PackedWeights, PackedOncePerRefreshAndReadTheNewWeightsAfterAStep) {
       EXPECT_EQ(copy.packed().packings(), 2u);
       // A smaller M (an evaluation batch) reuses the packing.
       std::vector<float> y(size_t(5) * s.out);
-      ff::gemm_run_precision(false, true, 5, s.out, s.in, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f, y.data(), s.out);
+      ff::gemm_run_precision(false, true, 5, s.out, s.in, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f,
+                             y.data(), s.out);
       EXPECT_EQ(copy.packed().packings(), 2u);
       EXPECT_EQ(std::memcmp(y.data(), first.y.data(), y.size() * sizeof(float)), 0);
     }
@@ -144,7 +148,8 @@ TEST(PackedWeights, ASliceOfAWeightRunsPlain) {
   const ff::FreshWeightCopy fresh(&copy);
   std::vector<float> y(size_t(s.N) * s.out);
   // The first 32 input columns of W (ldb = in > K): not a dense matrix, so not packed.
-  ff::gemm_run_precision(false, true, s.N, s.out, 32, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f, y.data(), s.out);
+  ff::gemm_run_precision(false, true, s.N, s.out, 32, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f, y.data(),
+                         s.out);
   EXPECT_EQ(copy.packed().packings(), 0u);
   EXPECT_EQ(copy.packed().bytes(), 0u);
 }
