@@ -31,6 +31,7 @@ struct PackedWeights::Impl {
     uint64_t generation = 0;
     bool packed = false;
     std::map<ProductKey, dnnl::matmul> products;
+    std::map<ProductKey, bool> refused;  // products oneDNN cannot run on this layout: plain
   };
   // A weight and the order a product reads it in: (twin, trans_w, K, N, dtype).
   using WeightKey = std::tuple<const void*, bool, int, int, DType>;
@@ -82,7 +83,8 @@ bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, cons
   if (!packed_weights_enabled() || (t != DType::bf16 && t != DType::f16) || p.M <= 0 || p.N <= 0 || p.K <= 0)
     return false;
   Impl& s = *impl_;
-  std::lock_guard<std::mutex> lock(s.mu);
+  // Held while looking up, building and packing, not while multiplying (nodes of std::map stay put).
+  std::unique_lock<std::mutex> lock(s.mu);
   const Impl::WeightKey wk{w16, p.trans_w, p.K, p.N, t};
   if (s.refused.count(wk)) return false;
   const Impl::ProductKey pk{p.M, p.lda, p.ldc, p.alpha, p.beta};
@@ -100,10 +102,14 @@ bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, cons
       s.bytes += packed.storage.bytes();
       it = s.weights.emplace(wk, std::move(packed)).first;
     } else if (!it->second.products.count(pk)) {
+      if (it->second.refused.count(pk)) return false;
       it->second.products.emplace(pk, dnnl::matmul(d::product_desc(p, t, it->second.layout, s.engine)));
     }
   } catch (const dnnl::error&) {
-    if (it == s.weights.end()) s.refused.emplace(wk, true);
+    if (it == s.weights.end())
+      s.refused.emplace(wk, true);
+    else
+      it->second.refused.emplace(pk, true);
     return false;
   }
   Impl::Packed& w = it->second;
@@ -112,15 +118,18 @@ bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, cons
     dnnl::memory plain(d::plain_weight(p.trans_w, p.K, p.N, t), s.engine, const_cast<void*>(w16));
     dnnl::memory blocked(w.layout, s.engine, w.storage.data());
     dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
+    stream.wait();
     w.generation = generation, w.packed = true;
     ++s.packings;
   }
+  const dnnl::matmul& product = w.products.at(pk);
+  lock.unlock();
   const dnnl::memory a({{p.M, p.K}, d::dnnl_type_of(t), dnnl::memory::dims{p.lda, 1}}, s.engine,
                        const_cast<void*>(p.A));
   const dnnl::memory b(w.layout, s.engine, w.storage.data());
   const dnnl::memory c({{p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1}}, s.engine,
                        p.C);
-  w.products.at(pk).execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  product.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
   stream.wait();
   return true;
 }
