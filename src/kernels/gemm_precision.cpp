@@ -47,6 +47,14 @@ void fp8_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
   }
   gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, C, ldc);
 }
+// op(A) op(W) with A 16-bit and W a dense fp32 weight whose step copy has a twin: run on the
+// twin's packed copy (packed_weights.h) when there is one. False: the caller multiplies plainly.
+bool packed_weight_product(bool trans_a, bool trans_w, int M, int N, int K, float alpha, ConstTypedPtr a,
+                           int lda, const float* W, int ldw, float beta, float* C, int ldc) {
+  if (trans_a || ldw != (trans_w ? K : N)) return false;  // a transposed activation, or a slice of W
+  const PackedProduct p{trans_w, M, N, K, alpha, beta, a.data(), lda, C, ldc};
+  return multiply_packed_weight(W, size_t(K) * N, a.dtype(), p);
+}
 }  // namespace
 
 void set_gemm_input_dtype(DType t) { g_input_dtype.store(t, std::memory_order_relaxed); }
@@ -85,6 +93,7 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
   if (!b_copy) convert_from_f32(b16, B, nb);
   const ConstTypedPtr a = a_stored ? A : ConstTypedPtr(a16);
   const ConstTypedPtr b = b_copy ? ConstTypedPtr(b_copy, t) : ConstTypedPtr(b16);
+  if (b_copy && packed_weight_product(trans_a, trans_b, M, N, K, alpha, a, lda, B, ldb, beta, C, ldc)) return;
   gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, TypedPtr(C), ldc);
 }
 
@@ -114,7 +123,8 @@ void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, Const
   const ConstTypedPtr dy16 = dy_stored ? dy : ConstTypedPtr(dy_rounded);
   if (!w_copy) convert_from_f32(w16, W, nw);
   const ConstTypedPtr w = w_copy ? ConstTypedPtr(w_copy, t) : ConstTypedPtr(w16);
-  gemm(false, false, N, in, out, 1.0f, dy16, out, w, in, 0.0f, TypedPtr(dx), in);
+  if (!w_copy || !packed_weight_product(false, false, N, in, out, 1.0f, dy16, out, W, in, 0.0f, dx, in))
+    gemm(false, false, N, in, out, 1.0f, dy16, out, w, in, 0.0f, TypedPtr(dx), in);
   if (!dW) return;
   if (!x_stored) convert_from_f32(x16, x.f32(), nx);
   gemm(true, false, out, in, N, 1.0f, dy16, out, x_stored ? x : ConstTypedPtr(x16), in, 1.0f, TypedPtr(dW), in);

@@ -15,6 +15,7 @@ namespace {
 // construction and destruction only.
 constexpr int kSlots = 16;
 std::atomic<const WeightTwinSource*> g_sources[kSlots];
+std::atomic<uint64_t> g_generations{0};  // every refresh of every copy: a new number
 }  // namespace
 
 WeightCopy::WeightCopy(std::vector<MirroredRange> ranges, DType t) : ranges_(std::move(ranges)) {
@@ -23,6 +24,7 @@ WeightCopy::WeightCopy(std::vector<MirroredRange> ranges, DType t) : ranges_(std
   size_t total = 0;
   for (const MirroredRange& r : ranges_) starts_.push_back(total), total += r.count;
   buffer_.allocate(total, t, MemCategory::params);
+  packed_ = std::make_unique<PackedWeights>();
   register_weight_twins(this);
 }
 
@@ -49,6 +51,11 @@ void WeightCopy::refresh() {
     convert_from_f32(buffer_.ptr().at(starts_[i]), ranges_[i].data, ranges_[i].count);
   valid_ = true;
   ++refreshes_;
+  generation_ = ++g_generations;
+}
+
+bool WeightCopy::multiply_packed(const void* w16, DType t, const PackedProduct& p) const {
+  return valid_ && packed_->multiply(w16, t, generation_, p);
 }
 
 const void* WeightCopy::find(const float* w, size_t n, DType t) const {
@@ -68,6 +75,13 @@ const void* find_weight_copy(const float* w, size_t n, DType t) {
     if (const WeightTwinSource* c = slot.load(std::memory_order_acquire))
       if (const void* p = c->find(w, n, t)) return p;
   return nullptr;
+}
+
+bool multiply_packed_weight(const float* w, size_t n, DType t, const PackedProduct& p) {
+  for (const std::atomic<const WeightTwinSource*>& slot : g_sources)
+    if (const WeightTwinSource* c = slot.load(std::memory_order_acquire))
+      if (const void* w16 = c->find(w, n, t)) return c->multiply_packed(w16, t, p);
+  return false;
 }
 
 }  // namespace ff

@@ -10,10 +10,13 @@
 // fp32 ranges the model reads its weights from (the replicated parameter buffers). A range it
 // does not cover (ZeRO-3's gathered buffers, a test's own arrays) is rounded per call as before.
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/memory.h"
+#include "kernels/packed_weights.h"
 
 namespace ff {
 
@@ -25,6 +28,12 @@ class WeightTwinSource {
   virtual ~WeightTwinSource() = default;
   // The twin of [w, w + n) in dtype t, or null when this source has none (or a stale one).
   virtual const void* find(const float* w, size_t n, DType t) const = 0;
+  // Runs p with a packed copy of its twin w16 (packed_weights.h), when this source keeps its twins
+  // for long enough (a step) to make packing pay; false: the caller multiplies plainly.
+  virtual bool multiply_packed(const void* w16, DType t, const PackedProduct& p) const {
+    (void)w16, (void)t, (void)p;
+    return false;
+  }
 };
 // At most 16 sources at once; registered sources must cover disjoint fp32 ranges.
 void register_weight_twins(const WeightTwinSource* source);
@@ -52,10 +61,14 @@ class WeightCopy final : public WeightTwinSource {
   void invalidate() { valid_ = false; }
   size_t bytes() const { return buffer_.bytes(); }
   size_t refreshes() const { return refreshes_; }
+  const PackedWeights& packed() const { return *packed_; }
 
   // The copy of [w, w + n) in `t`, or null when it is not inside one mirrored range of this dtype
   // or the copy is stale.
   const void* find(const float* w, size_t n, DType t) const override;
+  // Packs each weight once per refresh (a process-wide generation, so a new copy at the same
+  // addresses never reads an old packing).
+  bool multiply_packed(const void* w16, DType t, const PackedProduct& p) const override;
 
  private:
   std::vector<MirroredRange> ranges_;
@@ -63,6 +76,8 @@ class WeightCopy final : public WeightTwinSource {
   TypedBuffer buffer_;
   bool valid_ = false;
   size_t refreshes_ = 0;
+  uint64_t generation_ = 0;
+  std::unique_ptr<PackedWeights> packed_;  // filled by the products, released with the copy
 };
 
 // The copy is fresh for a scope (a training step's compute, an evaluation) and stale after it, so
@@ -85,5 +100,8 @@ class FreshWeightCopy {
 
 // A registered source's twin of [w, w + n) in `t`, or null (no fresh twin covers it).
 const void* find_weight_copy(const float* w, size_t n, DType t);
+// p (its weight operand the fp32 weight [w, w + n) in `t`) run with a packed copy of the weight's
+// twin; false when no source has a fresh twin it packs (ZeRO-3 gathers, a test's own arrays).
+bool multiply_packed_weight(const float* w, size_t n, DType t, const PackedProduct& p);
 
 }  // namespace ff

@@ -1,8 +1,14 @@
 #include "plan/layout_workspace.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/flash_attention_bf16.h"
+#include "kernels/gemm.h"
+#include "kernels/packed_weights.h"
 #include "model/model_hooks.h"
 
 namespace ff {
@@ -15,6 +21,34 @@ PrecisionBytes precision_bytes(Precision p) {
 
 bool has_weight_copy(const LayoutSpec& L) {
   return precision_bytes(L.gemm).weight_copy > 0 && !(L.zero == 3 && L.dp * L.cp > 1);
+}
+
+int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L) {
+  const DType t = L.gemm == Precision::bf16 ? DType::bf16 : DType::f16;
+  if (!has_weight_copy(L) || !packed_weights_enabled() || !native_16bit_gemm(t)) return 0;
+  // The products read fused matrices: q|k|v and gate|up (w1|w3 per expert) are one weight each,
+  // stored back to back with the same input width.
+  auto fused_below = [](const std::string& name) {
+    for (const char* tail : {"k_proj.weight", "v_proj.weight", "up_proj.weight", "w3.weight"}) {
+      const size_t n = std::strlen(tail);
+      if (name.size() >= n && name.compare(name.size() - n, std::string::npos, tail) == 0) return true;
+    }
+    return false;
+  };
+  std::vector<std::pair<int64_t, int64_t>> weights;  // (out, in) of each matrix a product reads
+  for (const ParamView& v : layout.views()) {
+    if (!v.is_matrix || (!c.tied_embeddings && v.name == "model.embed_tokens.weight")) continue;
+    if (fused_below(v.name) && !weights.empty() && weights.back().second == v.shape[1])
+      weights.back().first += v.shape[0];
+    else
+      weights.emplace_back(v.shape[0], v.shape[1]);
+  }
+  // oneDNN's bf16 blocks (measured with oneDNN 2.6, brgemm): the product's N to 64, K to 32.
+  auto up = [](int64_t n, int64_t b) { return (n + b - 1) / b * b; };
+  int64_t bytes = 0;
+  for (const auto& [out, in] : weights)
+    bytes += 2 * (up(out, 64) * up(in, 32) + up(in, 64) * up(out, 32));  // x W^T, then dy W
+  return bytes;
 }
 
 AttentionScratch attention_scratch_floats(const ModelConfig& c, Precision p) {

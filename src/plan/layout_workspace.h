@@ -6,6 +6,7 @@
 
 #include "model/activations.h"
 #include "model/model_config.h"
+#include "model/parameters.h"
 #include "plan/layout_spec.h"
 
 namespace ff {
@@ -22,6 +23,10 @@ PrecisionBytes precision_bytes(Precision p);
 // Whether the run keeps that copy (make_weight_copy): ZeRO-3 over more than one rank reads its
 // (fp32) gathered buffers instead.
 bool has_weight_copy(const LayoutSpec& L);
+// The copy's packed twins (kernels/packed_weights.h), where oneDNN runs the 16-bit products: each
+// weight a forward or input-gradient product reads (every matrix but an untied token embedding)
+// once per product kind, 2 bytes per element padded to oneDNN's blocks. Bytes; 0 without a copy.
+int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L);
 
 // Floats of per-thread scratch one flash-attention forward / backward task takes at the model's
 // sequence length: the fp32 kernels' (flash_attention.cpp), or the bf16 kernels' when the run's

@@ -141,6 +141,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   for (int l : rm.parts.layers) has_moe = has_moe || layout.block_kind(l) == BlockKind::moe;
   const PrecisionBytes pb = precision_bytes(L.gemm);  // the one place precision changes bytes
   if (has_weight_copy(L)) m.bytes[size_t(MemCategory::params)] += int64_t(layout.total()) * pb.weight_copy;
+  m.bytes[size_t(MemCategory::params)] += packed_weight_bytes(layout, c, L);
   m.bytes[size_t(MemCategory::activations)] += acts * kF;
   m.bytes[size_t(MemCategory::workspace)] += ws * kF + context_workspace_bytes(c, L, w) +
                                              moe_workspace_bytes(c, L, w, has_moe) +

@@ -1,0 +1,145 @@
+#include "kernels/packed_weights.h"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "core/memory.h"
+
+#if defined(FIVEFOLD_GEMM_ONEDNN)
+#include <dnnl.hpp>
+#endif
+
+namespace ff {
+namespace {
+namespace packed_weights_detail {
+std::atomic<bool> g_enabled{true};
+}  // namespace packed_weights_detail
+}  // namespace
+
+void set_packed_weights_enabled(bool on) { packed_weights_detail::g_enabled.store(on); }
+bool packed_weights_enabled() { return packed_weights_detail::g_enabled.load(); }
+
+#if defined(FIVEFOLD_GEMM_ONEDNN)
+struct PackedWeights::Impl {
+  // The products run with one packing of a weight: they differ in M, strides, alpha, beta.
+  using ProductKey = std::tuple<int, int, int, float, float>;  // M, lda, ldc, alpha, beta
+  struct Packed {
+    dnnl::memory::desc layout;  // oneDNN's blocked layout, chosen by the first product's primitive
+    TrackedBuffer<unsigned char> storage;
+    uint64_t generation = 0;
+    bool packed = false;
+    std::map<ProductKey, dnnl::matmul> products;
+    std::map<ProductKey, bool> refused;  // products oneDNN cannot run on this layout: plain
+  };
+  // A weight and the order a product reads it in: (twin, trans_w, K, N, dtype).
+  using WeightKey = std::tuple<const void*, bool, int, int, DType>;
+
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex mu;
+  std::map<WeightKey, Packed> weights;
+  std::map<WeightKey, bool> refused;  // no blocked layout for this weight: always plain
+  size_t bytes = 0, packings = 0;
+};
+
+namespace {
+namespace packed_weights_detail {
+
+dnnl::memory::data_type dnnl_type_of(DType t) {
+  return t == DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f16;
+}
+
+// The weight as the product's (K, N) operand over its plain storage.
+dnnl::memory::desc plain_weight(bool trans_w, int K, int N, DType t) {
+  const dnnl::memory::dims strides = trans_w ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1};
+  return dnnl::memory::desc({K, N}, dnnl_type_of(t), strides);
+}
+
+dnnl::matmul::primitive_desc product_desc(const PackedProduct& p, DType t, const dnnl::memory::desc& weight,
+                                          const dnnl::engine& engine) {
+  dnnl::primitive_attr attr;
+  if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
+  if (p.beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(p.beta);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::memory::desc a({p.M, p.K}, dnnl_type_of(t), dnnl::memory::dims{p.lda, 1});
+  const dnnl::memory::desc c({p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1});
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, weight, c), attr, engine);
+}
+
+}  // namespace packed_weights_detail
+}  // namespace
+
+PackedWeights::PackedWeights() : impl_(std::make_unique<Impl>()) {}
+PackedWeights::~PackedWeights() = default;
+size_t PackedWeights::bytes() const { return impl_->bytes; }
+size_t PackedWeights::packings() const { return impl_->packings; }
+
+bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, const PackedProduct& p) {
+  namespace d = packed_weights_detail;
+  if (!packed_weights_enabled() || (t != DType::bf16 && t != DType::f16) || p.M <= 0 || p.N <= 0 || p.K <= 0)
+    return false;
+  Impl& s = *impl_;
+  // Held while looking up, building and packing, not while multiplying (nodes of std::map stay put).
+  std::unique_lock<std::mutex> lock(s.mu);
+  const Impl::WeightKey wk{w16, p.trans_w, p.K, p.N, t};
+  if (s.refused.count(wk)) return false;
+  const Impl::ProductKey pk{p.M, p.lda, p.ldc, p.alpha, p.beta};
+  auto it = s.weights.find(wk);
+  try {
+    if (it == s.weights.end()) {
+      // The first product picks the blocked layout (format any); later ones (another M: an
+      // evaluation batch, a last micro-batch) must accept that same layout or run plain.
+      const dnnl::memory::desc any({p.K, p.N}, d::dnnl_type_of(t), dnnl::memory::format_tag::any);
+      const dnnl::matmul::primitive_desc pd = d::product_desc(p, t, any, s.engine);
+      Impl::Packed packed;
+      packed.layout = pd.weights_desc();
+      packed.storage.allocate(packed.layout.get_size(), MemCategory::params);
+      packed.products.emplace(pk, dnnl::matmul(pd));
+      s.bytes += packed.storage.bytes();
+      it = s.weights.emplace(wk, std::move(packed)).first;
+    } else if (!it->second.products.count(pk)) {
+      if (it->second.refused.count(pk)) return false;
+      it->second.products.emplace(pk, dnnl::matmul(d::product_desc(p, t, it->second.layout, s.engine)));
+    }
+  } catch (const dnnl::error&) {
+    if (it == s.weights.end())
+      s.refused.emplace(wk, true);
+    else
+      it->second.refused.emplace(pk, true);
+    return false;
+  }
+  Impl::Packed& w = it->second;
+  dnnl::stream stream(s.engine);
+  if (!w.packed || w.generation != generation) {
+    dnnl::memory plain(d::plain_weight(p.trans_w, p.K, p.N, t), s.engine, const_cast<void*>(w16));
+    dnnl::memory blocked(w.layout, s.engine, w.storage.data());
+    dnnl::reorder(plain, blocked).execute(stream, plain, blocked);
+    stream.wait();
+    w.generation = generation, w.packed = true;
+    ++s.packings;
+  }
+  const dnnl::matmul& product = w.products.at(pk);
+  lock.unlock();
+  const dnnl::memory a({{p.M, p.K}, d::dnnl_type_of(t), dnnl::memory::dims{p.lda, 1}}, s.engine,
+                       const_cast<void*>(p.A));
+  const dnnl::memory b(w.layout, s.engine, w.storage.data());
+  const dnnl::memory c({{p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1}}, s.engine,
+                       p.C);
+  product.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+  stream.wait();
+  return true;
+}
+#else
+struct PackedWeights::Impl {};
+PackedWeights::PackedWeights() : impl_(std::make_unique<Impl>()) {}
+PackedWeights::~PackedWeights() = default;
+size_t PackedWeights::bytes() const { return 0; }
+size_t PackedWeights::packings() const { return 0; }
+bool PackedWeights::multiply(const void*, DType, uint64_t, const PackedProduct&) { return false; }
+#endif
+
+}  // namespace ff
