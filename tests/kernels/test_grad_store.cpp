@@ -1,0 +1,80 @@
+// Output gradients stored 16-bit by the kernel that makes them (model/llama_rounded_grads.cpp):
+// RoPE's backward over a fused q/k/v gradient row writes exactly the bits of the two in-place
+// rotations converted afterwards (v's columns rounded as they are), and RMSNorm's backward leaves
+// dx and dw bitwise the plain kernel's while its 16-bit copy of dx is dx converted. Special values
+// (NaN, overflow to f16's inf, a subnormal) cross the rounding's edge cases.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "check.h"
+#include "kernels/convert.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+
+namespace {
+
+using fftest::randn;
+using fftest::to_float;
+
+std::vector<uint16_t> rounded_bits(const std::vector<float>& x, ff::DType t) {
+  std::vector<uint16_t> r(x.size());
+  ff::convert_from_f32(ff::TypedPtr(r.data(), t), x.data(), x.size());
+  return r;
+}
+
+void add_special_values(std::vector<float>& x) {
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  x[x.size() / 2] = 3e38f;   // beyond f16: inf there, finite in bf16
+  x[x.size() - 2] = 1e-40f;  // an fp32 subnormal
+}
+
+// GQA (6 query heads, 2 kv heads, D 10: a vector tail in each half) and a padded row stride.
+TEST(GradStore, RopeBackwardRoundedIsBothRotationsThenConverted) {
+  const int B = 2, T = 9, H = 6, Hkv = 2, D = 10, Q = (H + 2 * Hkv) * D + 3;
+  std::vector<float> cos(size_t(T) * D / 2), sin(cos.size());
+  ff::rope_tables(cos.data(), sin.data(), T, D, 10000.0f);
+  auto dx = to_float(randn(size_t(B) * T * Q, 11, 2.0));
+  add_special_values(dx);
+  std::vector<float> expect = dx;
+  ff::rope_backward(expect.data(), cos.data(), sin.data(), B, T, H, D, Q);
+  ff::rope_backward(expect.data() + H * D, cos.data(), sin.data(), B, T, Hkv, D, Q);
+  const std::vector<float> before = dx;
+  for (ff::DType t : {ff::DType::bf16, ff::DType::f16}) {
+    std::vector<uint16_t> out(dx.size());
+    ff::rope_backward_rounded(ff::TypedPtr(out.data(), t), dx.data(), cos.data(), sin.data(), B, T, H, Hkv, D, Q);
+    EXPECT_EQ(out, rounded_bits(expect, t)) << ff::dtype_name(t);
+    EXPECT_EQ(std::memcmp(dx.data(), before.data(), dx.size() * 4), 0) << "dx must be left as it was";
+  }
+  EXPECT_THROW(ff::rope_backward_rounded(ff::TypedPtr(dx.data()), dx.data(), cos.data(), sin.data(), B, T, H, Hkv,
+                                         D, Q),
+               std::logic_error);
+}
+
+TEST(GradStore, RmsnormBackwardCopyIsTheUpdatedDxConverted) {
+  const int N = 13, C = 77;
+  auto x = to_float(randn(size_t(N) * C, 21, 3.0));
+  auto w = to_float(randn(size_t(C), 22, 1.0));
+  auto dy = to_float(randn(size_t(N) * C, 23, 1.0));
+  const auto dx0 = to_float(randn(size_t(N) * C, 24, 5.0));  // dx accumulates: start non-zero
+  std::vector<float> y(x.size()), rstd(N);
+  ff::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-5f);
+  std::vector<float> dx0_special = dx0;  // carried into the updated dx
+  dx0_special[7] = std::numeric_limits<float>::quiet_NaN();
+  dx0_special[size_t(N) * C / 2] = 3e38f;
+  std::vector<float> expect = dx0_special, dw_expect(C, 0.5f);
+  ff::rmsnorm_backward(expect.data(), dw_expect.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C);
+  for (ff::DType t : {ff::DType::bf16, ff::DType::f16}) {
+    std::vector<float> dx2 = dx0_special, dw2(C, 0.5f);
+    std::vector<uint16_t> copy(dx2.size());
+    ff::rmsnorm_backward(dx2.data(), ff::TypedPtr(copy.data(), t), dw2.data(), dy.data(), x.data(), w.data(),
+                         rstd.data(), N, C);
+    EXPECT_EQ(std::memcmp(dx2.data(), expect.data(), dx2.size() * 4), 0) << ff::dtype_name(t);
+    EXPECT_EQ(std::memcmp(dw2.data(), dw_expect.data(), dw2.size() * 4), 0) << ff::dtype_name(t);
+    EXPECT_EQ(copy, rounded_bits(expect, t)) << ff::dtype_name(t);
+  }
+}
+
+}  // namespace
