@@ -110,8 +110,11 @@ void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) 
   const bool staged = a.mlp.gate_up.dtype() != DType::f32;
   float* gate_up = staged ? m.staging : a.mlp.gate_up.f32();
   matmul_xwt(gate_up, h.column_input(a.ln2, N, C), m.P + m.o->mlp.gate_up, N, C, 2 * F);    // (N, 2F)
-  if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
-  swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                              // (N, F)
+  if (staged && m.round_in_kernels) swiglu_forward_rounding(a.mlp.h, a.mlp.gate_up, gate_up, N, F);  // one pass
+  else {
+    if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
+    swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                            // (N, F)
+  }
   if (out) h.row_output(out, a.mid, a.mlp.h, m.P + m.o->mlp.down, N, F, C);                  // (R, C)
 }
 
@@ -285,6 +288,7 @@ MlpCall Llama::mlp_call(const float* P, int l, const BlockActs& a, int N) {
             staging_.data()};
   if (resid_grad_rounded_) m.d_resid_rounded = ConstTypedPtr(d_qkv_.data(), gemm_grad_dtype());
   m.rounded_grad_uses = &rounded_grad_uses_;
+  m.round_in_kernels = rounding_in_kernels_;
   if (layout_.block_kind(l) == BlockKind::moe) {
     m.PE = experts_, m.GE = expert_grads_, m.moe = &cfg_.moe, m.w = &w_, m.router_bias = router_bias(l);
     m.stats = &moe_stats_.layers[size_t(l)], m.loss_scale = loss_scale_, m.moe_scratch = moe_scratch_.data();

@@ -39,6 +39,7 @@ struct MlpCall {
   // none; read only while row_output_backward leaves d_resid where it is).
   ConstTypedPtr d_resid_rounded = ConstTypedPtr();
   int64_t* rounded_grad_uses = nullptr;  // counts the GEMMs that read d_resid_rounded (tests)
+  bool round_in_kernels = true;  // SwiGLU rounds the staged gate_up as it reads it (false: a separate pass)
   // MoE blocks only (model/moe_mlp.cpp):
   const float* PE = nullptr;           // this rank's routed experts (the layer's expert segment)
   float* GE = nullptr;                 // their gradients (backward with weights)

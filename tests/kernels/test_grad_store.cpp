@@ -1,7 +1,9 @@
 // Output gradients stored 16-bit by the kernel that makes them (model/llama_rounded_grads.cpp):
 // RoPE's backward over a fused q/k/v gradient row writes exactly the bits of the two in-place
 // rotations converted afterwards (v's columns rounded as they are), and RMSNorm's backward leaves
-// dx and dw bitwise the plain kernel's while its 16-bit copy of dx is dx converted. Special values
+// dx and dw bitwise the plain kernel's while its 16-bit copy of dx is dx converted. In the forward,
+// SwiGLU rounding the GEMM's fp32 gate_up as it reads it is the separate conversion followed by the
+// 16-bit kernel, both outputs bitwise. Special values
 // (NaN, overflow to f16's inf, a subnormal) cross the rounding's edge cases.
 #include <cmath>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "kernels/convert.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
+#include "kernels/swiglu.h"
 
 namespace {
 
@@ -74,6 +77,20 @@ TEST(GradStore, RmsnormBackwardCopyIsTheUpdatedDxConverted) {
     EXPECT_EQ(std::memcmp(dx2.data(), expect.data(), dx2.size() * 4), 0) << ff::dtype_name(t);
     EXPECT_EQ(std::memcmp(dw2.data(), dw_expect.data(), dw2.size() * 4), 0) << ff::dtype_name(t);
     EXPECT_EQ(copy, rounded_bits(expect, t)) << ff::dtype_name(t);
+  }
+}
+
+TEST(GradStore, SwigluRoundingTheStagedGateUpIsConvertThenTheTypedForward) {
+  const int N = 11, F = 53;
+  auto gu = to_float(randn(size_t(N) * 2 * F, 31, 4.0));
+  add_special_values(gu);
+  for (ff::DType t : {ff::DType::bf16, ff::DType::f16}) {
+    const std::vector<uint16_t> kept_expect = rounded_bits(gu, t);
+    std::vector<uint16_t> h_expect(size_t(N) * F), h(size_t(N) * F), kept(gu.size());
+    ff::swiglu_forward(ff::TypedPtr(h_expect.data(), t), ff::ConstTypedPtr(kept_expect.data(), t), N, F);
+    ff::swiglu_forward_rounding(ff::TypedPtr(h.data(), t), ff::TypedPtr(kept.data(), t), gu.data(), N, F);
+    EXPECT_EQ(kept, kept_expect) << ff::dtype_name(t);
+    EXPECT_EQ(h, h_expect) << ff::dtype_name(t);
   }
 }
 
