@@ -167,6 +167,8 @@ class Llama {
   // RoPE's backward on d_qkv_, and the q/k/v GEMM's output gradient: d_qkv_ itself, or its rounded
   // rows written by the same pass (d_qkv_ then left unrotated) unless keep_f32.
   ConstTypedPtr qkv_grad_for_gemm(int B, int T, bool keep_f32);
+  // Where the loss stores the logits' gradient rounded for the head's GEMMs (null: it does not).
+  TypedPtr logits_grad_rounded();
 
   ModelConfig cfg_;
   ModelParts parts_;
@@ -182,6 +184,7 @@ class Llama {
   std::unique_ptr<Activations> whole_;        // the whole model's activations (parts null)
   TrackedBuffer<float> rope_cos_, rope_sin_;  // (T, D/2)
   TrackedBuffer<float> logits_;               // (N, V), then d(loss)/d(logits) in place
+  TrackedBuffer<float> logits_grad16_;        // 16-bit runs: that gradient rounded, (N, V) 16-bit
   TrackedBuffer<float> losses_;               // (N)
   // Backward scratch, reused by every block.
   TrackedBuffer<float> d_resid_, d_ln_, d_att_, d_qkv_, d_gate_up_, d_h_;

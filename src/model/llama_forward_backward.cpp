@@ -143,7 +143,7 @@ const float* Llama::head_forward(const HeadParams& h, Activations& acts, int fir
 double Llama::head_loss(ParamSource& src, Activations& acts, const int32_t* targets, int N) {
   head_forward(acquire_head(src, ParamSegment{}), acts, 0, N);
   release_head(src);
-  return hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, false, 0.0f);
+  return hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, false, 0.0f, TypedPtr());
 }
 
 double Llama::head_forward_backward(ParamSource& src, GradSink& sink, Activations& acts,
@@ -153,7 +153,8 @@ double Llama::head_forward_backward(ParamSource& src, GradSink& sink, Activation
   // the (N, V) logits are scratch, too large to keep per micro-batch.
   const HeadParams h = acquire_head(src, next);
   const float* head_in = head_forward(h, acts, 0, N);
-  const double total = hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, true, grad_scale);
+  const double total =
+      hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, true, grad_scale, logits_grad_rounded());
   *tied_emb_grad = head_backward(h, sink, acts, head_in, N);
   release_head(src);
   return total;
@@ -171,8 +172,11 @@ float* Llama::head_backward(const HeadParams& h, GradSink& sink, Activations& ac
   // Tied: the embedding's gradient stays acquired until the lookup's backward adds to it.
   float* emb_grad = cfg_.tied_embeddings ? sink.acquire(layout_.embedding_segment()).f32() : nullptr;
   float* weight_grad = cfg_.tied_embeddings ? emb_grad : norm_grad + C;
-  // logits_ holds d(loss)/d(logits) here.
-  matmul_dyw_dw(d_ln, weight_grad, logits_.data(), head_in, h.weight, N, C, vocab_.count);  // (N, C), (V, C)
+  // logits_ holds d(loss)/d(logits) here, and a 16-bit run's loss left it rounded as well.
+  const TypedPtr rounded = logits_grad_rounded();
+  if (rounded) ++rounded_grad_uses_;
+  matmul_dyw_dw(d_ln, weight_grad, rounded ? ConstTypedPtr(rounded) : ConstTypedPtr(logits_.data()), head_in, h.weight,
+                N, C, vocab_.count);                                                 // (N, C), (V, C)
   std::memset(d_resid, 0, size_t(R) * C * sizeof(float));
   norm_backward(norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(), h.norm,
                 acts.final_rstd(), R);

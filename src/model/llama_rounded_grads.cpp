@@ -55,4 +55,9 @@ ConstTypedPtr Llama::qkv_grad_for_gemm(int B, int T, bool keep_f32) {
   return out;
 }
 
+TypedPtr Llama::logits_grad_rounded() {
+  const DType t = gemm_grad_dtype();
+  return t == DType::f32 || logits_grad16_.size() == 0 ? TypedPtr() : TypedPtr(logits_grad16_.data(), t);
+}
+
 }  // namespace ff

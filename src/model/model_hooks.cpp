@@ -49,7 +49,9 @@ void ModelHooks::embedding_backward(float* dE, const float* dx, const int32_t* t
 }
 
 double ModelHooks::loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange vocab,
-                        bool with_grad, float grad_scale) {
+                        bool with_grad, float grad_scale, TypedPtr grad_rounded) {
+  if (with_grad && grad_rounded)  // rounded row by row while each is in cache
+    return cross_entropy_forward_backward(logits, losses, targets, N, vocab.count, grad_scale, grad_rounded);
   return with_grad ? cross_entropy_forward_backward(logits, losses, targets, N, vocab.count, grad_scale)
                    : cross_entropy_forward(logits, losses, targets, N, vocab.count);
 }

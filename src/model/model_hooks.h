@@ -147,9 +147,10 @@ class ModelHooks {
                                   VocabRange vocab);
 
   // Sum of the N token losses from logits (N, vocab.count), losses (N) per token. with_grad: its
-  // dual fused in, logits become grad_scale * d(loss)/d(logits) in place.
+  // dual fused in, logits become grad_scale * d(loss)/d(logits) in place, and grad_rounded (16-bit
+  // (N, vocab.count), unless null) that gradient rounded, for a 16-bit LM head's GEMMs.
   virtual double loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange vocab,
-                      bool with_grad, float grad_scale);
+                      bool with_grad, float grad_scale, TypedPtr grad_rounded);
 
  protected:
   // The dense MLP (llama_forward_backward.cpp), through this object's column and row hooks.

@@ -3,7 +3,8 @@
 // rotations converted afterwards (v's columns rounded as they are), and RMSNorm's backward leaves
 // dx and dw bitwise the plain kernel's while its 16-bit copy of dx is dx converted. In the forward,
 // SwiGLU rounding the GEMM's fp32 gate_up as it reads it is the separate conversion followed by the
-// 16-bit kernel, both outputs bitwise. Special values
+// 16-bit kernel, both outputs bitwise. The loss rounding each gradient row as it finishes it gives
+// the fp32 gradient (unchanged) converted. Special values
 // (NaN, overflow to f16's inf, a subnormal) cross the rounding's edge cases.
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "check.h"
 #include "kernels/convert.h"
+#include "kernels/cross_entropy.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/swiglu.h"
@@ -77,6 +79,23 @@ TEST(GradStore, RmsnormBackwardCopyIsTheUpdatedDxConverted) {
     EXPECT_EQ(std::memcmp(dx2.data(), expect.data(), dx2.size() * 4), 0) << ff::dtype_name(t);
     EXPECT_EQ(std::memcmp(dw2.data(), dw_expect.data(), dw2.size() * 4), 0) << ff::dtype_name(t);
     EXPECT_EQ(copy, rounded_bits(expect, t)) << ff::dtype_name(t);
+  }
+}
+
+TEST(GradStore, CrossEntropyRoundsEachGradientRowAsItGoes) {
+  const int N = 5, V = 9001;  // rows longer than the row conversion's chunk
+  const auto logits = to_float(randn(size_t(N) * V, 41, 3.0));
+  const std::vector<int32_t> targets = {0, 17, V - 1, 4096, 8192};
+  std::vector<float> grad = logits, losses(N), losses16(N);
+  const double total = ff::cross_entropy_forward_backward(grad.data(), losses.data(), targets.data(), N, V, 0.25f);
+  for (ff::DType t : {ff::DType::bf16, ff::DType::f16}) {
+    std::vector<float> grad2 = logits;
+    std::vector<uint16_t> rounded(size_t(N) * V);
+    const double total16 = ff::cross_entropy_forward_backward(grad2.data(), losses16.data(), targets.data(), N, V,
+                                                              0.25f, ff::TypedPtr(rounded.data(), t));
+    EXPECT_EQ(std::memcmp(&total, &total16, sizeof total), 0) << ff::dtype_name(t);
+    EXPECT_EQ(std::memcmp(grad.data(), grad2.data(), grad.size() * 4), 0) << ff::dtype_name(t);
+    EXPECT_EQ(rounded, rounded_bits(grad, t)) << ff::dtype_name(t);
   }
 }
 

@@ -66,9 +66,9 @@ class CountingHooks final : public ModelHooks {
     ModelHooks::embedding_backward(dE, dx, tokens, N, C, v);
   }
   double loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange v, bool with_grad,
-              float grad_scale) override {
+              float grad_scale, TypedPtr grad_rounded) override {
     ++calls["loss"];
-    return ModelHooks::loss(logits, losses, targets, N, v, with_grad, grad_scale);
+    return ModelHooks::loss(logits, losses, targets, N, v, with_grad, grad_scale, grad_rounded);
   }
 };
 

@@ -1,9 +1,10 @@
-// GEMM output gradients rounded by the kernels that make them (model/llama_rounded_grads.cpp) and a
+// GEMM output gradients rounded by the kernels that make them (model/llama_rounded_grads.cpp: the
+// loss, RoPE's and the norms' backward), the gate/up output rounded by SwiGLU as it reads it, and a
 // bf16 attention output written by the attention kernel itself: in a bf16 run the loss and every
 // gradient are bitwise those of the same model rounding them in separate passes (the GEMMs
 // rounding dy themselves, att staged fp32 and converted), under each recompute policy, and the
-// fused path really ran: o's, down's and q/k/v's backward GEMMs of every block read the kernels'
-// rounded gradient (counted). fp32 runs never take it.
+// fused path really ran: the LM head's and o's, down's and q/k/v's backward GEMMs of every block read
+// the kernels' rounded gradient (counted). fp32 runs never take it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -55,9 +56,9 @@ TEST(RoundedGrads, Bf16IsBitwiseTheSeparateRoundingPassesUnderEveryPolicy) {
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
     const Pass fused = run(DType::bf16, r, true), separate = run(DType::bf16, r, false);
     EXPECT_TRUE(bitwise(fused, separate)) << recompute_name(r);
-    // Per micro-batch and block: o and q/k/v, and down from the norm above it (the final norm's for
-    // the last block): 3 L, over two micro-batches.
-    EXPECT_EQ(fused.rounded_uses, 2 * 3 * L) << recompute_name(r);
+    // Per micro-batch: the LM head (from the loss), and per block o and q/k/v, and down from the
+    // norm above it (the final norm's for the last block): 3 L + 1, over two micro-batches.
+    EXPECT_EQ(fused.rounded_uses, 2 * (3 * L + 1)) << recompute_name(r);
     EXPECT_EQ(separate.rounded_uses, 0) << recompute_name(r);
   }
 }
