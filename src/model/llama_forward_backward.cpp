@@ -177,7 +177,7 @@ float* Llama::head_backward(const HeadParams& h, GradSink& sink, Activations& ac
   if (rounded) ++rounded_grad_uses_;
   matmul_dyw_dw(d_ln, weight_grad, rounded ? ConstTypedPtr(rounded) : ConstTypedPtr(logits_.data()), head_in, h.weight,
                 N, C, vocab_.count);                                                 // (N, C), (V, C)
-  std::memset(d_resid, 0, size_t(R) * C * sizeof(float));
+  zero_rows(d_resid, size_t(R) * C);
   norm_backward(norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(), h.norm,
                 acts.final_rstd(), R);
   sink.release(head);
@@ -233,7 +233,7 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   matmul_dyw_dw(d_att_.data(), def ? nullptr : G + o.o, resid_grad_for_gemm(d_mid), a.att, P + o.o, N, A, C);
   if (def) copy_rows(def->d_mid, d_mid, size_t(N) * C);
   float* d_qkv = d_qkv_.data();                                                      // (N, Q)
-  std::memset(d_qkv, 0, size_t(N) * Q * sizeof(float));
+  zero_rows(d_qkv, size_t(N) * Q);
   resid_grad_rounded_ = false;  // its rounded copy lived in d_qkv_
   const int kv = A + kv_heads_ * D;  // v's column in a q/k/v row
   // Unrounded (the test's reference): a 16-bit att widened here rather than by the hook.
