@@ -145,7 +145,7 @@ class Llama {
   float* head_backward(const HeadParams& h, GradSink& grads, Activations& acts, const float* head_in, int N);
   void block_forward(const float* P, int l, const BlockActs& a, float* out, int B, int T);
   void recompute_block(const float* P, int l, const BlockActs& a, int B, int T);
-  // The attention core into a.att (through the staging buffer when a.att is 16-bit).
+  // The attention core into a.att (the hook stages it through staging_ when its kernel writes fp32).
   void attention_into(const BlockActs& a, int B, int T);
   // def non-null: the input pass of a split backward (G unused).
   void block_backward(const float* P, float* G, int l, const BlockActs& a, int B, int T,
@@ -193,8 +193,8 @@ class Llama {
   // is done): no new buffer. resid_grad_rounded_: the copy matches d_resid_ now.
   bool rounding_in_kernels_ = true, resid_grad_rounded_ = false;
   int64_t rounded_grad_uses_ = 0;
-  // A 16-bit run's fp32 staging (N, max(A, 2F)): the attention output and the gate/up GEMM's,
-  // before they are rounded into their kept tensors; the widened attention output in backward.
+  // A 16-bit run's fp32 staging (N, max(A, 2F)): the gate/up GEMM's output before SwiGLU rounds it
+  // into its kept tensor; an fp32-only attention's output, and in backward its widened att.
   TrackedBuffer<float> staging_;
   // MoE blocks: routing statistics, selection bias (n_layers x E), backward scratch, the loss
   // terms' gradient scale, and the current block's expert parameters and gradients (set where a
