@@ -23,7 +23,8 @@ FF_WIDE T row_max(const T* x, int V) {
 // in chunks that stay in L1.
 void convert_row(TypedPtr dst, const float* x, int V) {
   constexpr int kChunk = 4096;
-  for (int c = 0; c < V; c += kChunk) convert_from_f32(dst.at(size_t(c)), x + c, size_t(std::min(kChunk, V - c)));
+  for (int c = 0; c < V; c += kChunk)
+    convert_from_f32(dst.at(size_t(c)), x + c, size_t(std::min(kChunk, V - c)));
 }
 
 // The per-row losses are summed serially in row order after the parallel loop, so the total is

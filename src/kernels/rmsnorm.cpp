@@ -93,8 +93,8 @@ void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, con
                       const float* rstd, int N, int C) {
   backward(dx, dw, dy, x, w, rstd, N, C);
 }
-void rmsnorm_backward(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x, const float* w,
-                      const float* rstd, int N, int C) {
+void rmsnorm_backward(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x,
+                      const float* w, const float* rstd, int N, int C) {
   if (dx_rounded.dtype() == DType::f32)
     throw std::logic_error("rmsnorm_backward: the rounded copy of dx must be 16-bit");
   detail::with_store(dx_rounded, [&]<class Store>(typename Store::type*) {

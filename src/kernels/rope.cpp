@@ -29,7 +29,8 @@ void tables(T* cos, T* sin, int Tn, int D, T theta) {
 // rotation with sin negated. One inline body for every caller, so the rounded copy gets the very
 // products of the in-place rotation.
 template <class T, class Store = detail::StoreSame<T>>
-inline void rotate_row(typename Store::type* y, const T* x, const T* c, const T* s, int heads, int D, T sign) {
+inline void rotate_row(typename Store::type* y, const T* x, const T* c, const T* s, int heads, int D,
+                       T sign) {
   const int half = D / 2;
   for (int h = 0; h < heads; ++h) {
     const T* x1 = x + static_cast<size_t>(h) * D;

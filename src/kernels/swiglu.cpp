@@ -45,8 +45,8 @@ struct LoadOf<detail::StoreF16> {
 // Each fp32 row of gate_up rounded into kept through Round, then the row body reading the kept
 // row back (still in L1): the bits of rounding first and running the 16-bit forward after.
 template <class Store, class Round>
-FF_WIDE void forward_rounding(typename Store::type* h, typename Round::type* kept, const float* gate_up, int N,
-                              int F) {
+FF_WIDE void forward_rounding(typename Store::type* h, typename Round::type* kept, const float* gate_up,
+                              int N, int F) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const size_t off = static_cast<size_t>(n) * 2 * F;
@@ -95,7 +95,8 @@ void swiglu_forward_rounding(TypedPtr h, TypedPtr gate_up_kept, const float* gat
     throw std::logic_error("swiglu_forward_rounding: the kept gate_up must be 16-bit");
   detail::with_store(h, [&]<class Store>(typename Store::type* out) {
     detail::with_store(gate_up_kept, [&]<class Round>(typename Round::type* kept) {
-      if constexpr (!std::is_same_v<Round, detail::StoreF32>) forward_rounding<Store, Round>(out, kept, gate_up, N, F);
+      if constexpr (!std::is_same_v<Round, detail::StoreF32>)
+        forward_rounding<Store, Round>(out, kept, gate_up, N, F);
     });
   });
 }

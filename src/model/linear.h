@@ -40,14 +40,15 @@ inline void copy_rows(float* dst, const float* src, size_t n) {
   const long chunks = long((n + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static) if (chunks > 2)
   for (long c = 0; c < chunks; ++c)
-    std::memcpy(dst + size_t(c) * kChunk, src + size_t(c) * kChunk, std::min(kChunk, n - size_t(c) * kChunk) * 4);
+    std::memcpy(dst + size_t(c) * kChunk, src + size_t(c) * kChunk,
+                std::min(kChunk, n - size_t(c) * kChunk) * sizeof(float));
 }
 inline void zero_rows(float* dst, size_t n) {
   constexpr size_t kChunk = size_t(1) << 15;
   const long chunks = long((n + kChunk - 1) / kChunk);
 #pragma omp parallel for schedule(static) if (chunks > 2)
   for (long c = 0; c < chunks; ++c)
-    std::memset(dst + size_t(c) * kChunk, 0, std::min(kChunk, n - size_t(c) * kChunk) * 4);
+    std::memset(dst + size_t(c) * kChunk, 0, std::min(kChunk, n - size_t(c) * kChunk) * sizeof(float));
 }
 
 }  // namespace ff

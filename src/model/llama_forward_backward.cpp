@@ -110,7 +110,7 @@ void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) 
   const bool staged = a.mlp.gate_up.dtype() != DType::f32;
   float* gate_up = staged ? m.staging : a.mlp.gate_up.f32();
   matmul_xwt(gate_up, h.column_input(a.ln2, N, C), m.P + m.o->mlp.gate_up, N, C, 2 * F);    // (N, 2F)
-  if (staged && m.round_in_kernels) swiglu_forward_rounding(a.mlp.h, a.mlp.gate_up, gate_up, N, F);  // one pass
+  if (staged && m.round_in_kernels) swiglu_forward_rounding(a.mlp.h, a.mlp.gate_up, gate_up, N, F);
   else {
     if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
     swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                            // (N, F)
@@ -153,8 +153,9 @@ double Llama::head_forward_backward(ParamSource& src, GradSink& sink, Activation
   // the (N, V) logits are scratch, too large to keep per micro-batch.
   const HeadParams h = acquire_head(src, next);
   const float* head_in = head_forward(h, acts, 0, N);
-  const double total =
-      hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, true, grad_scale, logits_grad_rounded());
+  const TypedPtr rounded_grad = logits_grad_rounded();
+  const double total = hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, true, grad_scale,
+                                    rounded_grad);
   *tied_emb_grad = head_backward(h, sink, acts, head_in, N);
   release_head(src);
   return total;
@@ -175,8 +176,8 @@ float* Llama::head_backward(const HeadParams& h, GradSink& sink, Activations& ac
   // logits_ holds d(loss)/d(logits) here, and a 16-bit run's loss left it rounded as well.
   const TypedPtr rounded = logits_grad_rounded();
   if (rounded) ++rounded_grad_uses_;
-  matmul_dyw_dw(d_ln, weight_grad, rounded ? ConstTypedPtr(rounded) : ConstTypedPtr(logits_.data()), head_in, h.weight,
-                N, C, vocab_.count);                                                 // (N, C), (V, C)
+  const ConstTypedPtr dy = rounded ? ConstTypedPtr(rounded) : ConstTypedPtr(logits_.data());
+  matmul_dyw_dw(d_ln, weight_grad, dy, head_in, h.weight, N, C, vocab_.count);       // (N, C), (V, C)
   zero_rows(d_resid, size_t(R) * C);
   norm_backward(norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(), h.norm,
                 acts.final_rstd(), R);
@@ -261,7 +262,8 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
   const bool rounded = m.d_resid_rounded && d_out == d_resid;
   if (rounded && m.rounded_grad_uses) ++*m.rounded_grad_uses;
   const ConstTypedPtr dy = rounded ? m.d_resid_rounded : ConstTypedPtr(d_out);
-  matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, dy, a.mlp.h, m.P + m.o->mlp.down, N, F, C);  // (N, F)
+  matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, dy, a.mlp.h, m.P + m.o->mlp.down, N, F,
+                C);                                                                  // (N, F)
   if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
   // Only gate/up's two GEMMs read its output gradient: in a 16-bit run SwiGLU's backward writes it
   // rounded, once, into the scratch (the same bits those GEMMs would round). Deferred: kept fp32.

@@ -19,7 +19,8 @@ DType Llama::gemm_grad_dtype() const {
   return on ? act_dtype_ : DType::f32;
 }
 
-void Llama::norm_backward(float* dw, const float* dy, const float* x, const float* w, const float* rstd, int R) {
+void Llama::norm_backward(float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                          int R) {
   const DType t = gemm_grad_dtype();
   if (t == DType::f32) {
     rmsnorm_backward(d_resid_.data(), dw, dy, x, w, rstd, R, cfg_.dim);
