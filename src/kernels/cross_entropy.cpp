@@ -1,8 +1,11 @@
 #include "kernels/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
+#include "kernels/convert.h"
 #include "kernels/simd.h"
 
 namespace ff {
@@ -16,6 +19,14 @@ FF_WIDE T row_max(const T* x, int V) {
   return m;
 }
 
+// One row converted on this thread (convert_from_f32 would open a parallel region for a long row),
+// in chunks that stay in L1.
+void convert_row(TypedPtr dst, const float* x, int V) {
+  constexpr int kChunk = 4096;
+  for (int c = 0; c < V; c += kChunk)
+    convert_from_f32(dst.at(size_t(c)), x + c, size_t(std::min(kChunk, V - c)));
+}
+
 // The per-row losses are summed serially in row order after the parallel loop, so the total is
 // the same for any thread count.
 template <class T>
@@ -25,8 +36,10 @@ double sum_rows(const T* losses, int N) {
   return total;
 }
 
+// rounded: each finished gradient row is also converted into its row there (null: not).
 template <class T>
-FF_WIDE double forward_backward(T* logits, T* losses, const int32_t* targets, int N, int V, T scale) {
+FF_WIDE double forward_backward(T* logits, T* losses, const int32_t* targets, int N, int V, T scale,
+                                TypedPtr rounded = TypedPtr()) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     T* x = logits + static_cast<size_t>(n) * V;
@@ -47,6 +60,8 @@ FF_WIDE double forward_backward(T* logits, T* losses, const int32_t* targets, in
 #pragma omp simd
     for (int c = 0; c < V; ++c) x[c] *= k;
     x[targets[n]] -= scale;
+    if constexpr (std::is_same_v<T, float>)
+      if (rounded) convert_row(rounded.at(static_cast<size_t>(n) * V), x, V);
   }
   return sum_rows(losses, N);
 }
@@ -70,6 +85,10 @@ FF_WIDE double forward_only(const T* logits, T* losses, const int32_t* targets, 
 double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N,
                                       int V, float grad_scale) {
   return forward_backward(logits, losses, targets, N, V, grad_scale);
+}
+double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N, int V,
+                                      float grad_scale, TypedPtr grad_rounded) {
+  return forward_backward(logits, losses, targets, N, V, grad_scale, grad_rounded);
 }
 double cross_entropy_forward(const float* logits, float* losses, const int32_t* targets, int N,
                              int V) {

@@ -3,12 +3,18 @@
 // d(loss)/d(logits) so the (N, V) gradient never needs a second buffer.
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace ff {
 
 // logits: (N, V), in: logits, out: grad_scale * (softmax - onehot) per row.
 // losses: (N) per-row -log p(target). Returns the sum of losses (double accumulator).
 double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N,
                                       int V, float grad_scale);
+// The same, and each row's gradient also stored rounded into grad_rounded (16-bit, (N, V)) while
+// the row is in cache: the LM head's GEMMs read it without a rounding pass over the (N, V) tensor.
+double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N, int V,
+                                      float grad_scale, TypedPtr grad_rounded);
 // Loss only; logits are left untouched.
 double cross_entropy_forward(const float* logits, float* losses, const int32_t* targets, int N,
                              int V);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <stdexcept>
+#include <type_traits>
 
 #include "kernels/round_store.h"
 
@@ -34,8 +36,10 @@ void forward(typename Store::type* y, T* rstd, const T* x, const T* w, int N, in
 
 // y_j = w_j x_j r with r = (mean(x^2) + eps)^-1/2, so
 // dx_j = r w_j dy_j - x_j (r^3 / C) sum_i dy_i w_i x_i  and  dw_j = sum_rows dy_j x_j r.
-template <class T>
-void backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd, int N, int C) {
+// Copy: also store each row of the updated dx through it into dx_copy (a 16-bit copy); void: none.
+template <class T, class Copy = void>
+void backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd, int N, int C,
+              [[maybe_unused]] void* dx_copy = nullptr) {
   const int blocks = (C + kColBlock - 1) / kColBlock;
 #pragma omp parallel
   {
@@ -52,6 +56,11 @@ void backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd, 
       const T k = r * r * r * dot / T(C);
 #pragma omp simd
       for (int c = 0; c < C; ++c) dxr[c] += r * w[c] * dyr[c] - k * xr[c];
+      if constexpr (!std::is_void_v<Copy>) {
+        typename Copy::type* cr = static_cast<typename Copy::type*>(dx_copy) + off;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) cr[c] = Copy::cast(dxr[c]);  // the row is still in L1
+      }
     }
 #pragma omp for schedule(static)
     for (int blk = 0; blk < blocks; ++blk) {
@@ -83,6 +92,15 @@ void rmsnorm_forward(TypedPtr y, float* rstd, const float* x, const float* w, in
 void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
                       const float* rstd, int N, int C) {
   backward(dx, dw, dy, x, w, rstd, N, C);
+}
+void rmsnorm_backward(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x,
+                      const float* w, const float* rstd, int N, int C) {
+  if (dx_rounded.dtype() == DType::f32)
+    throw std::logic_error("rmsnorm_backward: the rounded copy of dx must be 16-bit");
+  detail::with_store(dx_rounded, [&]<class Store>(typename Store::type*) {
+    if constexpr (!std::is_same_v<Store, detail::StoreF32>)
+      backward<float, Store>(dx, dw, dy, x, w, rstd, N, C, dx_rounded.data());
+  });
 }
 void rmsnorm_forward(double* y, double* rstd, const double* x, const double* w, int N, int C,
                      double eps) {

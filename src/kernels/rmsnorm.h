@@ -13,6 +13,10 @@ void rmsnorm_forward(TypedPtr y, float* rstd, const float* x, const float* w, in
 // Accumulates: dx += ..., dw += ...
 void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
                       const float* rstd, int N, int C);
+// The same, and each updated row of dx also stored rounded into dx_rounded (16-bit, (N, C)) while
+// it is in cache: the residual gradient a 16-bit GEMM reads next, without a rounding pass.
+void rmsnorm_backward(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x,
+                      const float* w, const float* rstd, int N, int C);
 
 
 // Double-precision twins: the reference the tests differentiate numerically.

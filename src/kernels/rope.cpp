@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <stdexcept>
+
+#include "kernels/round_store.h"
 
 namespace ff {
 namespace {
@@ -21,8 +24,28 @@ void tables(T* cos, T* sin, int Tn, int D, T theta) {
   }
 }
 
-// Rotate-half: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin). The backward applies the
-// transpose, i.e. the same rotation with sin negated.
+// Rotate-half of one row's `heads` heads: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), into y
+// (x itself, or a 16-bit copy through Store). The backward applies the transpose, i.e. the same
+// rotation with sin negated. One inline body for every caller, so the rounded copy gets the very
+// products of the in-place rotation.
+template <class T, class Store = detail::StoreSame<T>>
+inline void rotate_row(typename Store::type* y, const T* x, const T* c, const T* s, int heads, int D,
+                       T sign) {
+  const int half = D / 2;
+  for (int h = 0; h < heads; ++h) {
+    const T* x1 = x + static_cast<size_t>(h) * D;
+    const T* x2 = x1 + half;
+    typename Store::type* y1 = y + static_cast<size_t>(h) * D;
+    typename Store::type* y2 = y1 + half;
+#pragma omp simd
+    for (int i = 0; i < half; ++i) {
+      const T a = x1[i], b = x2[i], si = sign * s[i];
+      y1[i] = Store::cast(a * c[i] - b * si);
+      y2[i] = Store::cast(b * c[i] + a * si);
+    }
+  }
+}
+
 template <class T>
 void rotate(T* x, const T* cos, const T* sin, int B, int Tn, int heads, int D, int row_stride,
             T sign) {
@@ -31,19 +54,31 @@ void rotate(T* x, const T* cos, const T* sin, int B, int Tn, int heads, int D, i
 #pragma omp parallel for schedule(static)
   for (int row = 0; row < rows; ++row) {
     const int t = row % Tn;
-    const T* c = cos + static_cast<size_t>(t) * half;
-    const T* s = sin + static_cast<size_t>(t) * half;
     T* xr = x + static_cast<size_t>(row) * row_stride;
-    for (int h = 0; h < heads; ++h) {
-      T* x1 = xr + static_cast<size_t>(h) * D;
-      T* x2 = x1 + half;
+    rotate_row<T>(xr, xr, cos + static_cast<size_t>(t) * half, sin + static_cast<size_t>(t) * half, heads, D,
+                  sign);
+  }
+}
+
+// rope_backward_rounded: per row, q's and k's heads rotated back and v's columns as they are, all
+// stored through Store into out's row (dx is read only).
+template <class Store>
+void backward_rounded(typename Store::type* out, const float* dx, const float* cos, const float* sin, int B,
+                      int Tn, int heads, int kv_heads, int D, int row_stride) {
+  const int half = D / 2, rotated = (heads + kv_heads) * D;
+  const int rows = B * Tn;
+#pragma omp parallel for schedule(static)
+  for (int row = 0; row < rows; ++row) {
+    const int t = row % Tn;
+    const float* c = cos + static_cast<size_t>(t) * half;
+    const float* s = sin + static_cast<size_t>(t) * half;
+    const float* xr = dx + static_cast<size_t>(row) * row_stride;
+    typename Store::type* yr = out + static_cast<size_t>(row) * row_stride;
+    rotate_row<float, Store>(yr, xr, c, s, heads, D, -1.0f);
+    const size_t k_at = static_cast<size_t>(heads) * D;
+    rotate_row<float, Store>(yr + k_at, xr + k_at, c, s, kv_heads, D, -1.0f);
 #pragma omp simd
-      for (int i = 0; i < half; ++i) {
-        const T a = x1[i], b = x2[i], si = sign * s[i];
-        x1[i] = a * c[i] - b * si;
-        x2[i] = b * c[i] + a * si;
-      }
-    }
+    for (int i = rotated; i < row_stride; ++i) yr[i] = Store::cast(xr[i]);
   }
 }
 
@@ -59,6 +94,14 @@ void rope_forward(float* x, const float* cos, const float* sin, int B, int T, in
 void rope_backward(float* dx, const float* cos, const float* sin, int B, int T, int heads, int D,
                    int row_stride) {
   rotate(dx, cos, sin, B, T, heads, D, row_stride, -1.0f);
+}
+void rope_backward_rounded(TypedPtr out, const float* dx, const float* cos, const float* sin, int B, int T,
+                           int heads, int kv_heads, int D, int row_stride) {
+  if (out.dtype() == DType::f32)
+    throw std::logic_error("rope_backward_rounded: out must be a 16-bit type (fp32: rope_backward in place)");
+  detail::with_store(out, [&]<class Store>(typename Store::type* y) {
+    backward_rounded<Store>(y, dx, cos, sin, B, T, heads, kv_heads, D, row_stride);
+  });
 }
 void rope_tables(double* cos, double* sin, int T, int D, double theta) {
   tables(cos, sin, T, D, theta);

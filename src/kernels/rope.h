@@ -1,6 +1,8 @@
 #pragma once
 // Rotary position embedding in Hugging Face's rotate-half convention: within a head of size D,
 // element i < D/2 pairs with i + D/2, and the angle of position t, pair i is t * theta^(-2i/D).
+#include "core/dtype.h"
+
 namespace ff {
 
 // cos, sin: (T, D/2)
@@ -12,6 +14,12 @@ void rope_forward(float* x, const float* cos, const float* sin, int B, int T, in
 // In place on the gradient: the inverse (transposed) rotation.
 void rope_backward(float* dx, const float* cos, const float* sin, int B, int T, int heads, int D,
                    int row_stride);
+// The backward of both rotations of a fused q/k/v gradient row (q's `heads` heads from column 0,
+// then k's `kv_heads`, then v's columns up to row_stride, which are not rotated), stored rounded
+// into out (16-bit, same row stride) and dx left unchanged: the q/k/v GEMM's output gradient
+// rounded in the pass that rotates it, bitwise rope_backward twice and convert_from_f32 after.
+void rope_backward_rounded(TypedPtr out, const float* dx, const float* cos, const float* sin, int B, int T,
+                           int heads, int kv_heads, int D, int row_stride);
 
 
 // Double-precision twins: the reference the tests differentiate numerically.

@@ -1,6 +1,8 @@
 #include "kernels/swiglu.h"
 
 #include <cstddef>
+#include <stdexcept>
+#include <type_traits>
 
 #include "kernels/round_store.h"
 #include "kernels/simd.h"
@@ -9,20 +11,49 @@ namespace ff {
 namespace {
 
 // h in T, or in a 16-bit type through Store; gate_up in T, or 16-bit widened through Load
-// (round_store.h): the same arithmetic in T either way.
+// (round_store.h): the same arithmetic in T either way. One row; every forward runs this body.
+template <class T, class Store, class Load>
+FF_WIDE inline void forward_row(typename Store::type* hr, const typename Load::type* g, int F) {
+  const typename Load::type* u = g + F;
+#pragma omp simd
+  for (int i = 0; i < F; ++i) {
+    const T gi = Load::get(g[i]);
+    const T sig = T(1) / (T(1) + simd::exp_fast(-gi));
+    hr[i] = Store::cast(gi * sig * Load::get(u[i]));
+  }
+}
+
 template <class T, class Store = detail::StoreSame<T>, class Load = detail::LoadSame<T>>
 FF_WIDE void forward(typename Store::type* h, const typename Load::type* gate_up, int N, int F) {
 #pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n)
+    forward_row<T, Store, Load>(h + static_cast<size_t>(n) * F, gate_up + static_cast<size_t>(n) * 2 * F, F);
+}
+
+// The load that widens what Round stored.
+template <class Round>
+struct LoadOf;
+template <>
+struct LoadOf<detail::StoreBf16> {
+  using type = detail::LoadBf16;
+};
+template <>
+struct LoadOf<detail::StoreF16> {
+  using type = detail::LoadF16;
+};
+
+// Each fp32 row of gate_up rounded into kept through Round, then the row body reading the kept
+// row back (still in L1): the bits of rounding first and running the 16-bit forward after.
+template <class Store, class Round>
+FF_WIDE void forward_rounding(typename Store::type* h, typename Round::type* kept, const float* gate_up,
+                              int N, int F) {
+#pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
-    const typename Load::type* g = gate_up + static_cast<size_t>(n) * 2 * F;
-    const typename Load::type* u = g + F;
-    typename Store::type* hr = h + static_cast<size_t>(n) * F;
+    const size_t off = static_cast<size_t>(n) * 2 * F;
+    typename Round::type* k = kept + off;
 #pragma omp simd
-    for (int i = 0; i < F; ++i) {
-      const T gi = Load::get(g[i]);
-      const T sig = T(1) / (T(1) + simd::exp_fast(-gi));
-      hr[i] = Store::cast(gi * sig * Load::get(u[i]));
-    }
+    for (int i = 0; i < 2 * F; ++i) k[i] = Round::cast(gate_up[off + i]);
+    forward_row<float, Store, typename LoadOf<Round>::type>(h + static_cast<size_t>(n) * F, k, F);
   }
 }
 
@@ -56,6 +87,16 @@ void swiglu_forward(TypedPtr h, ConstTypedPtr gate_up, int N, int F) {
   detail::with_store(h, [&]<class Store>(typename Store::type* out) {
     detail::with_load(gate_up, [&]<class Load>(const typename Load::type* in) {
       forward<float, Store, Load>(out, in, N, F);
+    });
+  });
+}
+void swiglu_forward_rounding(TypedPtr h, TypedPtr gate_up_kept, const float* gate_up, int N, int F) {
+  if (gate_up_kept.dtype() == DType::f32)
+    throw std::logic_error("swiglu_forward_rounding: the kept gate_up must be 16-bit");
+  detail::with_store(h, [&]<class Store>(typename Store::type* out) {
+    detail::with_store(gate_up_kept, [&]<class Round>(typename Round::type* kept) {
+      if constexpr (!std::is_same_v<Round, detail::StoreF32>)
+        forward_rounding<Store, Round>(out, kept, gate_up, N, F);
     });
   });
 }

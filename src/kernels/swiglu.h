@@ -12,6 +12,9 @@ void swiglu_forward(float* h, const float* gate_up, int N, int F);
 // fp32 kernel on the widened input, its output converted afterwards. The backward may write
 // d_gate_up rounded to 16 bits, once, for the two GEMMs of gate/up's backward that read it.
 void swiglu_forward(TypedPtr h, ConstTypedPtr gate_up, int N, int F);
+// The GEMM's fp32 gate_up rounded into gate_up_kept (16-bit, (N, 2F)) and h computed from the rounded
+// values, row by row in one pass: bitwise convert_from_f32 then the typed forward above.
+void swiglu_forward_rounding(TypedPtr h, TypedPtr gate_up_kept, const float* gate_up, int N, int F);
 void swiglu_backward(TypedPtr d_gate_up, const float* dh, ConstTypedPtr gate_up, int N, int F);
 // d_gate_up (N, 2F) is overwritten (not accumulated): it is a fresh scratch gradient.
 void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F);

@@ -4,6 +4,7 @@
 // (kernels/gemm_precision.h): fp32 by default, bf16/f16 inputs with fp32 accumulation otherwise.
 // The activation operand x may be stored 16-bit already (model/activations.h), and so may
 // matmul_dyw_dw's dy (written rounded by the kernel before it); W is fp32.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -32,6 +33,22 @@ inline void matmul_dyw_dw(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr 
                           int out) {
   linear_backward_run_precision(dx, dW, dy, x, W, N, in, out);
 }
-inline void copy_rows(float* dst, const float* src, size_t n) { std::memcpy(dst, src, n * sizeof(float)); }
+// Copying and zeroing activation-sized buffers on every thread: done on one, the step's other
+// threads wait for it at the next parallel region. Bytes are bytes: the results are unchanged.
+inline void copy_rows(float* dst, const float* src, size_t n) {
+  constexpr size_t kChunk = size_t(1) << 15;  // 128 KiB per task
+  const long chunks = long((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (chunks > 2)
+  for (long c = 0; c < chunks; ++c)
+    std::memcpy(dst + size_t(c) * kChunk, src + size_t(c) * kChunk,
+                std::min(kChunk, n - size_t(c) * kChunk) * sizeof(float));
+}
+inline void zero_rows(float* dst, size_t n) {
+  constexpr size_t kChunk = size_t(1) << 15;
+  const long chunks = long((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (chunks > 2)
+  for (long c = 0; c < chunks; ++c)
+    std::memset(dst + size_t(c) * kChunk, 0, std::min(kChunk, n - size_t(c) * kChunk) * sizeof(float));
+}
 
 }  // namespace ff

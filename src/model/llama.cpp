@@ -62,6 +62,8 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
   rope_tables(rope_cos_.data(), rope_sin_.data(), T, D, cfg_.rope_theta);
   if (layout_.head_segment().count > 0) {
     logits_.allocate(N * V, MemCategory::workspace);
+    // The head's GEMMs would round the gradient into their scratch; the loss does it instead.
+    if (act_dtype_ != DType::f32) logits_grad16_.allocate((N * V + 1) / 2, MemCategory::workspace);
     losses_.allocate(N, MemCategory::workspace);
   }
   hooks_->reserve(N, cfg_.dim);

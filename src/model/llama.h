@@ -96,7 +96,18 @@ class Llama {
   size_t boundary_floats(int B, int T) const;
   // The gradient of the residual stream (R, C): left by head_forward_backward, read and
   // overwritten by blocks_backward, read by embedding_backward.
-  float* residual_grad() { return d_resid_.data(); }
+  // A caller may write it (a pipeline stage does), so the rounded copy of it that the norms'
+  // backward leaves for the next GEMM is no longer trusted once it is handed out.
+  float* residual_grad() {
+    resid_grad_rounded_ = false;
+    return d_resid_.data();
+  }
+  // Whether the kernels that produce a 16-bit GEMM's output gradient store it rounded themselves
+  // (RoPE's and the norms' backward), sparing the GEMM a rounding pass. The bits are the same
+  // either way (tested); off only so the test can run both.
+  void set_rounding_in_kernels(bool on) { rounding_in_kernels_ = on; }
+  // How many backward GEMMs have read an output gradient rounded that way (o, down, q/k/v).
+  int64_t rounded_grad_uses() const { return rounded_grad_uses_; }
   // Embedding lookup into acts' first block's input; `first_layer` is that block's.
   void embed(ParamSource& params, Activations& acts, const int32_t* tokens, int N, int first_layer);
   // Blocks [first, last) whose activations are acts' blocks 0 .. last-first-1; the last block
@@ -134,7 +145,7 @@ class Llama {
   float* head_backward(const HeadParams& h, GradSink& grads, Activations& acts, const float* head_in, int N);
   void block_forward(const float* P, int l, const BlockActs& a, float* out, int B, int T);
   void recompute_block(const float* P, int l, const BlockActs& a, int B, int T);
-  // The attention core into a.att (through the staging buffer when a.att is 16-bit).
+  // The attention core into a.att (the hook stages it through staging_ when its kernel writes fp32).
   void attention_into(const BlockActs& a, int B, int T);
   // def non-null: the input pass of a split backward (G unused).
   void block_backward(const float* P, float* G, int l, const BlockActs& a, int B, int T,
@@ -147,6 +158,17 @@ class Llama {
   size_t deferred_floats_per_block(int N) const;
   DeferredGrads deferred_at(float* base, int N) const;
   size_t resid_rows(int N) const { return hooks_->resid_rows(size_t(N)); }
+  // The 16-bit type the kernels round GEMM output gradients to in this run, f32 when they do not.
+  DType gemm_grad_dtype() const;
+  // rmsnorm_backward into d_resid_, leaving its rounded copy for the next GEMM when the run has one.
+  void norm_backward(float* dw, const float* dy, const float* x, const float* w, const float* rstd, int R);
+  // The output gradient of the GEMM reading d_resid next: its rounded copy when that is current.
+  ConstTypedPtr resid_grad_for_gemm(const float* dy);
+  // RoPE's backward on d_qkv_, and the q/k/v GEMM's output gradient: d_qkv_ itself, or its rounded
+  // rows written by the same pass (d_qkv_ then left unrotated) unless keep_f32.
+  ConstTypedPtr qkv_grad_for_gemm(int B, int T, bool keep_f32);
+  // Where the loss stores the logits' gradient rounded for the head's GEMMs (null: it does not).
+  TypedPtr logits_grad_rounded();
 
   ModelConfig cfg_;
   ModelParts parts_;
@@ -162,11 +184,17 @@ class Llama {
   std::unique_ptr<Activations> whole_;        // the whole model's activations (parts null)
   TrackedBuffer<float> rope_cos_, rope_sin_;  // (T, D/2)
   TrackedBuffer<float> logits_;               // (N, V), then d(loss)/d(logits) in place
+  TrackedBuffer<float> logits_grad16_;        // 16-bit runs: that gradient rounded, (N, V) 16-bit
   TrackedBuffer<float> losses_;               // (N)
   // Backward scratch, reused by every block.
   TrackedBuffer<float> d_resid_, d_ln_, d_att_, d_qkv_, d_gate_up_, d_h_;
-  // A 16-bit run's fp32 staging (N, max(A, 2F)): the attention output and the gate/up GEMM's,
-  // before they are rounded into their kept tensors; the widened attention output in backward.
+  // In a 16-bit run the rounded copy of d_resid_ lives in d_qkv_ (free from one norm's backward to
+  // the GEMM after it) and the rounded q/k/v gradient in d_gate_up_ (free once gate/up's backward
+  // is done): no new buffer. resid_grad_rounded_: the copy matches d_resid_ now.
+  bool rounding_in_kernels_ = true, resid_grad_rounded_ = false;
+  int64_t rounded_grad_uses_ = 0;
+  // A 16-bit run's fp32 staging (N, max(A, 2F)): the gate/up GEMM's output before SwiGLU rounds it
+  // into its kept tensor; an fp32-only attention's output, and in backward its widened att.
   TrackedBuffer<float> staging_;
   // MoE blocks: routing statistics, selection bias (n_layers x E), backward scratch, the loss
   // terms' gradient scale, and the current block's expert parameters and gradients (set where a

@@ -94,10 +94,12 @@ void Llama::block_forward(const float* P, int l, const BlockActs& a, float* out,
 
 void Llama::attention_into(const BlockActs& a, int B, int T) {
   const int N = B * T, D = cfg_.head_dim(), A = int(w_.A);
-  const bool staged = a.att.dtype() != DType::f32;
-  float* att = staged ? staging_.data() : a.att.f32();
-  hooks_->attention(att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T));
-  if (staged) convert_from_f32(a.att, att, size_t(N) * A);  // rounded once, for o and for backward
+  // The hook writes a 16-bit att in its type; unrounded (the test's reference): fp32 rounded here.
+  const bool staged = a.att.dtype() != DType::f32 && !rounding_in_kernels_;
+  const TypedPtr att = staged ? TypedPtr(staging_.data()) : a.att;
+  hooks_->attention(att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T),
+                    staging_.data());
+  if (staged) convert_from_f32(a.att, staging_.data(), size_t(N) * A);
 }
 
 void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
@@ -108,8 +110,11 @@ void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) 
   const bool staged = a.mlp.gate_up.dtype() != DType::f32;
   float* gate_up = staged ? m.staging : a.mlp.gate_up.f32();
   matmul_xwt(gate_up, h.column_input(a.ln2, N, C), m.P + m.o->mlp.gate_up, N, C, 2 * F);    // (N, 2F)
-  if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
-  swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                              // (N, F)
+  if (staged && m.round_in_kernels) swiglu_forward_rounding(a.mlp.h, a.mlp.gate_up, gate_up, N, F);
+  else {
+    if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
+    swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                            // (N, F)
+  }
   if (out) h.row_output(out, a.mid, a.mlp.h, m.P + m.o->mlp.down, N, F, C);                  // (R, C)
 }
 
@@ -138,7 +143,7 @@ const float* Llama::head_forward(const HeadParams& h, Activations& acts, int fir
 double Llama::head_loss(ParamSource& src, Activations& acts, const int32_t* targets, int N) {
   head_forward(acquire_head(src, ParamSegment{}), acts, 0, N);
   release_head(src);
-  return hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, false, 0.0f);
+  return hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, false, 0.0f, TypedPtr());
 }
 
 double Llama::head_forward_backward(ParamSource& src, GradSink& sink, Activations& acts,
@@ -148,7 +153,9 @@ double Llama::head_forward_backward(ParamSource& src, GradSink& sink, Activation
   // the (N, V) logits are scratch, too large to keep per micro-batch.
   const HeadParams h = acquire_head(src, next);
   const float* head_in = head_forward(h, acts, 0, N);
-  const double total = hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, true, grad_scale);
+  const TypedPtr rounded_grad = logits_grad_rounded();
+  const double total = hooks_->loss(logits_.data(), losses_.data(), targets, N, vocab_, true, grad_scale,
+                                    rounded_grad);
   *tied_emb_grad = head_backward(h, sink, acts, head_in, N);
   release_head(src);
   return total;
@@ -166,11 +173,14 @@ float* Llama::head_backward(const HeadParams& h, GradSink& sink, Activations& ac
   // Tied: the embedding's gradient stays acquired until the lookup's backward adds to it.
   float* emb_grad = cfg_.tied_embeddings ? sink.acquire(layout_.embedding_segment()).f32() : nullptr;
   float* weight_grad = cfg_.tied_embeddings ? emb_grad : norm_grad + C;
-  // logits_ holds d(loss)/d(logits) here.
-  matmul_dyw_dw(d_ln, weight_grad, logits_.data(), head_in, h.weight, N, C, vocab_.count);  // (N, C), (V, C)
-  std::memset(d_resid, 0, size_t(R) * C * sizeof(float));
-  rmsnorm_backward(d_resid, norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(),
-                   h.norm, acts.final_rstd(), R, C);
+  // logits_ holds d(loss)/d(logits) here, and a 16-bit run's loss left it rounded as well.
+  const TypedPtr rounded = logits_grad_rounded();
+  if (rounded) ++rounded_grad_uses_;
+  const ConstTypedPtr dy = rounded ? ConstTypedPtr(rounded) : ConstTypedPtr(logits_.data());
+  matmul_dyw_dw(d_ln, weight_grad, dy, head_in, h.weight, N, C, vocab_.count);       // (N, C), (V, C)
+  zero_rows(d_resid, size_t(R) * C);
+  norm_backward(norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(), h.norm,
+                acts.final_rstd(), R);
   sink.release(head);
   return emb_grad;
 }
@@ -187,6 +197,7 @@ void Llama::blocks_backward(ParamSource& src, GradSink& sink, Activations& acts,
                         : nullptr;
     const BlockActs& a = acts.block(l - first);
     if (part == BackwardPart::weight) {
+      resid_grad_rounded_ = false;  // d_resid_ was not the last thing written
       block_weight_grads(P, sink.acquire(seg).f32(), l, a, B, T,
                          deferred_at(deferred + size_t(l - first) * per_block, B * T));
       sink.release(seg);
@@ -216,30 +227,30 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   if (def) std::memset(def->norms, 0, 2 * size_t(C) * sizeof(float));
   // MLP: out = mid + mlp(norm(mid)); d_resid flows to mid unchanged.
   hooks_->mlp_backward(mlp_call(P, l, a, N), d_resid, d_ln, G, def);                 // d_ln (N, C)
-  rmsnorm_backward(d_resid, def ? def->norms + C : G + o.mlp_norm, hooks_->column_input_backward(d_ln, N, C),
-                   a.mid, P + o.mlp_norm, a.rstd2, R, C);
+  norm_backward(def ? def->norms + C : G + o.mlp_norm, hooks_->column_input_backward(d_ln, N, C), a.mid,
+                P + o.mlp_norm, a.rstd2, R);
   // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
   const float* d_mid = hooks_->row_output_backward(d_resid, N, C);                   // (N, C)
-  matmul_dyw_dw(d_att_.data(), def ? nullptr : G + o.o, d_mid, a.att, P + o.o, N, A, C);  // (N, A)
+  matmul_dyw_dw(d_att_.data(), def ? nullptr : G + o.o, resid_grad_for_gemm(d_mid), a.att, P + o.o, N, A, C);
   if (def) copy_rows(def->d_mid, d_mid, size_t(N) * C);
   float* d_qkv = d_qkv_.data();                                                      // (N, Q)
-  std::memset(d_qkv, 0, size_t(N) * Q * sizeof(float));
+  zero_rows(d_qkv, size_t(N) * Q);
+  resid_grad_rounded_ = false;  // its rounded copy lived in d_qkv_
   const int kv = A + kv_heads_ * D;  // v's column in a q/k/v row
-  // A 16-bit attention output is widened (exactly) for the backward's rowsum(dO * O).
-  const bool staged = a.att.dtype() != DType::f32;
+  // Unrounded (the test's reference): a 16-bit att widened here rather than by the hook.
+  const bool staged = a.att.dtype() != DType::f32 && !rounding_in_kernels_;
   if (staged) convert_to_f32(staging_.data(), a.att, size_t(N) * A);
-  const float* att = staged ? staging_.data() : a.att.f32();
+  const ConstTypedPtr att = staged ? ConstTypedPtr(staging_.data()) : ConstTypedPtr(a.att);
   hooks_->attention_backward(d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv, att,
-                             a.lse, attention_shape(B, T));
-  rope_backward(d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);
-  rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);
+                             a.lse, attention_shape(B, T), staging_.data());
+  const ConstTypedPtr d_qkv_gemm = qkv_grad_for_gemm(B, T, def != nullptr);         // RoPE's backward
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
   const ConstTypedPtr ln1 = def ? ConstTypedPtr() : hooks_->column_input(a.ln1, N, C);  // (N, C)
-  matmul_dyw_dw(d_ln, def ? nullptr : G + o.qkv, d_qkv, ln1, P + o.qkv, N, C, Q);     // (N, C)
+  matmul_dyw_dw(d_ln, def ? nullptr : G + o.qkv, d_qkv_gemm, ln1, P + o.qkv, N, C, Q);  // (N, C)
   if (def) copy_rows(def->d_qkv, d_qkv, size_t(N) * Q);
-  rmsnorm_backward(d_resid, def ? def->norms : G + o.attn_norm, hooks_->column_input_backward(d_ln, N, C),
-                   a.x_in, P + o.attn_norm, a.rstd1, R, C);
+  norm_backward(def ? def->norms : G + o.attn_norm, hooks_->column_input_backward(d_ln, N, C), a.x_in,
+                P + o.attn_norm, a.rstd1, R);
 }
 
 void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float* d_resid, float* d_ln,
@@ -247,7 +258,11 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
   const BlockActs& a = *m.a;
   const int N = m.N, C = m.C, F = m.F;
   const float* d_out = h.row_output_backward(d_resid, N, C);                         // (N, C)
-  matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, d_out, a.mlp.h, m.P + m.o->mlp.down, N, F,
+  // Rounded by the norm backward that wrote it, unless the dual moved the rows (sp gathers them).
+  const bool rounded = m.d_resid_rounded && d_out == d_resid;
+  if (rounded && m.rounded_grad_uses) ++*m.rounded_grad_uses;
+  const ConstTypedPtr dy = rounded ? m.d_resid_rounded : ConstTypedPtr(d_out);
+  matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, dy, a.mlp.h, m.P + m.o->mlp.down, N, F,
                 C);                                                                  // (N, F)
   if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
   // Only gate/up's two GEMMs read its output gradient: in a 16-bit run SwiGLU's backward writes it
@@ -277,6 +292,9 @@ AttentionShape Llama::attention_shape(int B, int T) const {
 MlpCall Llama::mlp_call(const float* P, int l, const BlockActs& a, int N) {
   MlpCall m{P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data(),
             staging_.data()};
+  if (resid_grad_rounded_) m.d_resid_rounded = ConstTypedPtr(d_qkv_.data(), gemm_grad_dtype());
+  m.rounded_grad_uses = &rounded_grad_uses_;
+  m.round_in_kernels = rounding_in_kernels_;
   if (layout_.block_kind(l) == BlockKind::moe) {
     m.PE = experts_, m.GE = expert_grads_, m.moe = &cfg_.moe, m.w = &w_, m.router_bias = router_bias(l);
     m.stats = &moe_stats_.layers[size_t(l)], m.loss_scale = loss_scale_, m.moe_scratch = moe_scratch_.data();

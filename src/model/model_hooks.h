@@ -35,6 +35,11 @@ struct MlpCall {
   int N, C, F;            // F: this rank's FFN width
   float *d_h, *d_gate_up; // backward scratch (N, F), (N, 2F)
   float* staging = nullptr;  // (N, 2F) fp32 gate/up output before its rounding into a 16-bit a->mlp.gate_up
+  // The output gradient (R, C) of the block, rounded by the norm backward that made it (null:
+  // none; read only while row_output_backward leaves d_resid where it is).
+  ConstTypedPtr d_resid_rounded = ConstTypedPtr();
+  int64_t* rounded_grad_uses = nullptr;  // counts the GEMMs that read d_resid_rounded (tests)
+  bool round_in_kernels = true;  // SwiGLU rounds the staged gate_up as it reads it (false: a separate pass)
   // MoE blocks only (model/moe_mlp.cpp):
   const float* PE = nullptr;           // this rank's routed experts (the layer's expert segment)
   float* GE = nullptr;                 // their gradients (backward with weights)
@@ -101,13 +106,15 @@ class ModelHooks {
   // Dual: dy (R, C) -> the (N, C) gradient of the GEMM's output.
   virtual const float* row_output_backward(const float* dy, size_t /*N*/, int /*C*/) { return dy; }
 
-  // Causal attention: att (N, A), lse (B, H, T) from q, k, v (strided rows of the fused qkv).
-  virtual void attention(float* att, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s);
-  // Dual: accumulates into dq, dk, dv.
+  // Causal attention: att (N, A) in its stored type, lse (B, H, T) from q, k, v (strided rows of
+  // the fused qkv). The bf16 kernel writes a bf16 att itself; an attention that writes fp32 only
+  // (context parallelism's, fp16's) goes through `staging` ((N, A) fp32) and is rounded after.
+  virtual void attention(TypedPtr att, float* lse, const float* q, const float* k, const float* v,
+                         const AttentionShape& s, float* staging);
+  // Dual: accumulates into dq, dk, dv; att read as stored (widened into `staging` for an fp32-only one).
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
-                                  const float* k, const float* v, const float* att, const float* lse,
-                                  const AttentionShape& s);
+                                  const float* k, const float* v, ConstTypedPtr att, const float* lse,
+                                  const AttentionShape& s, float* staging);
 
   // The MLP sub-layer (out null: only the tensors its backward needs, for recomputation).
   virtual void mlp(const MlpCall& m, float* out) {
@@ -140,9 +147,10 @@ class ModelHooks {
                                   VocabRange vocab);
 
   // Sum of the N token losses from logits (N, vocab.count), losses (N) per token. with_grad: its
-  // dual fused in, logits become grad_scale * d(loss)/d(logits) in place.
+  // dual fused in, logits become grad_scale * d(loss)/d(logits) in place, and grad_rounded (16-bit
+  // (N, vocab.count), unless null) that gradient rounded, for a 16-bit LM head's GEMMs.
   virtual double loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange vocab,
-                      bool with_grad, float grad_scale);
+                      bool with_grad, float grad_scale, TypedPtr grad_rounded);
 
  protected:
   // The dense MLP (llama_forward_backward.cpp), through this object's column and row hooks.

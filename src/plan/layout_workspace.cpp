@@ -96,7 +96,12 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
   int64_t most = 0;
   const bool copy = has_weight_copy(L);
   // x_stored: the input is an activation kept 16-bit (ln1, att, ln2, h), never converted;
-  // dy_stored: the output gradient arrives 16-bit (gate/up's, from SwiGLU's backward).
+  // dy_stored: the output gradient arrives 16-bit, rounded by the kernel that made it
+  // (model/llama_rounded_grads.cpp): gate/up's by SwiGLU's backward, the head's by the loss, q/k/v's
+  // by RoPE's backward (unless a zero-bubble split keeps it fp32 for the weight pass, or 2F rows
+  // cannot hold it), o's and down's by the norm backward above (not when sequence parallelism
+  // gathers the rows or a zero-bubble weight pass reads them later; down's not across a pipeline
+  // stage's boundary, where the gradient arrives from another stage).
   auto linear = [&](int64_t rows, int64_t in, int64_t out, bool x_stored, bool dy_stored = false) {
     const int64_t x = x_stored ? 0 : rows * in, dy = dy_stored ? 0 : pad(rows * out);
     if (copy)  // the weight is read from the step's copy: x alone forward; dy, then x, backward
@@ -105,13 +110,14 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
       most = std::max({most, pad(x) + out * in, dy + pad(out * in) + x});
   };
   (void)R;  // under sp the projections read the gathered N rows
-  linear(N, w.C, w.Q, true), linear(N, w.A, w.C, true);
-  if (w.F > 0) linear(N, w.C, 2 * w.F, true, true), linear(N, w.F, w.C, true);
+  const bool zb = L.pp > 1 && L.schedule == "zb-h1", resid_rounded = !L.sp && !zb;
+  linear(N, w.C, w.Q, true, !zb && w.Q <= 4 * w.F), linear(N, w.A, w.C, true, resid_rounded);
+  if (w.F > 0) linear(N, w.C, 2 * w.F, true, true), linear(N, w.F, w.C, true, resid_rounded && L.pp == 1);
   if (has_moe) {  // an MoE block's ln2 and expert activations stay fp32
     linear(N, w.C, w.E, false);
     if (w.Fs > 0) linear(N, w.C, 2 * w.Fs, false), linear(N, w.Fs, w.C, false);
   }
-  if (head) linear(N, w.C, vocab, false);
+  if (head) linear(N, w.C, vocab, false, true);
   return most * pb.gemm_input;
 }
 

@@ -130,6 +130,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   // Llama's own scratch: RoPE tables, logits and losses (head), the backward's gradient buffers.
   ws += c.seq_len * c.head_dim();
   if (head) ws += N * V + N;
+  if (head && gemm_input_dtype_of(L.gemm) != DType::f32) ws += (N * V + 1) / 2;  // Llama::logits_grad16_
   ws += R * C + N * C + N * w.A + N * w.Q + 3 * N * w.F;
   if (gemm_input_dtype_of(L.gemm) != DType::f32) ws += N * std::max(w.A, 2 * w.F);  // Llama::staging_
   if (L.tp > 1) ws += 3 * N + N * C + (L.sp ? N * C : 0);  // TensorParallelHooks::reserve

@@ -37,15 +37,16 @@ class CountingHooks final : public ModelHooks {
     ++calls["row_output_backward"];
     return ModelHooks::row_output_backward(dy, N, C);
   }
-  void attention(float* att, float* lse, const float* q, const float* k, const float* v,
-                 const AttentionShape& s) override {
+  void attention(TypedPtr att, float* lse, const float* q, const float* k, const float* v, const AttentionShape& s,
+                 float* staging) override {
     ++calls["attention"];
-    ModelHooks::attention(att, lse, q, k, v, s);
+    ModelHooks::attention(att, lse, q, k, v, s, staging);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
-                          const float* v, const float* att, const float* lse, const AttentionShape& s) override {
+                          const float* v, ConstTypedPtr att, const float* lse, const AttentionShape& s,
+                          float* staging) override {
     ++calls["attention_backward"];
-    ModelHooks::attention_backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
+    ModelHooks::attention_backward(dq, dk, dv, d_att, q, k, v, att, lse, s, staging);
   }
   void mlp(const MlpCall& m, float* out) override {
     ++calls["mlp"];
@@ -65,9 +66,9 @@ class CountingHooks final : public ModelHooks {
     ModelHooks::embedding_backward(dE, dx, tokens, N, C, v);
   }
   double loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange v, bool with_grad,
-              float grad_scale) override {
+              float grad_scale, TypedPtr grad_rounded) override {
     ++calls["loss"];
-    return ModelHooks::loss(logits, losses, targets, N, v, with_grad, grad_scale);
+    return ModelHooks::loss(logits, losses, targets, N, v, with_grad, grad_scale, grad_rounded);
   }
 };
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/convert.h"
 #include "kernels/embedding.h"
 #include "kernels/vocab_parallel.h"
 #include "model/linear.h"
@@ -74,15 +75,18 @@ void TensorParallelHooks::embedding_backward(float* dE, const float* dx, const i
 }
 
 double TensorParallelHooks::loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange vocab,
-                                 bool with_grad, float grad_scale) {
+                                 bool with_grad, float grad_scale, TypedPtr grad_rounded) {
   float* row_max = loss_stats_.data();
   float* partials = row_max + N;
   vocab_slice_row_max(logits, row_max, N, vocab.count);
   tp_.all_reduce(row_max, size_t(N), ReduceOp::max);
   vocab_slice_partials(logits, row_max, targets, N, vocab.count, vocab.first, with_grad, partials);
   tp_.all_reduce(partials, 2 * size_t(N));
-  return vocab_slice_finish(logits, row_max, partials, targets, N, vocab.count, vocab.first, with_grad,
-                            grad_scale, losses);
+  const double total = vocab_slice_finish(logits, row_max, partials, targets, N, vocab.count, vocab.first,
+                                          with_grad, grad_scale, losses);
+  // Rounded in a pass of its own here (the serial loss does it row by row, in cache).
+  if (with_grad && grad_rounded) convert_from_f32(grad_rounded, logits, size_t(N) * size_t(vocab.count));
+  return total;
 }
 
 }  // namespace ff

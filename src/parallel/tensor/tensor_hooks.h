@@ -37,7 +37,7 @@ class TensorParallelHooks final : public ModelHooks {
   // Vocab-parallel cross-entropy: the (N, V) logits are never gathered, only a max and two sums
   // per row.
   double loss(float* logits, float* losses, const int32_t* targets, int N, VocabRange vocab, bool with_grad,
-              float grad_scale) override;
+              float grad_scale, TypedPtr grad_rounded) override;
 
  private:
   // row_full_ (n_full floats), this rank's partial sum, summed over the group: returns where this

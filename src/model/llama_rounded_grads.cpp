@@ -1,0 +1,64 @@
+// Output gradients that reach a 16-bit GEMM already rounded. A bf16/fp16 linear rounds its output
+// gradient dy before both its products; a separate pass over dy (read fp32, write 16-bit) costs as
+// much memory traffic as the kernel that made dy. Here the kernels that make dy store it rounded as
+// well, in the same pass: the norms' backward (the residual gradient read by o's and down's
+// backward) and RoPE's backward (q/k/v's). The rounding is the same (nearest even, once, from the
+// same fp32 values), so the GEMMs see the same bits: tested against the unfused path.
+#include "kernels/gemm_precision.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
+#include "model/llama.h"
+
+namespace ff {
+
+DType Llama::gemm_grad_dtype() const {
+  // fp8 stores every activation fp32 (act_dtype_ f32) and quantises inside its GEMMs; a model
+  // run at another precision than it was built for rounds in the GEMMs as before.
+  const bool on = rounding_in_kernels_ && act_dtype_ != DType::f32 && gemm_input_dtype() == act_dtype_ &&
+                  !gemm_fp8();
+  return on ? act_dtype_ : DType::f32;
+}
+
+void Llama::norm_backward(float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                          int R) {
+  const DType t = gemm_grad_dtype();
+  if (t == DType::f32) {
+    rmsnorm_backward(d_resid_.data(), dw, dy, x, w, rstd, R, cfg_.dim);
+    resid_grad_rounded_ = false;
+    return;
+  }
+  rmsnorm_backward(d_resid_.data(), TypedPtr(d_qkv_.data(), t), dw, dy, x, w, rstd, R, cfg_.dim);
+  resid_grad_rounded_ = true;
+}
+
+ConstTypedPtr Llama::resid_grad_for_gemm(const float* dy) {
+  // dy is d_resid_ itself unless the row output's dual moved it (sequence parallelism gathers the
+  // rows elsewhere): only then is the copy of d_resid_ the GEMM's operand.
+  if (!resid_grad_rounded_ || dy != d_resid_.data()) return ConstTypedPtr(dy);
+  ++rounded_grad_uses_;
+  return ConstTypedPtr(d_qkv_.data(), gemm_grad_dtype());
+}
+
+ConstTypedPtr Llama::qkv_grad_for_gemm(int B, int T, bool keep_f32) {
+  const int D = cfg_.head_dim(), Q = int(w_.Q), A = int(w_.A);
+  float* d_qkv = d_qkv_.data();
+  const DType t = gemm_grad_dtype();
+  const size_t n = size_t(B) * T * Q;
+  // The rounded rows go to d_gate_up_ when it can hold them (2F >= Q/2: every usual shape).
+  if (keep_f32 || t == DType::f32 || (n * dtype_size(t) + 3) / 4 > d_gate_up_.size()) {
+    rope_backward(d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);
+    rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);
+    return ConstTypedPtr(d_qkv);
+  }
+  const TypedPtr out(d_gate_up_.data(), t);
+  rope_backward_rounded(out, d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, kv_heads_, D, Q);
+  ++rounded_grad_uses_;
+  return out;
+}
+
+TypedPtr Llama::logits_grad_rounded() {
+  const DType t = gemm_grad_dtype();
+  return t == DType::f32 || logits_grad16_.size() == 0 ? TypedPtr() : TypedPtr(logits_grad16_.data(), t);
+}
+
+}  // namespace ff
