@@ -19,6 +19,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Unity batches: a fresh build on 2 cores takes ~6 minutes instead of ~9 (measured in session 8;
+# the demo's per-step records are bitwise those of the per-file build). Developers iterating on
+# one file may prefer a per-file build dir: cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build build -j "$(nproc)" 2>&1 | grep -E "error|warning: unused|Linking CXX executable fivefold$" || true
 test -x build/fivefold || { echo "build failed: run cmake --build build to see why" >&2; exit 1; }
