@@ -18,7 +18,7 @@
 #include "kernels/scratch.h"
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
-#include <dnnl.hpp>
+#include "kernels/onednn_common.h"
 #endif
 
 namespace ff {
@@ -49,9 +49,7 @@ MatmulCache& cache() {
   return c;
 }
 
-dnnl::memory::data_type dnnl_type(DType t) {
-  return t == DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f16;
-}
+using onednn::type_16bit;
 
 // op(X) of logical shape (rows, cols), stored row-major with row stride ld (transposed: the
 // stored matrix is (cols, rows)).
@@ -67,14 +65,8 @@ const dnnl::matmul* primitive(const Key& key) {
   if (auto it = c.primitives.find(key); it != c.primitives.end()) return &it->second;
   if (c.unsupported.count(key)) return nullptr;
   const auto [ta, tb, M, N, K, lda, ldb, ldc, t, alpha, beta] = key;
-  const auto dt = dnnl_type(t);
-  dnnl::primitive_attr attr;
-  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  if (beta != 0.0f) {
-    dnnl::post_ops ops;
-    ops.append_sum(beta);
-    attr.set_post_ops(ops);
-  }
+  const auto dt = type_16bit(t);
+  const dnnl::primitive_attr attr = onednn::alpha_beta_attr(alpha, beta);
   const dnnl::memory::desc c_md({M, N}, dnnl::memory::data_type::f32, dnnl::memory::dims{ldc, 1});
   try {
     const dnnl::matmul::desc d(operand(M, K, lda, ta, dt), operand(K, N, ldb, tb, dt), c_md);
@@ -91,7 +83,7 @@ bool onednn_16bit(bool ta, bool tb, int M, int N, int K, float alpha, ConstTyped
   const Key key{ta, tb, M, N, K, lda, ldb, ldc, A.dtype(), alpha, beta};
   const dnnl::matmul* mm = primitive(key);
   if (!mm) return false;
-  const auto dt = dnnl_type(A.dtype());
+  const auto dt = type_16bit(A.dtype());
   dnnl::engine& eng = cache().engine;
   dnnl::memory a(operand(M, K, lda, ta, dt), eng, const_cast<void*>(A.data()));
   dnnl::memory b(operand(K, N, ldb, tb, dt), eng, const_cast<void*>(B.data()));

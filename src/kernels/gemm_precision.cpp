@@ -13,6 +13,7 @@
 #include "kernels/gemm.h"
 #include "kernels/scratch.h"
 #include "kernels/weight_copy.h"
+#include "kernels/wgrad_rows.h"
 
 namespace ff {
 namespace {
@@ -54,6 +55,12 @@ bool packed_weight_product(bool trans_a, bool trans_w, int M, int N, int K, floa
   if (trans_a || ldw != (trans_w ? K : N)) return false;  // a transposed activation, or a slice of W
   const PackedProduct p{trans_w, M, N, K, alpha, beta, a.data(), lda, C, ldc};
   return multiply_packed_weight(W, size_t(K) * N, a.dtype(), p);
+}
+// dW(out,in) += dy^T x over 16-bit dy (N,out) and x (N,in): dW's rows dealt out to the threads
+// (wgrad_rows.h) where that applies, else one oneDNN product over both threads.
+void weight_grad_16bit(float* dW, ConstTypedPtr dy16, ConstTypedPtr x16, int N, int in, int out) {
+  if (wgrad_rows_per_thread(out, in, N, dy16, out, x16, in, 1.0f, dW, in)) return;
+  gemm(true, false, out, in, N, 1.0f, dy16, out, x16, in, 1.0f, TypedPtr(dW), in);
 }
 }  // namespace
 
@@ -127,7 +134,7 @@ void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, Const
     gemm(false, false, N, in, out, 1.0f, dy16, out, w, in, 0.0f, TypedPtr(dx), in);
   if (!dW) return;
   if (!x_stored) convert_from_f32(x16, x.f32(), nx);
-  gemm(true, false, out, in, N, 1.0f, dy16, out, x_stored ? x : ConstTypedPtr(x16), in, 1.0f, TypedPtr(dW), in);
+  weight_grad_16bit(dW, dy16, x_stored ? x : ConstTypedPtr(x16), N, in, out);
 }
 
 void accumulate_weight_grad(float* dW, const float* dy, ConstTypedPtr x, int N, int in, int out) {
@@ -144,7 +151,7 @@ void accumulate_weight_grad(float* dW, const float* dy, ConstTypedPtr x, int N, 
   const size_t ny = size_t(N) * out;
   const TypedPtr dy16(detail::thread_scratch<uint16_t>(ny), t);
   convert_from_f32(dy16, dy, ny);
-  gemm(true, false, out, in, N, 1.0f, ConstTypedPtr(dy16), out, x, in, 1.0f, TypedPtr(dW), in);
+  weight_grad_16bit(dW, ConstTypedPtr(dy16), x, N, in, out);
 }
 
 }  // namespace ff

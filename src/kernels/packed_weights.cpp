@@ -8,7 +8,7 @@
 #include "core/memory.h"
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
-#include <dnnl.hpp>
+#include "kernels/onednn_common.h"
 #endif
 
 namespace ff {
@@ -46,26 +46,18 @@ struct PackedWeights::Impl {
 namespace {
 namespace packed_weights_detail {
 
-dnnl::memory::data_type dnnl_type_of(DType t) {
-  return t == DType::bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f16;
-}
+using onednn::type_16bit;
 
 // The weight as the product's (K, N) operand over its plain storage.
 dnnl::memory::desc plain_weight(bool trans_w, int K, int N, DType t) {
   const dnnl::memory::dims strides = trans_w ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1};
-  return dnnl::memory::desc({K, N}, dnnl_type_of(t), strides);
+  return dnnl::memory::desc({K, N}, type_16bit(t), strides);
 }
 
 dnnl::matmul::primitive_desc product_desc(const PackedProduct& p, DType t, const dnnl::memory::desc& weight,
                                           const dnnl::engine& engine) {
-  dnnl::primitive_attr attr;
-  if (p.alpha != 1.0f) attr.set_output_scales(0, {p.alpha});
-  if (p.beta != 0.0f) {
-    dnnl::post_ops ops;
-    ops.append_sum(p.beta);
-    attr.set_post_ops(ops);
-  }
-  const dnnl::memory::desc a({p.M, p.K}, dnnl_type_of(t), dnnl::memory::dims{p.lda, 1});
+  const dnnl::primitive_attr attr = onednn::alpha_beta_attr(p.alpha, p.beta);
+  const dnnl::memory::desc a({p.M, p.K}, type_16bit(t), dnnl::memory::dims{p.lda, 1});
   const dnnl::memory::desc c({p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1});
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, weight, c), attr, engine);
 }
@@ -93,7 +85,7 @@ bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, cons
     if (it == s.weights.end()) {
       // The first product picks the blocked layout (format any); later ones (another M: an
       // evaluation batch, a last micro-batch) must accept that same layout or run plain.
-      const dnnl::memory::desc any({p.K, p.N}, d::dnnl_type_of(t), dnnl::memory::format_tag::any);
+      const dnnl::memory::desc any({p.K, p.N}, d::type_16bit(t), dnnl::memory::format_tag::any);
       const dnnl::matmul::primitive_desc pd = d::product_desc(p, t, any, s.engine);
       Impl::Packed packed;
       packed.layout = pd.weights_desc();
@@ -124,7 +116,7 @@ bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, cons
   }
   const dnnl::matmul& product = w.products.at(pk);
   lock.unlock();
-  const dnnl::memory a({{p.M, p.K}, d::dnnl_type_of(t), dnnl::memory::dims{p.lda, 1}}, s.engine,
+  const dnnl::memory a({{p.M, p.K}, d::type_16bit(t), dnnl::memory::dims{p.lda, 1}}, s.engine,
                        const_cast<void*>(p.A));
   const dnnl::memory b(w.layout, s.engine, w.storage.data());
   const dnnl::memory c({{p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1}}, s.engine,
