@@ -98,6 +98,7 @@ const std::vector<Binding>& bindings() {
       {{"bucket_mb", "DDP gradient bucket size in MiB"}, FF_FIELD(bucket_mb)},
       {{"grad_reduce_dtype", "fp32 | bf16: dtype of the data-parallel gradient reduction (bf16: half the bytes, fp32 sums)"}, FF_FIELD(grad_reduce_dtype)},
       {{"packed_weights", "bf16 | fp16: GEMM weights also kept in oneDNN's blocked layout, packed once per step (faster products; 4 bytes per weight element more; false saves them)"}, FF_FIELD(packed_weights)},
+      {{"wgrad_rows", "bf16 | fp16, 2+ threads: each thread computes its own rows of a weight gradient with a single-threaded oneDNN matmul (faster; fp32 sums in another order; false: one matmul over all threads)"}, FF_FIELD(wgrad_rows)},
       {{"grad_sync", "DDP all-reduce: overlap (with backward) | after_backward | none (benchmarks only: replicas drift)"}, FF_FIELD(grad_sync)},
       {{"trace", "write a Chrome trace (open in Perfetto) of the run to this file"}, FF_FIELD(trace)},
       {{"on_nonfinite", "a non-finite or vanished gradient norm: stop (locate it, no update) | skip (the step)"}, FF_FIELD(on_nonfinite)},

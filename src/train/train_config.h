@@ -35,6 +35,7 @@ struct TrainConfig {
   std::string zero3_gather = "fp32";  // fp32 | bf16 | fp16: ZeRO-3's gather dtype (train/zero3_gather.h)
   std::string grad_reduce_dtype = "fp32";  // fp32 | bf16: data-parallel gradient reduction (parallel/grad_wire.h)
   bool packed_weights = true;   // 16-bit runs: weights also kept packed for oneDNN (kernels/packed_weights.h)
+  bool wgrad_rows = true;       // 16-bit runs: dW's rows dealt out to the threads (kernels/wgrad_rows.h)
   int threads = 0;              // OpenMP threads per rank; 0 = this machine's cores / its ranks
   int eval_every = 50;          // validation loss every N steps (and at the end); 0 = never
   int eval_batches = 4;         // micro-batches of validation data per evaluation

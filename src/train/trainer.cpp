@@ -25,6 +25,7 @@
 #include "train/checkpoint_meta.h"
 #include "train/resume_check.h"
 #include "kernels/packed_weights.h"
+#include "kernels/wgrad_rows.h"
 #include "train/memory_check.h"
 #include "plan/hardware_peak.h"
 #include "train/dp_mode_config.h"
@@ -102,6 +103,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   cfg_.model.validate();
   validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
   set_packed_weights_enabled(cfg_.packed_weights);  // before the estimate, which counts the packed copies
+  set_wgrad_rows_enabled(cfg_.wgrad_rows);
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
