@@ -37,12 +37,7 @@ void widen_and_multiply(bool trans_a, bool trans_b, int M, int N, int K, float a
 #if defined(FIVEFOLD_GEMM_ONEDNN)
 using Key = std::tuple<bool, bool, int, int, int, int, int, int, DType, float, float>;
 
-struct MatmulCache {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  std::mutex mu;
-  std::map<Key, dnnl::matmul> primitives;
-  std::map<Key, bool> unsupported;
-};
+using MatmulCache = onednn::MatmulCache<Key>;
 
 MatmulCache& cache() {
   static MatmulCache c;
@@ -63,7 +58,7 @@ const dnnl::matmul* primitive(const Key& key) {
   MatmulCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (auto it = c.primitives.find(key); it != c.primitives.end()) return &it->second;
-  if (c.unsupported.count(key)) return nullptr;
+  if (c.refused.count(key)) return nullptr;
   const auto [ta, tb, M, N, K, lda, ldb, ldc, t, alpha, beta] = key;
   const auto dt = type_16bit(t);
   const dnnl::primitive_attr attr = onednn::alpha_beta_attr(alpha, beta);
@@ -73,7 +68,7 @@ const dnnl::matmul* primitive(const Key& key) {
     const dnnl::matmul::primitive_desc pd(d, attr, c.engine);
     return &c.primitives.emplace(key, dnnl::matmul(pd)).first->second;
   } catch (const dnnl::error&) {
-    c.unsupported.emplace(key, true);
+    c.refused.emplace(key, true);
     return nullptr;
   }
 }

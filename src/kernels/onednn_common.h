@@ -5,6 +5,9 @@
 // gradients (wgrad_rows.cpp) cannot drift apart in how they map types and alpha/beta.
 #include <dnnl.hpp>
 
+#include <map>
+#include <mutex>
+
 #include "core/dtype.h"
 
 namespace ff::onednn {
@@ -25,5 +28,15 @@ inline dnnl::primitive_attr alpha_beta_attr(float alpha, float beta) {
   }
   return attr;
 }
+
+// Matmul primitives cached by shape (creating one costs ~100 us, more than a small product), and
+// the shapes oneDNN refused, so they are not tried again. Callers lock `mu` around lookups.
+template <class Key>
+struct MatmulCache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex mu;
+  std::map<Key, dnnl::matmul> primitives;
+  std::map<Key, bool> refused;
+};
 
 }  // namespace ff::onednn

@@ -37,12 +37,7 @@ constexpr int kRowAlign = 16;  // oneDNN's bf16 row blocking: no block straddles
 // once ran ~3x slower here (they share its internal state).
 using Key = std::tuple<int, int, int, int, int, int, DType, float, int>;
 
-struct Cache {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  std::mutex mu;
-  std::map<Key, dnnl::matmul> primitives;
-  std::map<Key, bool> refused;
-};
+using Cache = onednn::MatmulCache<Key>;
 Cache& cache() {
   static Cache c;
   return c;
