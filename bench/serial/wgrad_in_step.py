@@ -30,13 +30,26 @@ def products(lines, blocks):
     return [(max(g[0] for g in grp), sum(g[1] for g in grp)) for grp in groups]
 
 
+def other_ms(lines):
+    """Summed ms of every other oneDNN primitive (forward and dgrad matmuls, weight packing)."""
+    total = 0.0
+    for line in lines:
+        f = line.split(",")
+        if len(f) < 10 or f[1] != "exec":
+            continue
+        if not (f[3] == "matmul" and "src_bf16::blocked:ba" in line):
+            total += float(f[-1])
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binaries", nargs="+")
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
-    print("| binary | weight gradients per step: ms | GFLOP/s | products per step |\n|---|---|---|---|")
+    print("| binary | weight gradients per step: ms | GFLOP/s | products per step | other oneDNN primitives "
+          "per step (all steps): ms |\n|---|---|---|---|---|")
     for b in a.binaries:
         with tempfile.TemporaryDirectory() as work:
             env = dict(os.environ, DNNL_VERBOSE="1", OMP_NUM_THREADS=str(a.threads))
@@ -51,7 +64,7 @@ def main():
         timed = prods[per_step:]
         ms = sum(p[0] for p in timed) / (a.steps - 1)
         gflop = sum(p[1] for p in timed) / (a.steps - 1)
-        print(f"| {b} | {ms:.1f} | {gflop / ms * 1e3:.0f} | {per_step} |")
+        print(f"| {b} | {ms:.1f} | {gflop / ms * 1e3:.0f} | {per_step} | {other_ms(log) / a.steps:.1f} |")
 
 
 if __name__ == "__main__":
