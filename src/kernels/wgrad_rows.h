@@ -3,14 +3,12 @@
 // threads: each thread runs its own single-threaded oneDNN matmul over its block of dW's rows.
 //
 // Why: oneDNN's 2-thread bf16 matmul runs these products (both operands activations, K = the
-// tokens, A read transposed) at ~590 GFLOP/s on the `bench` shapes (Zen 5, 2 threads), against
-// ~790 for the forward and dgrad products; a single-threaded matmul of the same shape runs at
-// ~360-390 per thread. Two independent row halves, one per thread, run at ~700-760 together:
-// each thread copies and transposes only its own half of dy and no thread waits on the other
-// mid-product (bench/RESULTS.md, issue 11).
+// tokens, A read transposed) at ~575 GFLOP/s inside a `bench` step (Zen 5, 2 threads), against ~790
+// for the forward and dgrad products. Each thread's own row block, one single-threaded matmul each,
+// runs at ~640 in the step (~9 ms of a ~325 ms bf16 step; bench/RESULTS.md, issue 11).
 //
-// Each row of dW is computed by the same kernel over the same K order as in the 2-thread product,
-// so the result is expected to be bitwise oneDNN's 2-thread product (tests check it on odd shapes).
+// oneDNN's 2-thread product sums K in another order than its 1-thread one, so the split's fp32 sums
+// differ from the unsplit product's in the last bits (bf16 tolerances; tests/kernels/test_wgrad_rows).
 #include "core/dtype.h"
 
 namespace ff {
