@@ -62,8 +62,11 @@ const dnnl::matmul* block_primitive(const Key& key) {
   if (c.refused.count(key)) return nullptr;
   const auto [rows, N, K, lda, ldb, ldc, t, beta, slot] = key;
   (void)slot;
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
+  struct OneThread {  // restored however the creation ends
+    int saved = omp_get_max_threads();
+    OneThread() { omp_set_num_threads(1); }
+    ~OneThread() { omp_set_num_threads(saved); }
+  } one_thread;
   const dnnl::matmul* made = nullptr;
   try {
     const dnnl::matmul::desc d(a_block(rows, K, lda, t), b_plain(K, N, ldb, t), c_block(rows, N, ldc));
@@ -72,7 +75,6 @@ const dnnl::matmul* block_primitive(const Key& key) {
   } catch (const dnnl::error&) {
     c.refused.emplace(key, true);
   }
-  omp_set_num_threads(saved);
   return made;
 }
 
