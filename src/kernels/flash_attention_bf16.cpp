@@ -20,6 +20,7 @@ namespace flash_bf16 {
 using attn16::dot_rows;
 
 std::atomic<int> g_ds_terms{2};
+std::atomic<size_t> g_overwrites{0};  // calls of attention_backward_bf16_into, for the tests
 using attn16::kLanes;
 using attn16::kRows;
 using attn16::kTile;
@@ -195,8 +196,10 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
 
 // One (batch, KV head), key tiles outer and query tiles inner over every query head of the group:
 // dK and dV of this KV head are summed here in a fixed order and no other task writes them.
+// add: dq, dk, dv += the gradients; else they are overwritten (each element is written once per
+// call) as 0 + the gradient, the bits of zeroing them first and adding, without that pass.
 FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, const float* lse,
-                            const AttentionBlock& s, int b, int kvh) {
+                            const AttentionBlock& s, int b, int kvh, bool add) {
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp, Tqp = g.Tqp;
   float* base = detail::thread_scratch<float>(g.backward_floats());
@@ -280,15 +283,24 @@ FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, 
     for (int t = 0; t < s.Tq; ++t) {
       float* d = dq + b * s.q_batch + t * s.q_row + long(h) * s.D;
       const float* src = dQ + size_t(t) * Dp;
-      for (int c = 0; c < s.D; ++c) d[c] += scale * src[c];
+      if (add)
+        for (int c = 0; c < s.D; ++c) d[c] += scale * src[c];
+      else
+        for (int c = 0; c < s.D; ++c) d[c] = 0.0f + scale * src[c];
     }
   }
   for (int t = 0; t < s.Tk; ++t) {
     const long off = b * s.kv_batch + t * s.kv_row + long(kvh) * s.D;
-    for (int c = 0; c < s.D; ++c) {
-      dk[off + c] += scale * dK[size_t(t) * Dp + c];
-      dv[off + c] += dV[size_t(t) * Dp + c];
-    }
+    if (add)
+      for (int c = 0; c < s.D; ++c) {
+        dk[off + c] += scale * dK[size_t(t) * Dp + c];
+        dv[off + c] += dV[size_t(t) * Dp + c];
+      }
+    else
+      for (int c = 0; c < s.D; ++c) {
+        dk[off + c] = 0.0f + scale * dK[size_t(t) * Dp + c];
+        dv[off + c] = 0.0f + dV[size_t(t) * Dp + c];
+      }
   }
 }
 
@@ -319,12 +331,14 @@ void forward(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& 
   for (int task = 0; task < tasks; ++task) forward_head(out, lse, x, s, task / s.H, task % s.H);
 }
 
-void backward(float* dq, float* dk, float* dv, const Operands& x, const float* lse, const AttentionBlock& s) {
+void backward(float* dq, float* dk, float* dv, const Operands& x, const float* lse, const AttentionBlock& s,
+              bool add = true) {
   check_operands(x, s);
   if (s.mask == AttentionMask::none) return;
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
-  for (int task = 0; task < tasks; ++task) backward_group(dq, dk, dv, x, lse, s, task / s.Hkv, task % s.Hkv);
+  for (int task = 0; task < tasks; ++task)
+    backward_group(dq, dk, dv, x, lse, s, task / s.Hkv, task % s.Hkv, add);
 }
 
 }  // namespace flash_bf16
@@ -339,6 +353,13 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout
                              const AttentionShape& s) {
   flash_bf16::backward(dq, dk, dv, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
 }
+void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                  ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                  const AttentionShape& s) {
+  flash_bf16::backward(dq, dk, dv, {q, k, v, dout, out}, lse, flash_bf16::block_of(s), false);
+  ++flash_bf16::g_overwrites;
+}
+size_t attention_backward_bf16_overwrites() { return flash_bf16::g_overwrites.load(); }
 void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                                   const AttentionBlock& s) {
   flash_bf16::forward(out, lse, {q, k, v, {}, {}}, s);

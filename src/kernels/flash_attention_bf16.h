@@ -29,6 +29,14 @@ void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstType
 void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                              ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                              const AttentionShape& s);
+// The same, overwriting dq, dk, dv instead (whatever they held, NaN included): the bits of
+// zeroing them and accumulating, without the caller's pass over them and the kernel's read of
+// them. Every column of each head's rows is written (D columns per head; padding between head
+// blocks of a row is left alone). The count of calls is for the tests.
+void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                  ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                  const AttentionShape& s);
+size_t attention_backward_bf16_overwrites();
 
 void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                                   const AttentionBlock& s);

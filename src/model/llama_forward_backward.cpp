@@ -234,7 +234,7 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   matmul_dyw_dw(d_att_.data(), def ? nullptr : G + o.o, resid_grad_for_gemm(d_mid), a.att, P + o.o, N, A, C);
   if (def) copy_rows(def->d_mid, d_mid, size_t(N) * C);
   float* d_qkv = d_qkv_.data();                                                      // (N, Q)
-  zero_rows(d_qkv, size_t(N) * Q);
+  if (!hooks_->attention_backward_overwrites()) zero_rows(d_qkv, size_t(N) * Q);
   resid_grad_rounded_ = false;  // its rounded copy lived in d_qkv_
   const int kv = A + kv_heads_ * D;  // v's column in a q/k/v row
   // Unrounded (the test's reference): a 16-bit att widened here rather than by the hook.
