@@ -117,7 +117,8 @@ class ModelHooks {
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
                                   const float* k, const float* v, ConstTypedPtr att, const float* lse,
                                   const AttentionShape& s, float* staging);
-  // The serial bf16 kernel writes every element of dq, dk, dv once, so it overwrites them.
+  // The serial bf16 kernel writes every element of dq, dk, dv once, so it overwrites them (a
+  // hook returning false makes it add to them, zeroed by the caller: the test's reference).
   virtual bool attention_backward_overwrites() const;
 
   // The MLP sub-layer (out null: only the tensors its backward needs, for recomputation).

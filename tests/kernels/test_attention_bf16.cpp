@@ -23,6 +23,7 @@
 // u), with |dS| replaced by P sum_d |dO (v - out)| since a rounded dO moves each term of that
 // dot product separately.
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "check.h"
@@ -355,3 +356,33 @@ TEST(FlashAttentionBf16, DeterministicAcrossThreadsAndCountsBlockFlops) {
 }
 
 }  // namespace
+
+// attention_backward_bf16_into overwrites dq, dk, dv: on buffers holding NaN it gives bitwise what
+// the accumulating entry gives on zeroed ones (what the model did before: zero, then add), and
+// the accumulating entry still adds to what is there.
+TEST(FlashAttentionBf16, OverwritingBackwardIsBitwiseZeroingThenAccumulating) {
+  for (const Case& c : cases()) {
+    if (!c.plain) continue;  // the entry takes whole causal sequences
+    SCOPED_TRACE(c.name);
+    const auto x = fftest::to_float(randn(c.size, 51)), dout = fftest::to_float(randn(out_size(c.s), 52));
+    const ff::ConstTypedPtr q(x.data() + c.q_off), k(x.data() + c.k_off), v(x.data() + c.v_off);
+    std::vector<float> out(out_size(c.s)), lse(lse_size(c.s));
+    ff::attention_forward_bf16(out.data(), lse.data(), q, k, v, shape(c.s));
+    std::vector<float> zeroed(c.size, 0.0f), poisoned(c.size, NAN), base = fftest::to_float(randn(c.size, 53));
+    std::vector<float> added = base;
+    auto grads = [&](std::vector<float>& g, bool into) {
+      (into ? ff::attention_backward_bf16_into : ff::attention_backward_bf16)(
+          g.data() + c.q_off, g.data() + c.k_off, g.data() + c.v_off, ff::ConstTypedPtr(dout.data()), q, k, v,
+          ff::ConstTypedPtr(out.data()), lse.data(), shape(c.s));
+    };
+    const size_t calls = ff::attention_backward_bf16_overwrites();
+    grads(zeroed, false);
+    grads(poisoned, true);
+    grads(added, false);
+    EXPECT_EQ(ff::attention_backward_bf16_overwrites(), calls + 1);
+    ASSERT_EQ(std::memcmp(zeroed.data(), poisoned.data(), c.size * sizeof(float)), 0);
+    // (The compiler may fuse the product into the addition: within a rounding of the sum.)
+    for (size_t i = 0; i < c.size; ++i)
+      ASSERT_NEAR(added[i], base[i] + zeroed[i], 1e-6 * (std::abs(base[i]) + std::abs(zeroed[i]))) << i;
+  }
+}
