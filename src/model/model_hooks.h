@@ -118,7 +118,9 @@ class ModelHooks {
                                   const float* k, const float* v, ConstTypedPtr att, const float* lse,
                                   const AttentionShape& s, float* staging);
   // The serial bf16 kernel writes every element of dq, dk, dv once, so it overwrites them (a
-  // hook returning false makes it add to them, zeroed by the caller: the test's reference).
+  // hook returning false makes it add to them, zeroed by the caller: the test's reference). True
+  // also tells the model that the hooks' attention backward is that kernel, which it may then
+  // call itself with RoPE's backward fused in (model/llama_rounded_grads.cpp).
   virtual bool attention_backward_overwrites() const;
 
   // The MLP sub-layer (out null: only the tensors its backward needs, for recomputation).

@@ -1,8 +1,10 @@
 // The bf16 attention backward overwrites q/k/v's gradient (ModelHooks::attention_backward_overwrites),
-// so the block's backward no longer zeroes it first: a bf16 model's loss and every gradient are
-// bitwise those of zeroing and accumulating (a hook that asks for that), under each recompute
-// policy and over two micro-batches (the second finds the buffer holding the first's leftovers),
-// and the overwriting kernel really ran once per block (counted). fp32 runs never take it.
+// so the block's backward no longer zeroes it first, and it applies RoPE's backward and the
+// rounding for the q/k/v GEMM in its last pass: a bf16 model's loss and every gradient are bitwise
+// those of zeroing, accumulating and rotating apart (a hook that asks for that), under each
+// recompute policy and over two micro-batches (the second finds the buffers holding the first's
+// leftovers), and the fused kernel really ran once per block (counted). fp32 runs never take it.
+// (RoundedGrads in test_rounded_grads.cpp compares it with the unfused roundings as well.)
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -23,7 +25,7 @@ struct AccumulatingHooks : ModelHooks {
 struct Pass {
   double loss;
   std::vector<float> grads;
-  size_t overwrites;
+  size_t overwrites, rope_roundings;
 };
 
 Pass run(DType precision, Recompute policy, bool overwrite) {
@@ -37,12 +39,13 @@ Pass run(DType precision, Recompute policy, bool overwrite) {
   init_parameters(params.data(), model.layout(), c, 9);
   const auto tokens = testkit::random_tokens(B * T, c.vocab_size, 4);
   const auto targets = testkit::random_tokens(B * T, c.vocab_size, 5);
-  const size_t before = attention_backward_bf16_overwrites();
+  const size_t before = attention_backward_bf16_overwrites(), rope = attention_backward_bf16_rope_roundings();
   Pass p;
   p.loss = model.forward_backward(params.data(), grads.data(), tokens.data(), targets.data(), B, T, 0.5f / (B * T));
   p.loss += model.forward_backward(params.data(), grads.data(), targets.data(), tokens.data(), B, T, 0.5f / (B * T));
   p.grads = std::move(grads);
   p.overwrites = attention_backward_bf16_overwrites() - before;
+  p.rope_roundings = attention_backward_bf16_rope_roundings() - rope;
   return p;
 }
 
@@ -59,7 +62,10 @@ TEST(AttentionOverwrite, Bf16IsBitwiseZeroingThenAccumulatingUnderEveryPolicy) {
     const Pass into = run(DType::bf16, r, true), added = run(DType::bf16, r, false);
     EXPECT_TRUE(bitwise(into, added)) << recompute_name(r);
     EXPECT_EQ(into.overwrites, 2 * L) << recompute_name(r);  // every block, both micro-batches
+    // ... each with RoPE's backward and the rounding for the q/k/v GEMM in the kernel's last pass.
+    EXPECT_EQ(into.rope_roundings, 2 * L) << recompute_name(r);
     EXPECT_EQ(added.overwrites, 0u) << recompute_name(r);
+    EXPECT_EQ(added.rope_roundings, 0u) << recompute_name(r);
   }
 }
 
@@ -67,4 +73,5 @@ TEST(AttentionOverwrite, Fp32KeepsZeroingAndAccumulating) {
   const Pass a = run(DType::f32, Recompute::none, true), b = run(DType::f32, Recompute::none, false);
   EXPECT_TRUE(bitwise(a, b));
   EXPECT_EQ(a.overwrites, 0u);
+  EXPECT_EQ(a.rope_roundings, 0u);
 }
