@@ -15,6 +15,12 @@ constexpr size_t kMinChunk = 1 << 14;
 
 // Mirrors torch.optim.AdamW (1.13, single-tensor path) operation by operation: the scalar
 // factors are formed in double as Python does, each tensor op rounds to float.
+//
+// The fused multiply-adds are written out: they are the three contractions GCC made in the scalar
+// loop this replaces (m and v's updates, the final subtraction), so the results stay bitwise those
+// of every earlier build. The file compiles with -fno-math-errno (CMakeLists.txt): with errno, GCC
+// keeps std::sqrt scalar and the whole loop with it, and the loop is the step's largest pass over
+// memory (p, g, m, v in, p, m, v out). Rounding is IEEE in either form, so only the speed changes.
 void adamw_update(float* param, const float* grad, float* m, float* v, size_t n,
                   const AdamWHyper& h, bool decay) {
   const double bc1 = 1.0 - std::pow(static_cast<double>(h.beta1), h.step);
@@ -32,12 +38,12 @@ void adamw_update(float* param, const float* grad, float* m, float* v, size_t n,
   for (long long i = 0; i < len; ++i) {
     const float g = grad[i];
     const float p = param[i] * shrink;
-    const float mi = m[i] * b1 + one_minus_b1 * g;
-    const float vi = v[i] * b2 + one_minus_b2 * g * g;
+    const float mi = std::fma(m[i], b1, one_minus_b1 * g);
+    const float vi = std::fma(v[i], b2, (one_minus_b2 * g) * g);
     const float denom = std::sqrt(vi) / bc2_sqrt + eps;
     m[i] = mi;
     v[i] = vi;
-    param[i] = p - step_size * (mi / denom);
+    param[i] = std::fma(-(mi / denom), step_size, p);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/attention_bf16_grad_out.h"
 #include "kernels/attention_bf16_tiles.h"
 #include "kernels/attention_softmax.h"
 #include "kernels/scratch.h"
@@ -18,8 +19,11 @@ namespace {
 namespace flash_bf16 {
 
 using attn16::dot_rows;
+using attn16::GradOut;
 
 std::atomic<int> g_ds_terms{2};
+std::atomic<size_t> g_overwrites{0};  // calls of the overwriting entries, for the tests
+std::atomic<size_t> g_rope_rounded{0};  // of those, the one with RoPE's backward
 using attn16::kLanes;
 using attn16::kRows;
 using attn16::kTile;
@@ -195,8 +199,8 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
 
 // One (batch, KV head), key tiles outer and query tiles inner over every query head of the group:
 // dK and dV of this KV head are summed here in a fixed order and no other task writes them.
-FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, const float* lse,
-                            const AttentionBlock& s, int b, int kvh) {
+FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s, int b,
+                            int kvh) {
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp, Tqp = g.Tqp;
   float* base = detail::thread_scratch<float>(g.backward_floats());
@@ -277,19 +281,12 @@ FF_WIDE void backward_group(float* dq, float* dk, float* dv, const Operands& x, 
         transposed_times(dK + kj, Dp, dSr, lo_r, Qr + qp, keys4, rows, ncols);   // dK += dS^T Q
       }
     }
-    for (int t = 0; t < s.Tq; ++t) {
-      float* d = dq + b * s.q_batch + t * s.q_row + long(h) * s.D;
-      const float* src = dQ + size_t(t) * Dp;
-      for (int c = 0; c < s.D; ++c) d[c] += scale * src[c];
-    }
+    for (int t = 0; t < s.Tq; ++t)
+      attn16::store_q_row(o, b * s.q_batch + t * s.q_row + long(h) * s.D, dQ + size_t(t) * Dp, scale, t, s.D);
   }
-  for (int t = 0; t < s.Tk; ++t) {
-    const long off = b * s.kv_batch + t * s.kv_row + long(kvh) * s.D;
-    for (int c = 0; c < s.D; ++c) {
-      dk[off + c] += scale * dK[size_t(t) * Dp + c];
-      dv[off + c] += dV[size_t(t) * Dp + c];
-    }
-  }
+  for (int t = 0; t < s.Tk; ++t)
+    attn16::store_kv_row(o, b * s.kv_batch + t * s.kv_row + long(kvh) * s.D, dK + size_t(t) * Dp,
+                         dV + size_t(t) * Dp, scale, t, s.D);
 }
 
 void check_operands(const Operands& x, const AttentionBlock& s) {
@@ -319,12 +316,19 @@ void forward(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& 
   for (int task = 0; task < tasks; ++task) forward_head(out, lse, x, s, task / s.H, task % s.H);
 }
 
-void backward(float* dq, float* dk, float* dv, const Operands& x, const float* lse, const AttentionBlock& s) {
+void backward(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s) {
   check_operands(x, s);
   if (s.mask == AttentionMask::none) return;
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
-  for (int task = 0; task < tasks; ++task) backward_group(dq, dk, dv, x, lse, s, task / s.Hkv, task % s.Hkv);
+  for (int task = 0; task < tasks; ++task) backward_group(o, x, lse, s, task / s.Hkv, task % s.Hkv);
+}
+
+uint16_t* bf16_out(TypedPtr p, const char* what) {
+  if (p.dtype() != DType::bf16)
+    throw std::invalid_argument(std::string("bf16 attention: the rounded ") + what + " is " + dtype_name(p.dtype()) +
+                                "; it must be bf16");
+  return static_cast<uint16_t*>(p.data());
 }
 
 }  // namespace flash_bf16
@@ -337,8 +341,27 @@ void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstType
 void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                              ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                              const AttentionShape& s) {
-  flash_bf16::backward(dq, dk, dv, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
+  flash_bf16::backward({dq, dk, dv, true}, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
 }
+void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                  ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                  const AttentionShape& s) {
+  flash_bf16::backward({dq, dk, dv, false}, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
+  ++flash_bf16::g_overwrites;
+}
+void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, ConstTypedPtr dout,
+                                          ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out,
+                                          const float* lse, const AttentionShape& s, const float* cos,
+                                          const float* sin) {
+  flash_bf16::GradOut o;
+  o.q16 = flash_bf16::bf16_out(dq, "dq"), o.k16 = flash_bf16::bf16_out(dk, "dk");
+  o.v16 = flash_bf16::bf16_out(dv, "dv"), o.cos = cos, o.sin = sin;
+  flash_bf16::backward(o, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
+  ++flash_bf16::g_overwrites;
+  ++flash_bf16::g_rope_rounded;
+}
+size_t attention_backward_bf16_overwrites() { return flash_bf16::g_overwrites.load(); }
+size_t attention_backward_bf16_rope_roundings() { return flash_bf16::g_rope_rounded.load(); }
 void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                                   const AttentionBlock& s) {
   flash_bf16::forward(out, lse, {q, k, v, {}, {}}, s);
@@ -347,7 +370,7 @@ void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, Con
 void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                                    ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                                    const AttentionBlock& s) {
-  flash_bf16::backward(dq, dk, dv, {q, k, v, dout, out}, lse, s);
+  flash_bf16::backward({dq, dk, dv, true}, {q, k, v, dout, out}, lse, s);
   if (s.mask != AttentionMask::none) count_attention_block_flops(block_backward_flops(s));
 }
 

@@ -29,6 +29,24 @@ void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstType
 void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                              ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                              const AttentionShape& s);
+// The same, overwriting dq, dk, dv instead (whatever they held, NaN included): the bits of
+// zeroing them and accumulating, without the caller's pass over them and the kernel's read of
+// them. Every column of each head's rows is written (D columns per head; padding between head
+// blocks of a row is left alone). The count of calls is for the tests.
+void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                  ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                  const AttentionShape& s);
+// The same, then q's and k's gradients rotated back by RoPE's backward (rope.h: tables cos, sin
+// (T, D/2), position t = the row in its sequence) and all three rounded to bf16 into dq, dk, dv
+// (bf16, same strides): bitwise _into followed by rope_backward_rounded, which is what a bf16
+// q/k/v GEMM reads, without the fp32 gradient's write and read in between.
+void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, ConstTypedPtr dout,
+                                          ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out,
+                                          const float* lse, const AttentionShape& s, const float* cos,
+                                          const float* sin);
+// Calls of the two overwriting entries, and of the second alone (for the tests).
+size_t attention_backward_bf16_overwrites();
+size_t attention_backward_bf16_rope_roundings();
 
 void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                                   const AttentionBlock& s);

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <stdexcept>
 
+#include "kernels/rope_row.h"
 #include "kernels/round_store.h"
 
 namespace ff {
@@ -24,27 +25,9 @@ void tables(T* cos, T* sin, int Tn, int D, T theta) {
   }
 }
 
-// Rotate-half of one row's `heads` heads: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), into y
-// (x itself, or a 16-bit copy through Store). The backward applies the transpose, i.e. the same
-// rotation with sin negated. One inline body for every caller, so the rounded copy gets the very
-// products of the in-place rotation.
-template <class T, class Store = detail::StoreSame<T>>
-inline void rotate_row(typename Store::type* y, const T* x, const T* c, const T* s, int heads, int D,
-                       T sign) {
-  const int half = D / 2;
-  for (int h = 0; h < heads; ++h) {
-    const T* x1 = x + static_cast<size_t>(h) * D;
-    const T* x2 = x1 + half;
-    typename Store::type* y1 = y + static_cast<size_t>(h) * D;
-    typename Store::type* y2 = y1 + half;
-#pragma omp simd
-    for (int i = 0; i < half; ++i) {
-      const T a = x1[i], b = x2[i], si = sign * s[i];
-      y1[i] = Store::cast(a * c[i] - b * si);
-      y2[i] = Store::cast(b * c[i] + a * si);
-    }
-  }
-}
+// One inline body (rope_row.h) for every caller, so the rounded copy gets the very products of the
+// in-place rotation.
+using rope_detail::rotate_row;
 
 template <class T>
 void rotate(T* x, const T* cos, const T* sin, int B, int Tn, int heads, int D, int row_stride,

@@ -167,6 +167,10 @@ class Llama {
   // RoPE's backward on d_qkv_, and the q/k/v GEMM's output gradient: d_qkv_ itself, or its rounded
   // rows written by the same pass (d_qkv_ then left unrotated) unless keep_f32.
   ConstTypedPtr qkv_grad_for_gemm(int B, int T, bool keep_f32);
+  // The attention's backward (d_att_ -> q/k/v) and then qkv_grad_for_gemm, or both in the
+  // attention kernel's own last pass where the hooks run the serial bf16 kernel and the GEMM
+  // reads a bf16 gradient.
+  ConstTypedPtr attention_backward_for_gemm(const BlockActs& a, ConstTypedPtr att, int B, int T, bool keep_f32);
   // Where the loss stores the logits' gradient rounded for the head's GEMMs (null: it does not).
   TypedPtr logits_grad_rounded();
 

@@ -220,8 +220,7 @@ void Llama::blocks_backward(ParamSource& src, GradSink& sink, Activations& acts,
 void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, int B, int T,
                            const DeferredGrads* def) {
   const BlockOffsets& o = layout_.block_offsets(l);
-  const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, D = cfg_.head_dim(), Q = int(w_.Q),
-            A = int(w_.A);
+  const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, Q = int(w_.Q), A = int(w_.A);
   float* d_resid = d_resid_.data();  // (R, C)
   float* d_ln = d_ln_.data();        // (N, C) this rank's partial gradient of a norm's output
   if (def) std::memset(def->norms, 0, 2 * size_t(C) * sizeof(float));
@@ -234,16 +233,13 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   matmul_dyw_dw(d_att_.data(), def ? nullptr : G + o.o, resid_grad_for_gemm(d_mid), a.att, P + o.o, N, A, C);
   if (def) copy_rows(def->d_mid, d_mid, size_t(N) * C);
   float* d_qkv = d_qkv_.data();                                                      // (N, Q)
-  zero_rows(d_qkv, size_t(N) * Q);
+  if (!hooks_->attention_backward_overwrites()) zero_rows(d_qkv, size_t(N) * Q);
   resid_grad_rounded_ = false;  // its rounded copy lived in d_qkv_
-  const int kv = A + kv_heads_ * D;  // v's column in a q/k/v row
   // Unrounded (the test's reference): a 16-bit att widened here rather than by the hook.
   const bool staged = a.att.dtype() != DType::f32 && !rounding_in_kernels_;
   if (staged) convert_to_f32(staging_.data(), a.att, size_t(N) * A);
   const ConstTypedPtr att = staged ? ConstTypedPtr(staging_.data()) : ConstTypedPtr(a.att);
-  hooks_->attention_backward(d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv, att,
-                             a.lse, attention_shape(B, T), staging_.data());
-  const ConstTypedPtr d_qkv_gemm = qkv_grad_for_gemm(B, T, def != nullptr);         // RoPE's backward
+  const ConstTypedPtr d_qkv_gemm = attention_backward_for_gemm(a, att, B, T, def != nullptr);  // and RoPE's
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
   const ConstTypedPtr ln1 = def ? ConstTypedPtr() : hooks_->column_input(a.ln1, N, C);  // (N, C)

@@ -4,6 +4,7 @@
 // well, in the same pass: the norms' backward (the residual gradient read by o's and down's
 // backward) and RoPE's backward (q/k/v's). The rounding is the same (nearest even, once, from the
 // same fp32 values), so the GEMMs see the same bits: tested against the unfused path.
+#include "kernels/flash_attention_bf16.h"
 #include "kernels/gemm_precision.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -54,6 +55,27 @@ ConstTypedPtr Llama::qkv_grad_for_gemm(int B, int T, bool keep_f32) {
   rope_backward_rounded(out, d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, kv_heads_, D, Q);
   ++rounded_grad_uses_;
   return out;
+}
+
+ConstTypedPtr Llama::attention_backward_for_gemm(const BlockActs& a, ConstTypedPtr att, int B, int T,
+                                                 bool keep_f32) {
+  const int D = cfg_.head_dim(), A = int(w_.A), kv = A + kv_heads_ * D;  // k's and v's columns
+  float* d_qkv = d_qkv_.data();
+  const size_t n = size_t(B) * T * size_t(w_.Q);
+  // The serial bf16 kernel (the hooks' own, attention_backward_overwrites) rotates q's and k's
+  // gradient back and rounds all three in its last pass: the bits of the two passes below.
+  if (!keep_f32 && gemm_grad_dtype() == DType::bf16 && hooks_->attention_backward_overwrites() &&
+      (n * 2 + 3) / 4 <= d_gate_up_.size()) {
+    const TypedPtr out(d_gate_up_.data(), DType::bf16);
+    attention_backward_bf16_rope_rounded(out, out.at(size_t(A)), out.at(size_t(kv)), ConstTypedPtr(d_att_.data()),
+                                         a.qkv, a.qkv + A, a.qkv + kv, ConstTypedPtr(att), a.lse,
+                                         attention_shape(B, T), rope_cos_.data(), rope_sin_.data());
+    ++rounded_grad_uses_;
+    return out;
+  }
+  hooks_->attention_backward(d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv, att, a.lse,
+                             attention_shape(B, T), staging_.data());
+  return qkv_grad_for_gemm(B, T, keep_f32);  // RoPE's backward
 }
 
 TypedPtr Llama::logits_grad_rounded() {

@@ -29,8 +29,11 @@ void ModelHooks::attention(TypedPtr att, float* lse, const float* q, const float
 void ModelHooks::attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
                                     const float* k, const float* v, ConstTypedPtr att, const float* lse,
                                     const AttentionShape& s, float* staging) {
-  if (!attention_op && attention_runs_bf16())
+  if (!attention_op && attention_runs_bf16()) {
+    if (attention_backward_overwrites())
+      return attention_backward_bf16_into(dq, dk, dv, ConstTypedPtr(d_att), q, k, v, att, lse, s);
     return attention_backward_bf16(dq, dk, dv, ConstTypedPtr(d_att), q, k, v, att, lse, s);
+  }
   // A 16-bit attention output is widened (exactly) for the backward's rowsum(dO * O).
   const bool staged = att.dtype() != DType::f32;
   if (staged) convert_to_f32(staging, att, size_t(s.B) * s.T * s.H * s.D);
@@ -38,6 +41,8 @@ void ModelHooks::attention_backward(float* dq, float* dk, float* dv, const float
   if (attention_op) return attention_op->backward(dq, dk, dv, d_att, q, k, v, out, lse, s);
   attention_backward_run_precision(dq, dk, dv, d_att, q, k, v, out, lse, s);
 }
+
+bool ModelHooks::attention_backward_overwrites() const { return !attention_op && attention_runs_bf16(); }
 
 void ModelHooks::embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange) {
   embedding_forward(x, tokens, E, N, C);

@@ -111,10 +111,17 @@ class ModelHooks {
   // (context parallelism's, fp16's) goes through `staging` ((N, A) fp32) and is rounded after.
   virtual void attention(TypedPtr att, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, float* staging);
-  // Dual: accumulates into dq, dk, dv; att read as stored (widened into `staging` for an fp32-only one).
+  // Dual: accumulates into dq, dk, dv, or overwrites them where attention_backward_overwrites()
+  // (the caller zeroes them only otherwise); att read as stored (widened into `staging` for an
+  // fp32-only one).
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
                                   const float* k, const float* v, ConstTypedPtr att, const float* lse,
                                   const AttentionShape& s, float* staging);
+  // The serial bf16 kernel writes every element of dq, dk, dv once, so it overwrites them (a
+  // hook returning false makes it add to them, zeroed by the caller: the test's reference). True
+  // also tells the model that the hooks' attention backward is that kernel, which it may then
+  // call itself with RoPE's backward fused in (model/llama_rounded_grads.cpp).
+  virtual bool attention_backward_overwrites() const;
 
   // The MLP sub-layer (out null: only the tensors its backward needs, for recomputation).
   virtual void mlp(const MlpCall& m, float* out) {

@@ -1,3 +1,5 @@
+#include <cstring>
+
 #include "check.h"
 #include "kernels/adamw.h"
 
@@ -53,6 +55,42 @@ TEST(AdamW, FirstStepIsSignTimesLr) {
   EXPECT_NEAR(p[1], -2.0 * (1 - 0.005) + 0.01, 1e-6);
   EXPECT_NEAR(m[0], 0.05, 1e-7);
   EXPECT_NEAR(v[1], 0.05 * 9.0, 1e-6);
+}
+
+// The kernel is vectorised (kernels/adamw.cpp); this scalar loop is the form it replaced, with the
+// three fused multiply-adds the compiler formed there written out. Both must agree bitwise, on
+// lengths with a vector remainder and on spans that start off a vector boundary, so that fp32
+// training keeps its bits.
+TEST(AdamW, VectorisedIsBitwiseTheScalarLoop) {
+  for (size_t n : {size_t(1), size_t(15), size_t(1000), size_t(70001)})
+    for (size_t at : {size_t(0), size_t(3)})
+      for (bool decay : {true, false}) {
+        const auto p0 = to_float(randn(n + at, 61));
+        auto p = p0, pr = p0;
+        std::vector<float> m(n + at, 0.0f), v(n + at, 0.0f), mr = m, vr = v;
+        ff::AdamWHyper h{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0};
+        for (int s = 1; s <= 3; ++s) {
+          h.step = s;
+          const auto g = to_float(randn(n + at, 70 + s, 0.02 * s));
+          ff::adamw_update(p.data() + at, g.data() + at, m.data() + at, v.data() + at, n, h, decay);
+          const double bc1 = 1.0 - std::pow(double(h.beta1), h.step);
+          const double bc2 = 1.0 - std::pow(double(h.beta2), h.step);
+          const float shrink = decay ? float(1.0 - double(h.lr) * h.weight_decay) : 1.0f;
+          const float omb1 = float(1.0 - h.beta1), omb2 = float(1.0 - h.beta2);
+          const float step_size = float(h.lr / bc1), bc2_sqrt = float(std::sqrt(bc2));
+          for (size_t i = at; i < n + at; ++i) {
+            const float pi = pr[i] * shrink;
+            const float mi = std::fma(mr[i], h.beta1, omb1 * g[i]);
+            const float vi = std::fma(vr[i], h.beta2, (omb2 * g[i]) * g[i]);
+            const float denom = std::sqrt(vi) / bc2_sqrt + h.eps;
+            mr[i] = mi, vr[i] = vi;
+            pr[i] = std::fma(-(mi / denom), step_size, pi);
+          }
+        }
+        ASSERT_EQ(std::memcmp(p.data(), pr.data(), p.size() * sizeof(float)), 0) << n << " " << at;
+        ASSERT_EQ(std::memcmp(m.data(), mr.data(), m.size() * sizeof(float)), 0) << n << " " << at;
+        ASSERT_EQ(std::memcmp(v.data(), vr.data(), v.size() * sizeof(float)), 0) << n << " " << at;
+      }
 }
 
 TEST(L2Norm, MatchesNaiveAndIgnoresThreadCount) {

@@ -23,12 +23,17 @@
 // u), with |dS| replaced by P sum_d |dO (v - out)| since a rounded dO moves each term of that
 // dot product separately.
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <stdexcept>
+#include <string>
 
 #include "check.h"
 #include "kernels/attention_block.h"
 #include "kernels/flash_attention.h"
+#include "kernels/convert.h"
 #include "kernels/flash_attention_bf16.h"
+#include "kernels/rope.h"
 
 namespace {
 
@@ -355,3 +360,85 @@ TEST(FlashAttentionBf16, DeterministicAcrossThreadsAndCountsBlockFlops) {
 }
 
 }  // namespace
+
+// attention_backward_bf16_into overwrites dq, dk, dv: on buffers holding NaN it gives bitwise what
+// the accumulating entry gives on zeroed ones (what the model did before: zero, then add), and
+// the accumulating entry still adds to what is there.
+TEST(FlashAttentionBf16, OverwritingBackwardIsBitwiseZeroingThenAccumulating) {
+  for (const Case& c : cases()) {
+    if (!c.plain) continue;  // the entry takes whole causal sequences
+    SCOPED_TRACE(c.name);
+    const auto x = fftest::to_float(randn(c.size, 51)), dout = fftest::to_float(randn(out_size(c.s), 52));
+    const ff::ConstTypedPtr q(x.data() + c.q_off), k(x.data() + c.k_off), v(x.data() + c.v_off);
+    std::vector<float> out(out_size(c.s)), lse(lse_size(c.s));
+    ff::attention_forward_bf16(out.data(), lse.data(), q, k, v, shape(c.s));
+    std::vector<float> zeroed(c.size, 0.0f), poisoned(c.size, NAN), base = fftest::to_float(randn(c.size, 53));
+    std::vector<float> added = base;
+    auto grads = [&](std::vector<float>& g, bool into) {
+      (into ? ff::attention_backward_bf16_into : ff::attention_backward_bf16)(
+          g.data() + c.q_off, g.data() + c.k_off, g.data() + c.v_off, ff::ConstTypedPtr(dout.data()), q, k, v,
+          ff::ConstTypedPtr(out.data()), lse.data(), shape(c.s));
+    };
+    const size_t calls = ff::attention_backward_bf16_overwrites();
+    grads(zeroed, false);
+    grads(poisoned, true);
+    grads(added, false);
+    EXPECT_EQ(ff::attention_backward_bf16_overwrites(), calls + 1);
+    ASSERT_EQ(std::memcmp(zeroed.data(), poisoned.data(), c.size * sizeof(float)), 0);
+    // (The compiler may fuse the product into the addition: within a rounding of the sum.)
+    for (size_t i = 0; i < c.size; ++i)
+      ASSERT_NEAR(added[i], base[i] + zeroed[i], 1e-6 * (std::abs(base[i]) + std::abs(zeroed[i]))) << i;
+  }
+}
+
+// attention_backward_bf16_rope_rounded: the overwriting backward, then RoPE's backward rounding the
+// fused q/k/v gradient (what a bf16 q/k/v GEMM reads), in one pass: bitwise the two passes.
+TEST(FlashAttentionBf16, RopeRoundedBackwardIsBitwiseOverwriteThenRopeBackwardRounded) {
+  for (const Case& c : cases()) {
+    if (!c.plain) continue;
+    SCOPED_TRACE(c.name);
+    const AttentionBlock& s = c.s;
+    const int D = s.D, H = s.H, Hkv = s.Hkv, row = int(s.q_row);
+    const auto x = fftest::to_float(randn(c.size, 61)), dout = fftest::to_float(randn(out_size(s), 62));
+    const ff::ConstTypedPtr q(x.data() + c.q_off), k(x.data() + c.k_off), v(x.data() + c.v_off);
+    std::vector<float> out(out_size(s)), lse(lse_size(s)), cos(size_t(s.Tq) * D / 2), sin(cos.size());
+    ff::rope_tables(cos.data(), sin.data(), s.Tq, D, 10000.0f);
+    ff::attention_forward_bf16(out.data(), lse.data(), q, k, v, shape(s));
+    // The two passes.
+    std::vector<float> g(c.size, NAN);
+    ff::attention_backward_bf16_into(g.data() + c.q_off, g.data() + c.k_off, g.data() + c.v_off,
+                                     ff::ConstTypedPtr(dout.data()), q, k, v, ff::ConstTypedPtr(out.data()), lse.data(),
+                                     shape(s));
+    std::vector<uint16_t> want(c.size, 0xffff), got(c.size, 0xffff);
+    ff::rope_backward_rounded(ff::TypedPtr(want.data(), ff::DType::bf16), g.data(), cos.data(), sin.data(), s.B,
+                              s.Tq, H, Hkv, D, row);
+    // One.
+    const size_t rope = ff::attention_backward_bf16_rope_roundings();
+    const ff::TypedPtr g16(got.data(), ff::DType::bf16);
+    ff::attention_backward_bf16_rope_rounded(g16.at(c.q_off), g16.at(c.k_off), g16.at(c.v_off),
+                                             ff::ConstTypedPtr(dout.data()), q, k, v, ff::ConstTypedPtr(out.data()),
+                                             lse.data(), shape(s), cos.data(), sin.data());
+    EXPECT_EQ(ff::attention_backward_bf16_rope_roundings(), rope + 1);
+    EXPECT_EQ(got, want);
+    // The rotation took part: unrotated, the q and k columns would differ.
+    std::vector<uint16_t> plain(c.size);
+    ff::convert_from_f32(ff::TypedPtr(plain.data(), ff::DType::bf16), g.data(), c.size);
+    size_t moved = 0;
+    for (size_t i = 0; i < c.size; ++i) moved += plain[i] != got[i];
+    EXPECT_GT(moved, c.size / 4);
+  }
+}
+
+TEST(FlashAttentionBf16, RopeRoundedBackwardRefusesAnFp32Output) {
+  const Case c = cases()[0];
+  std::vector<float> x(c.size), out(out_size(c.s)), lse(lse_size(c.s)), cs(size_t(c.s.Tq) * c.s.D / 2);
+  const ff::ConstTypedPtr p(x.data());
+  try {
+    ff::attention_backward_bf16_rope_rounded(ff::TypedPtr(x.data()), ff::TypedPtr(x.data()), ff::TypedPtr(x.data()),
+                                             ff::ConstTypedPtr(out.data()), p, p, p, ff::ConstTypedPtr(out.data()),
+                                             lse.data(), shape(c.s), cs.data(), cs.data());
+    FAIL() << "an fp32 output was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("must be bf16"), std::string::npos) << e.what();
+  }
+}

@@ -1,6 +1,7 @@
 #pragma once
 // A small GQA model with random weights and a random batch, shared by the model tests.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/memory.h"
@@ -44,6 +45,12 @@ inline double max_rel_diff(const float* a, const float* b, size_t n) {
     den = std::max(den, double(std::fabs(b[i])));
   }
   return num / den;
+}
+
+// A loss and a gradient bitwise equal to another's.
+inline bool same_bits(double loss_a, const std::vector<float>& a, double loss_b, const std::vector<float>& b) {
+  return std::memcmp(&loss_a, &loss_b, sizeof(double)) == 0 && a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace ff::testkit

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/adamw.h"
+#include "model/linear.h"
 
 namespace ff {
 
@@ -28,7 +29,9 @@ GradSink& ReplicatedState::grads(bool sync) {
   return *ddp_;
 }
 
-void ReplicatedState::zero_grads() { std::memset(grads_.data(), 0, grads_.bytes()); }
+// On every thread (model/linear.h): one thread alone zeroing the whole gradient is a serial pass
+// over the largest buffer of the step while the others wait.
+void ReplicatedState::zero_grads() { zero_rows(grads_.data(), grads_.size()); }
 
 void ReplicatedState::finish_grads() {
   if (ddp_) ddp_->finish();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/adamw.h"
+#include "model/linear.h"
 #include "parallel/grad_wire.h"
 
 namespace ff {
@@ -88,8 +89,8 @@ GradSink& ShardedState::grads(bool sync) {
 }
 
 void ShardedState::zero_grads() {
-  std::memset(grad_shard_.data(), 0, grad_shard_.bytes());
-  if (full_grads_.data()) std::memset(full_grads_.data(), 0, full_grads_.bytes());
+  zero_rows(grad_shard_.data(), grad_shard_.size());  // on every thread (model/linear.h)
+  if (full_grads_.data()) zero_rows(full_grads_.data(), full_grads_.size());
 }
 
 void ShardedState::finish_grads() {
