@@ -69,8 +69,9 @@ double block_kernels(const Costs& k, const BlockWidths& w, double N, double R, d
          k.stream(N * double(w.Q) * kF, N * double(w.Q) * kF);
 }
 
+// ep_load: the busiest ep rank's routed rows over the mean rank's (plan/routing_load.h; 1: even).
 MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const RankModel& rm, const Costs& k,
-                       const Groups& g) {
+                       const Groups& g, double ep_load) {
   const BlockWidths& w = rm.widths;
   const double N = double(L.micro_batch) * c.seq_len / L.cp, R = L.sp ? N / L.tp : N, C = double(w.C);
   const double act = N * C * kF;  // one (N, C) fp32 tensor
@@ -83,20 +84,22 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       double gemm = k.gemm(N, double(w.Q), C) + k.gemm(N, C, double(w.A));
       double mlp_tokens = N, mlp_width = double(w.F);
       if (moe) {
-        // The router, then the routed tokens (N k, spread evenly over the rank's E/ep experts
-        // after the exchange) through each expert, and the shared experts on every token.
-        const double local = double(w.E) / L.ep, rows = N * w.K / local;
+        // The router, then the routed tokens through each expert, and the shared experts on every
+        // token. Each block's exchange waits for the ep rank whose experts received the most rows:
+        // N k routed rows per rank on average, ep_load times that on the busiest, spread over its
+        // E/ep experts.
+        const double local = double(w.E) / L.ep, received = N * w.K * ep_load, rows = received / local;
         gemm += k.gemm(N, double(w.E), C) + local * (k.gemm(rows, 2.0 * w.Fe, C) + k.gemm(rows, C, double(w.Fe)));
         gemm += k.gemm(N, 2.0 * w.Fs, C) + k.gemm(N, C, double(w.Fs));
-        mlp_tokens = N * w.K, mlp_width = double(w.Fe);
+        mlp_tokens = received, mlp_width = double(w.Fe);
         // The routed rows' copies and gated sums; over ep, the blocking exchange of the row counts
         // and the dispatch and combine both ways.
-        const MoeCopyBytes mc = moe_copy_bytes(N, R, N * w.K, N * w.K, C);
+        const MoeCopyBytes mc = moe_copy_bytes(N, R, N * w.K, received, C);
         const double routed_set = N * w.K * C * kF;
         t.fwd += k.stream(mc.fwd, routed_set), t.bwd += k.stream(mc.bwd, routed_set);
         t.elementwise += k.stream(mc.fwd, routed_set) + k.stream(mc.bwd, routed_set);
         if (L.ep > 1)
-          t.comm += 4 * k.coll(g.ep, Coll::all_to_all, N * w.K * C * kF, L.ep) +
+          t.comm += 4 * k.coll(g.ep, Coll::all_to_all, received * C * kF, L.ep) +
                     k.coll(g.ep, Coll::all_to_all, double(w.E) * 4, L.ep);
       } else {
         gemm += k.gemm(N, 2 * mlp_width, C) + k.gemm(N, C, mlp_width);
@@ -210,7 +213,11 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   EngineStepTime t;
   for (int r = 0; r < L.pp; ++r) {
     const RankModel rm = rank_model(c, L, r);
-    const MicroBatchCost mb = micro_batch(c, L, rm, k, g);
+    // The critical path runs at the busiest ep rank's routed rows; the CPU all ranks share at the
+    // mean rank's (their sum is the batch's routes either way).
+    const double ep_load = cl.routing.factor(L.ep, c.moe.n_experts, c.moe.top_k);
+    const MicroBatchCost mb = micro_batch(c, L, rm, k, g, ep_load);
+    const MicroBatchCost mean = ep_load == 1 ? mb : micro_batch(c, L, rm, k, g, 1.0);
     if (stage.empty() || mb.fwd + mb.bwd > *std::max_element(stage.begin(), stage.end()))
       t.gemm = m * mb.gemm, t.attention = m * mb.attention, t.elementwise = m * mb.elementwise;
     stage.push_back(mb.fwd + mb.bwd);
@@ -220,7 +227,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     double dc = 0, opt = 0;
     per_step(L, rm, k, *g.dp, dc, opt);
     dp_comm = std::max(dp_comm, dc), optimizer = std::max(optimizer, opt);
-    cpu += (m * (mb.fwd + mb.bwd) + opt) / L.pp;  // the average rank's CPU work
+    cpu += (m * (mean.fwd + mean.bwd) + opt) / L.pp;  // the average rank's CPU work
   }
   t.optimizer = optimizer;
   const double slowest = *std::max_element(stage.begin(), stage.end());
