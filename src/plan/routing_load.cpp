@@ -14,6 +14,19 @@ double RoutingLoad::factor(int ep, int model_experts, int model_top_k) const {
   return 1.0;
 }
 
+std::string RoutingLoad::explain() const {
+  if (experts == 0)
+    return "ep: routes assumed spread evenly over the ep ranks (no [routing] in the cluster file: `fivefold calibrate "
+           "--routing-run RUN` measures it from a serial run of the model)";
+  std::string s = fmt::format("ep: each MoE block waits for the ep rank whose experts got the most routes; measured "
+                              "over {} steps of a serial run ({}) of a {}-expert top-{} model, that rank holds",
+                              steps, source, experts, top_k);
+  for (size_t i = 0; i < busiest_over_mean.size(); ++i)
+    s += fmt::format("{} {:.2f}x the mean rank's routes on ep {}", i ? "," : "", busiest_over_mean[i].second,
+                     busiest_over_mean[i].first);
+  return s + " (other models: spread evenly)";
+}
+
 RoutingLoad routing_load(const std::vector<std::vector<double>>& counts, int experts, int top_k, int steps) {
   RoutingLoad r;
   r.experts = experts, r.top_k = top_k, r.steps = steps;

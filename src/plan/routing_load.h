@@ -29,6 +29,8 @@ struct RoutingLoad {
   // The factor for an ep layout of a model with `experts` experts, top-k `top_k`: 1 when nothing
   // was measured for this model (an even spread, as before).
   double factor(int ep, int model_experts, int model_top_k) const;
+  // One line for the plan's explanation of ep layouts: what was measured, or that nothing was.
+  std::string explain() const;
 };
 
 // From routed rows per expert: counts[i] is one block's rows per expert in one step (E values).

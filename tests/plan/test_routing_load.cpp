@@ -96,6 +96,10 @@ TEST(RoutingLoad, TableRoundTripsAndBadTablesNameTheProblem) {
   ASSERT_EQ(back.busiest_over_mean.size(), 2u);
   EXPECT_NEAR(back.factor(2, 4, 2), 1.2, 1e-4);
   EXPECT_NEAR(back.factor(4, 4, 2), 1.6, 1e-4);
+  // The plan's explanation of ep layouts says what was measured, and where from.
+  EXPECT_NE(back.explain().find("1.20x the mean rank's routes on ep 2"), std::string::npos) << back.explain();
+  EXPECT_NE(back.explain().find("runs/moe"), std::string::npos) << back.explain();
+  EXPECT_NE(RoutingLoad{}.explain().find("evenly"), std::string::npos);
   const toml::table bad = toml::parse("[routing]\nexperts = 4\ntop_k = 2\nbusiest_over_mean = [[3, 1.2]]\n");
   try {
     read_routing(bad["routing"].as_table(), "c.toml");
