@@ -3,10 +3,13 @@
 the quiet lane, and the predictions never see them:
 
   measure:  bench-quiet validate.py --data DIR --measure OUT.json
+            a serial run of the MoE model (its routing: `calibrate --routing-run`, not timed), then
             `fivefold calibrate` on 2 and 4 ranks (OUT.c2.toml, OUT.c4.toml), then `fivefold train`
             of every layout below, --passes times (default 3) in alternating order: per pass the median
             step time of steps 3.., per layout the median over passes (all kept), rank 0's ledger peak.
-            About 7 minutes quiet for 3 passes of 14 steps.
+            About 6 minutes quiet for 3 passes of 14 steps.
+            bench-quiet validate.py --data DIR --measure OUT.json --append: more passes into OUT.json
+            (its calibration kept; the alternating order continues), as a second lane call.
   predict:  validate.py --data DIR --measured OUT.json [--write]
             `fivefold plan --layout` of each with the calibration of its rank count; the table of
             predicted vs measured, Kendall's tau of the step-time order, where the measured-best lands."""
@@ -77,27 +80,42 @@ def measure(a):
     # A private copy of the binary: a rebuild during the (long) measurement must not change it.
     os.makedirs("/tmp/fivefold-plan-validate", exist_ok=True)
     FIVEFOLD = shutil.copy2(FIVEFOLD, "/tmp/fivefold-plan-validate/fivefold")
-    out = {"load_start": open("/proc/loadavg").read().split()[:3], "steps": a.steps, "passes": a.passes, "runs": {}}
-    for n in (2, 4):
-        run(["mpirun", "--oversubscribe", "-np", str(n), FIVEFOLD, "calibrate", "--threads", "1", "--out",
-             f"{a.measure}.c{n}.toml"])
+    call = {"load_start": open("/proc/loadavg").read().split()[:3], "passes": a.passes}
     samples = {f"{r}:{layout}": [] for r, _, layout in LAYOUTS}
-    for p in range(a.passes):
+    if a.append:  # a further lane call: the first call's calibration and passes stay
+        out = json.load(open(a.measure))
+        for key, m in out["runs"].items():
+            samples[key] = [(t, b) for t, b in zip(m["passes"], m["peak_passes"])]
+        first = out["passes"]
+    else:
+        out, first = {"steps": a.steps, "calls": [], "runs": {}}, 0
+        # The router's spread over ep ranks: a serial run of the MoE model on the same data and
+        # steps (one rank, no layout under validation), read by calibrate into [routing].
+        routing = "/tmp/fivefold-plan-validate/routing"
+        subprocess.run(["rm", "-rf", routing])
+        run([FIVEFOLD, "train", "--config", os.path.join(benchlib.ROOT, MOE), "--data", a.data, "--out", routing,
+             "--threads", "1", "--steps", str(a.steps), "--eval-every", "0", "--log-every", "1000"])
+        for n in (2, 4):
+            run(["mpirun", "--oversubscribe", "-np", str(n), FIVEFOLD, "calibrate", "--threads", "1", "--out",
+                 f"{a.measure}.c{n}.toml", "--routing-run", routing])
+    for p in range(first, first + a.passes):
         for ranks, config, layout in (LAYOUTS if p % 2 == 0 else LAYOUTS[::-1]):
             rundir = f"/tmp/fivefold-plan-validate/{ranks}_{layout.replace(',', '_')}"
             subprocess.run(["rm", "-rf", rundir])
             run(["mpirun", "--oversubscribe", "-np", str(ranks), FIVEFOLD, "train", "--config",
                  os.path.join(benchlib.ROOT, config), "--data", a.data, "--out", rundir, "--threads", "1", "--steps",
-                 str(a.steps), "--eval-every", "0", "--log-every", "1000"] + train_flags(layout))
+                 str(out["steps"]), "--eval-every", "0", "--log-every", "1000"] + train_flags(layout))
             recs = [r for r in benchlib.read_metrics(rundir) if "step_seconds" in r]
             samples[f"{ranks}:{layout}"].append((statistics.median(r["step_seconds"] for r in recs[2:]),
                                                  recs[-1]["bytes"]["peak_total"]))
             print(p, layout, samples[f"{ranks}:{layout}"][-1], flush=True)
     for key, s in samples.items():
         out["runs"][key] = {"step_seconds": statistics.median(t for t, _ in s), "passes": [t for t, _ in s],
-                            "peak_bytes": max(b for _, b in s)}
-    out["load_end"] = open("/proc/loadavg").read().split()[:3]
-    out["seconds"] = time.time() - t0
+                            "peak_passes": [b for _, b in s], "peak_bytes": max(b for _, b in s)}
+    out["passes"] = first + a.passes
+    call["load_end"] = open("/proc/loadavg").read().split()[:3]
+    call["seconds"] = time.time() - t0
+    out["calls"].append(call)
     json.dump(out, open(a.measure, "w"), indent=1)
 
 
@@ -131,16 +149,21 @@ def predict(a):
                f"15%: {sum(e <= 0.15 for e in t_err)}/{len(rows)}; Kendall tau {kendall_tau(pred_t, meas_t):.2f}; the "
                f"measured-best layout ({rows[best][2]}, {1e3 * meas_t[best]:.1f} ms) is predicted #{order.index(best) + 1}"
                f" ({100 * (pred_t[best] - pred_t[order[0]]) / pred_t[order[0]]:.1f}% behind the predicted first).")
+    calls = measured.get("calls") or [{k: measured[k] for k in ("load_start", "load_end", "seconds")} |
+                                      {"passes": measured.get("passes", 1)}]
+    cmd = (f"/work/bin/bench-quiet /usr/bin/python3 bench/plan/validate.py --data /work/main/data/kjv --steps "
+           f"{measured['steps']} --passes {calls[0]['passes']} --measure bench/plan/validation_measured.json")
+    how = "; ".join(f"call {i + 1}: {c['passes']} passes, load average at the start {' '.join(c['load_start'])}, at "
+                    f"the end {' '.join(c['load_end'])}, {c['seconds']:.0f} s" for i, c in enumerate(calls))
     desc = (f"Models configs/small.toml and {MOE} (4 experts, top 2), {measured['steps']} steps (median of steps 3..), "
             f"{measured.get('passes', 1)} passes over the layouts in alternating order (measured: the median over passes), "
-            f"1 thread per rank, AMD EPYC (Zen 5, family 26, AVX512-BF16), 2 cores. Measured in one call of "
-            f"`/work/bin/bench-quiet /usr/bin/python3 bench/plan/validate.py --data /work/main/data/kjv --steps "
-            f"{measured['steps']} --passes {measured.get('passes', 1)} --measure bench/plan/validation_measured.json` "
-            f"(nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0; load "
-            f"average at the start {' '.join(measured['load_start'])}, at the end {' '.join(measured['load_end'])}; "
-            f"{measured['seconds']:.0f} s). Predicted by `fivefold plan --layout --cluster` with `fivefold calibrate` run "
-            f"in the same call on 2 and on 4 ranks: every coefficient comes from calibrate (or a formula), none is "
-            f"fitted to these runs. Spread: (slowest - fastest pass) / median. The table from the measurement:")
+            f"1 thread per rank, AMD EPYC (Zen 5, family 26, AVX512-BF16), 2 cores. Measured in {len(calls)} call(s) of "
+            f"`{cmd}`" + (f" then `... --passes {calls[1]['passes']} --append`" if len(calls) > 1 else "") +
+            f" (nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0; {how}). Predicted by `fivefold "
+            f"plan --layout --cluster` with `fivefold calibrate` run in the first call on 2 and on 4 ranks (with "
+            f"`--routing-run` of a serial {measured['steps']}-step run of the MoE model: the router's spread over ep "
+            f"ranks): every coefficient comes from calibrate (or a formula), none is fitted to these runs. Spread: "
+            f"(slowest - fastest pass) / median. The table from the measurement:")
     n_pass = min(len(p) for p in passes)
     if n_pass > 1:  # the noise ceiling: the passes against one another, and each against the prediction
         by_pass = [[p[k] for p in passes] for k in range(n_pass)]
@@ -157,6 +180,7 @@ def main():
     ap.add_argument("--passes", type=int, default=3, help="measure every layout this many times, alternating order")
     ap.add_argument("--measure", default="", help="run calibrate and the layouts, write this JSON")
     ap.add_argument("--measured", default="", help="predict against this JSON (and its .c2/.c4.toml)")
+    ap.add_argument("--append", action="store_true", help="with --measure: add --passes passes to an existing OUT.json")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--only", default="", help="smoke test: only the layouts containing this text")
     a = ap.parse_args()

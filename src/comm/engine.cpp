@@ -19,13 +19,6 @@
 namespace ff::detail {
 namespace {
 
-// How long a thread blocked in wait() keeps polling after the last completed message before it
-// starts sleeping. It must cover a peer that is still busy with the previous phase of the same
-// collective (copying and reducing a few MiB takes ~1 ms here): with 200 us, 8-16 MiB
-// all-reduces fell to 0.7-0.8x raw MPI because ranks dozed off mid-operation. Past 2 ms of
-// silence the peer is late, not busy, and sleeping costs nothing.
-constexpr std::chrono::microseconds kWaiterSpinWindow{2000};
-
 // Variables a launcher (mpirun, Slurm's srun with PMIx/PMI2) sets in every rank's environment.
 bool launched_by_mpi_launcher() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {

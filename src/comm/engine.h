@@ -35,6 +35,14 @@ class Comm;
 
 namespace ff::detail {
 
+// How long a thread blocked in wait() keeps polling after the last completed message before it
+// starts sleeping. It must cover a peer that is still busy with the previous phase of the same
+// collective (copying and reducing a few MiB takes ~1 ms here): with 200 us, 8-16 MiB
+// all-reduces fell to 0.7-0.8x raw MPI because ranks dozed off mid-operation. Past 2 ms of
+// silence the peer is late, not busy, and sleeping costs nothing. (The planner charges ranks
+// sharing cores for this polling: plan/engine_step_time.cpp.)
+inline constexpr std::chrono::microseconds kWaiterSpinWindow{2000};
+
 // How a thread waits for messages without burning a core.
 //
 // Right after something moved, more is usually about to move (the next segment of the same

@@ -17,7 +17,7 @@ namespace {
 const std::set<std::string> kKeys = {"name", "devices_per_node", "peak_flops", "peak_flops_16", "gemm_efficiency", "memory_bytes",
                                      "intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency",
                                      "precision", "activation_bytes", "flash_attention", "engine",
-                                     "measured", "rates", "same_node", "across_nodes"};  // calibrate's raw measurements, for people
+                                     "measured", "rates", "same_node", "across_nodes", "routing"};  // calibrate's raw measurements, for people
 }
 
 ClusterSpec load_cluster(const std::string& path) {
@@ -64,6 +64,7 @@ ClusterSpec load_cluster(const std::string& path) {
   c.across_nodes = read_link_class(t["across_nodes"].as_table(),
                                    LinkClass::uniform(c.inter_latency, c.inter_bandwidth), path, "across_nodes");
   if (const toml::table* r = t["rates"].as_table()) c.rates = read_rates(*r, path);
+  c.routing = read_routing(t["routing"].as_table(), path);
   return c;
 }
 
@@ -80,7 +81,7 @@ std::string cluster_to_toml(const ClusterSpec& c) {
                                             c.peak_flops_16)
                               : "") +
          (c.rates.known() ? rates_to_toml(c.rates) : "") + link_class_to_toml(c.same_node, "same_node") +
-         link_class_to_toml(c.across_nodes, "across_nodes");
+         link_class_to_toml(c.across_nodes, "across_nodes") + routing_to_toml(c.routing);
 }
 
 double ClusterSpec::peak16() const {

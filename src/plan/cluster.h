@@ -6,6 +6,7 @@
 
 #include "plan/cost_rates.h"
 #include "plan/layout_spec.h"
+#include "plan/routing_load.h"
 
 namespace ff {
 
@@ -32,6 +33,7 @@ struct ClusterSpec {
   // [same_node] / [across_nodes] tables of per-collective fits (what calibrate writes).
   LinkClass same_node, across_nodes;
   EngineRates rates;  // [rates]: the engine's calibrated per-core rates (engine clusters)
+  RoutingLoad routing;  // [routing]: a MoE model's measured spread of routes over ep ranks
   const LinkClass& link(bool spans_nodes) const { return spans_nodes ? across_nodes : same_node; }
   // The peak a bf16 layout's MFU divides by: peak_flops_16 when known; else on this engine twice
   // the fp32 FMA peak where the CPU has bf16 dot products (kernels/bf16_peak.h), the FMA peak

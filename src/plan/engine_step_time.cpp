@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "comm/engine.h"
 #include "plan/rank_model.h"
 #include "plan/exchange_work.h"
 #include "plan/pipeline_timeline.h"
@@ -54,6 +55,7 @@ struct MicroBatchCost {
   double fwd = 0, bwd = 0, comm = 0;
   double weight = 0;  // of bwd, the blocks' weight-gradient GEMMs (what zb-h1's W pass runs)
   double gemm = 0, attention = 0, elementwise = 0;  // fwd + bwd (+ recompute) by kind
+  double ep_spin = 0;  // ranks sharing cores: CPU a mean ep rank spends polling for the busiest
 };
 
 struct Groups {  // the link each group of the layout uses
@@ -69,8 +71,10 @@ double block_kernels(const Costs& k, const BlockWidths& w, double N, double R, d
          k.stream(N * double(w.Q) * kF, N * double(w.Q) * kF);
 }
 
+// ep_load: the busiest ep rank's routed rows over the mean rank's (plan/routing_load.h; 1: even);
+// share: ranks per core (above 1 when they share cores).
 MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const RankModel& rm, const Costs& k,
-                       const Groups& g) {
+                       const Groups& g, double ep_load, double share) {
   const BlockWidths& w = rm.widths;
   const double N = double(L.micro_batch) * c.seq_len / L.cp, R = L.sp ? N / L.tp : N, C = double(w.C);
   const double act = N * C * kF;  // one (N, C) fp32 tensor
@@ -83,21 +87,34 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       double gemm = k.gemm(N, double(w.Q), C) + k.gemm(N, C, double(w.A));
       double mlp_tokens = N, mlp_width = double(w.F);
       if (moe) {
-        // The router, then the routed tokens (N k, spread evenly over the rank's E/ep experts
-        // after the exchange) through each expert, and the shared experts on every token.
-        const double local = double(w.E) / L.ep, rows = N * w.K / local;
+        // The router, then the routed tokens through each expert, and the shared experts on every
+        // token. Each block's exchange waits for the ep rank whose experts received the most rows:
+        // N k routed rows per rank on average, ep_load times that on the busiest, spread over its
+        // E/ep experts.
+        const double local = double(w.E) / L.ep, received = N * w.K * ep_load, rows = received / local;
         gemm += k.gemm(N, double(w.E), C) + local * (k.gemm(rows, 2.0 * w.Fe, C) + k.gemm(rows, C, double(w.Fe)));
         gemm += k.gemm(N, 2.0 * w.Fs, C) + k.gemm(N, C, double(w.Fs));
-        mlp_tokens = N * w.K, mlp_width = double(w.Fe);
+        mlp_tokens = received, mlp_width = double(w.Fe);
         // The routed rows' copies and gated sums; over ep, the blocking exchange of the row counts
         // and the dispatch and combine both ways.
-        const MoeCopyBytes mc = moe_copy_bytes(N, R, N * w.K, N * w.K, C);
+        const MoeCopyBytes mc = moe_copy_bytes(N, R, N * w.K, received, C);
         const double routed_set = N * w.K * C * kF;
         t.fwd += k.stream(mc.fwd, routed_set), t.bwd += k.stream(mc.bwd, routed_set);
         t.elementwise += k.stream(mc.fwd, routed_set) + k.stream(mc.bwd, routed_set);
         if (L.ep > 1)
-          t.comm += 4 * k.coll(g.ep, Coll::all_to_all, N * w.K * C * kF, L.ep) +
+          t.comm += 4 * k.coll(g.ep, Coll::all_to_all, received * C * kF, L.ep) +
                     k.coll(g.ep, Coll::all_to_all, double(w.E) * 4, L.ep);
+        // On shared cores the mean rank's combine, forward and backward, waits while the busiest
+        // does (ep_load - 1) times its expert work at 1/share of a core; a waiting rank keeps
+        // polling, holding its share of the core, for the comm engine's spin window before it
+        // sleeps (comm/engine.h), so that much of each wait is CPU the ranks share.
+        if (L.ep > 1 && ep_load > 1 && share > 1) {
+          const double mean_rows = N * w.K / local;
+          const double experts = local * (k.gemm(mean_rows, 2.0 * w.Fe, C) + k.gemm(mean_rows, C, double(w.Fe))) +
+                                 k.kernel(k.r.swiglu, N * w.K * double(w.Fe)) / 3;  // forward; backward twice
+          const double spin = std::chrono::duration<double>(detail::kWaiterSpinWindow).count();
+          for (double pass : {1.0, 2.0}) t.ep_spin += std::min(spin, (ep_load - 1) * pass * experts * share);
+        }
       } else {
         gemm += k.gemm(N, 2 * mlp_width, C) + k.gemm(N, C, mlp_width);
       }
@@ -204,13 +221,20 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
                  &cl.link(group_spans_nodes(L.tp, L.ep, world, per_node))};
   const Costs k{cl.rates, L.gemm, std::max(1, threads)};
   const double m = L.grad_accum;
+  // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
+  const double ranks_here = std::min(world, per_node) * double(k.threads);
+  const double share = ranks_here / cl.rates.usable_cores();
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
   std::vector<RankCosts> costs;  // the same split as the schedule's timeline needs it
   double cpu = 0, comm_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;
   EngineStepTime t;
   for (int r = 0; r < L.pp; ++r) {
     const RankModel rm = rank_model(c, L, r);
-    const MicroBatchCost mb = micro_batch(c, L, rm, k, g);
+    // The critical path runs at the busiest ep rank's routed rows; the CPU all ranks share at the
+    // mean rank's (their sum is the batch's routes either way).
+    const double ep_load = cl.routing.factor(L.ep, c.moe.n_experts, c.moe.top_k);
+    const MicroBatchCost mb = micro_batch(c, L, rm, k, g, ep_load, share);
+    const MicroBatchCost mean = ep_load == 1 ? mb : micro_batch(c, L, rm, k, g, 1.0, share);
     if (stage.empty() || mb.fwd + mb.bwd > *std::max_element(stage.begin(), stage.end()))
       t.gemm = m * mb.gemm, t.attention = m * mb.attention, t.elementwise = m * mb.elementwise;
     stage.push_back(mb.fwd + mb.bwd);
@@ -220,7 +244,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     double dc = 0, opt = 0;
     per_step(L, rm, k, *g.dp, dc, opt);
     dp_comm = std::max(dp_comm, dc), optimizer = std::max(optimizer, opt);
-    cpu += (m * (mb.fwd + mb.bwd) + opt) / L.pp;  // the average rank's CPU work
+    cpu += (m * (mean.fwd + mean.bwd + mb.ep_spin) + opt) / L.pp;  // the average rank's CPU work
   }
   t.optimizer = optimizer;
   const double slowest = *std::max_element(stage.begin(), stage.end());
@@ -237,9 +261,6 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   t.dp_comm = dp_comm;
   t.other = optimizer + cl.rates.step_overhead;
   const double critical = t.compute + t.bubble + t.tp_comm + t.dp_comm + optimizer;
-  // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
-  const double ranks_here = std::min(world, per_node) * double(k.threads);
-  const double share = ranks_here / cl.rates.usable_cores();
   t.step = (share > 1 ? std::max(critical, share * cpu + t.tp_comm + t.dp_comm) : critical) + cl.rates.step_overhead;
   return t;
 }

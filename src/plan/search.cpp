@@ -159,6 +159,9 @@ std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
   t += fmt::format("\n#1 per rank: {}\n", best.memory.describe());
   t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide; memory is the largest "
        "rank's peak (checkpoint read staging included).\n";
+  bool ep = false;
+  for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) ep = ep || r.ranked[size_t(i)].layout.ep > 1;
+  if (ep) t += cl.routing.explain() + "\n";
   return t;
 }
 
