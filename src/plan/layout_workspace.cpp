@@ -121,4 +121,22 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
   return most * pb.gemm_input;
 }
 
+int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
+                              bool has_moe) {
+  const DType t = L.gemm == Precision::bf16 ? DType::bf16 : DType::f16;
+  if (precision_bytes(L.gemm).gemm_input == 4 || native_16bit_gemm(t)) return 0;
+  int64_t most = 0;
+  auto linear = [&](int64_t rows, int64_t in, int64_t out) {  // x (rows, in), W (out, in), dy (rows, out)
+    most = std::max({most, rows * in + out * in, rows * out + out * in, rows * out + rows * in});
+  };
+  linear(N, w.C, w.Q), linear(N, w.A, w.C);  // under sp the projections read the gathered N rows
+  if (w.F > 0) linear(N, w.C, 2 * w.F), linear(N, w.F, w.C);
+  if (has_moe) {
+    linear(N, w.C, w.E);
+    if (w.Fs > 0) linear(N, w.C, 2 * w.Fs), linear(N, w.Fs, w.C);
+  }
+  if (head) linear(N, w.C, vocab);
+  return most;
+}
+
 }  // namespace ff

@@ -47,5 +47,12 @@ int64_t moe_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const Blo
 // activations stored 16-bit already (ln1, att, ln2, h: model/activations.h). Bytes; 0 at fp32.
 int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t R, int64_t vocab,
                                  bool head, bool has_moe);
+// Where oneDNN has no 16-bit matmul for this CPU (bf16 emulated: kernels/cpu_isa.h), every 16-bit
+// product widens both its operands to fp32 in the calling thread's float scratch
+// (gemm_mixed.cpp's widen_and_multiply), the buffer flash attention also uses: the largest
+// A + B over the rank's linears, forward, dgrad and wgrad. Floats; 0 at fp32 or where oneDNN
+// multiplies 16-bit operands itself. The routed experts' products (rows vary by step) are left out.
+int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
+                              bool has_moe);
 
 }  // namespace ff

@@ -74,9 +74,10 @@ std::vector<int> stashes_in_flight(const LayoutSpec& L, int pp_rank) {
 
 // The kernels' per-thread scratch (kernels/scratch.h): one float buffer per thread, grown to the
 // largest request among flash attention's forward and backward and, on the calling thread, the
-// transposed weight gradient oneDNN's linear_backward uses when out >= 4 in.
+// transposed weight gradient oneDNN's linear_backward uses when out >= 4 in and, where bf16 is
+// emulated, the widened operands of the 16-bit products (`widen`).
 int64_t kernel_scratch_floats(const ModelConfig& c, const BlockWidths& w, int64_t vocab, bool head, int B,
-                              int threads, Precision p) {
+                              int threads, Precision p, int64_t widen) {
   const AttentionScratch a = attention_scratch_floats(c, p);
   const int64_t fwd = a.forward, bwd = a.backward;
   const int64_t kv_heads = (w.Q - w.A) / (2 * c.head_dim());
@@ -85,7 +86,7 @@ int64_t kernel_scratch_floats(const ModelConfig& c, const BlockWidths& w, int64_
   int64_t per_thread_peak = 0;
   for (int64_t t = 0; t < threads; ++t)
     per_thread_peak += std::max(t < fwd_threads ? fwd : 0, t < bwd_threads ? bwd : 0);
-  int64_t main = std::max(fwd, bwd);
+  int64_t main = std::max({fwd, bwd, widen});
 #if defined(FIVEFOLD_GEMM_ONEDNN)
   if (2 * w.F >= 4 * w.C) main = std::max(main, w.C * 2 * w.F);
   if (head && vocab >= 4 * w.C) main = std::max(main, w.C * vocab);
@@ -137,9 +138,10 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   // Pipeline boundary buffers (executor's pool): the receive and send buffers of the activations
   // and gradients of about one micro-batch per direction and chunk.
   if (L.pp > 1) ws += 4 * int64_t(chunks.size()) * R * C;
-  ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads), L.gemm);
   bool has_moe = false;
   for (int l : rm.parts.layers) has_moe = has_moe || layout.block_kind(l) == BlockKind::moe;
+  ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads), L.gemm,
+                              emulated_widen_floats(L, w, N, V, head, has_moe));
   const PrecisionBytes pb = precision_bytes(L.gemm);  // the one place precision changes bytes
   if (has_weight_copy(L)) m.bytes[size_t(MemCategory::params)] += int64_t(layout.total()) * pb.weight_copy;
   m.bytes[size_t(MemCategory::params)] += packed_weight_bytes(layout, c, L);
