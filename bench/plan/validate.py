@@ -71,6 +71,16 @@ def run(cmd):
     return p.stdout
 
 
+def cpu_description():
+    """The CPU as lscpu names it, its family and the bf16 units oneDNN can use (none: emulated)."""
+    info = dict(line.split(":", 1) for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
+                if ":" in line)
+    flags = info.get("Flags", "").split()
+    units = "AMX" if "amx_bf16" in flags else "AVX512-BF16" if "avx512_bf16" in flags else \
+        "no bf16 units: bf16 emulated on " + ("AVX512" if "avx512f" in flags else "AVX2")
+    return f"{info.get('Model name', '?').strip()} (family {info.get('CPU family', '?').strip()}, {units})"
+
+
 def measure(a):
     """Every layout `passes` times, the passes in alternating order (forward, backward, forward...)
     so a slow stretch of the machine falls on different layouts each pass; per layout the median
@@ -80,7 +90,7 @@ def measure(a):
     # A private copy of the binary: a rebuild during the (long) measurement must not change it.
     os.makedirs("/tmp/fivefold-plan-validate", exist_ok=True)
     FIVEFOLD = shutil.copy2(FIVEFOLD, "/tmp/fivefold-plan-validate/fivefold")
-    call = {"load_start": open("/proc/loadavg").read().split()[:3], "passes": a.passes}
+    call = {"load_start": open("/proc/loadavg").read().split()[:3], "passes": a.passes, "lane": a.lane}
     samples = {f"{r}:{layout}": [] for r, _, layout in LAYOUTS}
     if a.append:  # a further lane call: the first call's calibration and passes stay
         out = json.load(open(a.measure))
@@ -88,7 +98,7 @@ def measure(a):
             samples[key] = [(t, b) for t, b in zip(m["passes"], m["peak_passes"])]
         first = out["passes"]
     else:
-        out, first = {"steps": a.steps, "calls": [], "runs": {}}, 0
+        out, first = {"steps": a.steps, "cpu": cpu_description(), "calls": [], "runs": {}}, 0
         # The router's spread over ep ranks: a serial run of the MoE model on the same data and
         # steps (one rank, no layout under validation), read by calibrate into [routing].
         routing = "/tmp/fivefold-plan-validate/routing"
@@ -151,15 +161,18 @@ def predict(a):
                f" ({100 * (pred_t[best] - pred_t[order[0]]) / pred_t[order[0]]:.1f}% behind the predicted first).")
     calls = measured.get("calls") or [{k: measured[k] for k in ("load_start", "load_end", "seconds")} |
                                       {"passes": measured.get("passes", 1)}]
-    cmd = (f"/work/bin/bench-quiet /usr/bin/python3 bench/plan/validate.py --data /work/main/data/kjv --steps "
+    lane = calls[0].get("lane", "/work/bin/bench-quiet")
+    cmd = (f"{lane + ' ' if lane else ''}/usr/bin/python3 bench/plan/validate.py --data /work/main/data/kjv --steps "
            f"{measured['steps']} --passes {calls[0]['passes']} --measure bench/plan/validation_measured.json")
+    quiet = ("nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0" if lane else
+             "nothing else running on the machine")
     how = "; ".join(f"call {i + 1}: {c['passes']} passes, load average at the start {' '.join(c['load_start'])}, at "
                     f"the end {' '.join(c['load_end'])}, {c['seconds']:.0f} s" for i, c in enumerate(calls))
     desc = (f"Models configs/small.toml and {MOE} (4 experts, top 2), {measured['steps']} steps (median of steps 3..), "
             f"{measured.get('passes', 1)} passes over the layouts in alternating order (measured: the median over passes), "
-            f"1 thread per rank, AMD EPYC (Zen 5, family 26, AVX512-BF16), 2 cores. Measured in {len(calls)} call(s) of "
+            f"1 thread per rank, {measured.get('cpu', 'AMD EPYC (Zen 5, family 26, AVX512-BF16)')}, 2 cores. Measured in {len(calls)} call(s) of "
             f"`{cmd}`" + (f" then `... --passes {calls[1]['passes']} --append`" if len(calls) > 1 else "") +
-            f" (nice 0, every other process at nice 19, `sched_autogroup_enabled` = 0; {how}). Predicted by `fivefold "
+            f" ({quiet}; {how}). Predicted by `fivefold "
             f"plan --layout --cluster` with `fivefold calibrate` run in the first call on 2 and on 4 ranks (with "
             f"`--routing-run` of a serial {measured['steps']}-step run of the MoE model: the router's spread over ep "
             f"ranks): every coefficient comes from calibrate (or a formula), none is fitted to these runs. Spread: "
@@ -182,6 +195,8 @@ def main():
     ap.add_argument("--measured", default="", help="predict against this JSON (and its .c2/.c4.toml)")
     ap.add_argument("--append", action="store_true", help="with --measure: add --passes passes to an existing OUT.json")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--lane", default="/work/bin/bench-quiet",
+                    help="with --measure: how the call was isolated, for the table's text ('' : the machine was idle)")
     ap.add_argument("--only", default="", help="smoke test: only the layouts containing this text")
     a = ap.parse_args()
     if a.only:
