@@ -251,6 +251,9 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
     for (GemmTable* table : attention_tables(rates))
       for (auto& [T, curve] : table->by_rows)
         for (auto& p : curve.points) io(p.second);
+    for (GemmTable* table : cp_block_tables(rates))
+      for (auto& [c, curve] : table->by_rows)
+        for (auto& p : curve.points) io(p.second);
     for (GemmClass& g : c.gemm) io(g.flops);
     io(c.memory_bandwidth);
   };

@@ -9,6 +9,7 @@
 #include "kernels/adamw.h"
 #include "kernels/convert.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/attention_block.h"
 #include "kernels/attention_precision.h"
 #include "kernels/gemm_precision.h"
 #include "kernels/rmsnorm.h"
@@ -49,6 +50,7 @@ constexpr int kC = 256, kFfn = 512, kHeadWidth = 256, kT = 128, kV = 4096;
 constexpr int kCeRows[] = {64, 256, 1024};                                  // x kV logits
 constexpr size_t kParams[] = {size_t(1) << 18, size_t(1) << 20, size_t(1) << 22};  // optimizer, weight copy
 constexpr int kAttnT[] = {64, 128, 256, 512}, kAttnD[] = {32, 64, 128};
+constexpr int kChunkT[] = {16, 32, 64, 128};  // context parallelism's chunks: T / (2 cp)
 
 // Zeroing one gradient buffer, its norm, a clip (scale) and AdamW over `n` parameters, as the
 // step after the backward does them.
@@ -165,7 +167,33 @@ AttentionTimes attention_seconds(const Comm* sync, CacheFlusher& flush, int T, i
   return {median(fwd) / units, median(both) / units};
 }
 
+// One full block of context parallelism's block form (parallel/context/context_attention.cpp):
+// B sequences' chunk of c queries against an earlier chunk of c keys, its partial output merged
+// into the chunk's rows by log-sum-exp, then its backward against the merged statistics; the
+// shapes as attention_seconds. Seconds per B H c^2 D.
+double cp_block_seconds(const Comm* sync, CacheFlusher& flush, int c, int D, DType inputs) {
+  const GemmInputDtypeScope scope(inputs);
+  const int B = 2, H = 4, Hkv = 2, Q = (H + 2 * Hkv) * D;
+  const size_t rows = size_t(B) * c, qkv = rows * Q, on = rows * H * D, nl = size_t(B) * H * c;
+  TrackedBuffer<float> buf(2 * qkv + 3 * on + 2 * nl, MemCategory::workspace);
+  fill(buf, 0.01f);
+  float *x = buf.data(), *dx = x + qkv, *acc = dx + qkv, *part = acc + on, *dout = part + on, *lse = dout + on,
+        *part_lse = lse + nl;
+  AttentionBlock blk = contiguous_block(B, c, c, H, Hkv, D, Q, Q);
+  blk.q_pos = c, blk.k_pos = 0, blk.mask = AttentionMask::full;  // the keys' chunk wholly before
+  const MergeLayout m{B, c, H, D, blk.o_batch, blk.o_row, blk.l_batch, blk.l_head};
+  const int kv = H * D, vv = (H + Hkv) * D;
+  for (size_t i = 0; i < nl; ++i) lse[i] = 0.0f;
+  return median_seconds(sync, flush, 1, [&](int) {
+    attention_block_forward_run_precision(part, part_lse, x, x + kv, x + vv, blk);
+    attention_merge(acc, lse, m, part, part_lse, m);
+    attention_block_backward_run_precision(dx, dx + kv, dx + vv, dout, x, x + kv, x + vv, acc, lse, blk);
+  }) / (double(B) * H * c * double(c) * D);
+}
+
 }  // namespace
+
+std::vector<GemmTable*> cp_block_tables(EngineRates& r) { return {&r.cp_block_dim, &r.cp_block_dim_bf16}; }
 
 CacheFlusher::CacheFlusher() : junk_(size_t(16) << 20, MemCategory::workspace) {}
 
@@ -194,6 +222,11 @@ void shape_kernel_rates(EngineRates& r) {
   for (GemmTable* t : attention_tables(r))
     for (int T : kAttnT)
       for (int D : kAttnD) t->add(T, D, 0);
+  for (GemmTable* t : cp_block_tables(r)) {
+    *t = GemmTable{};
+    for (int c : kChunkT)
+      for (int D : kAttnD) t->add(c, D, 0);
+  }
 }
 
 void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFlusher& flush) {
@@ -217,6 +250,8 @@ void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFl
         both.by_rows[i].second.points[j].second = t.both * threads;
         fwd.by_rows[i].second.points[j].second = t.forward * threads;
       }
+    for (auto& [c, curve] : (bf16 ? r.cp_block_dim_bf16 : r.cp_block_dim).by_rows)
+      for (auto& [D, rate] : curve.points) rate = cp_block_seconds(sync, flush, int(c), int(D), inputs) * threads;
   }
 }
 

@@ -76,6 +76,12 @@ struct EngineRates {
   GemmTable attention_fwd_dim;       // s per unit, the forward alone (fp32)
   GemmTable attention_dim_bf16;      // s per unit, forward + backward, bf16 tile products
   GemmTable attention_fwd_dim_bf16;  // s per unit, the bf16 forward alone
+  // Context parallelism's block form (ring, all-gather: parallel/context/context_attention.h): one
+  // chunk of queries against one earlier chunk of keys (a full block), its forward, the merge into
+  // the chunk's rows and its backward, in s per B H c^2 D by (chunk length c, head width), fp32 and
+  // bf16 tile products. Absent from older files: cp is then charged at the whole-sequence rates.
+  GemmTable cp_block_dim;
+  GemmTable cp_block_dim_bf16;
   bool known() const { return cores > 0 && !gemm_fp32.empty(); }
   bool kernels_known() const { return !optimizer.empty() && !rmsnorm.empty() && !cross_entropy.empty(); }
 };

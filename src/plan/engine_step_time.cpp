@@ -40,6 +40,11 @@ struct Costs {
     const GemmTable& t = bf16_attention() ? r.attention_fwd_dim_bf16 : r.attention_fwd_dim;
     return t.empty() ? attention(units, T, D) * 2 / 7 : units * t.at(T, D) / threads;
   }
+  // Context parallelism's block form: `units` B H c^2 D of full blocks of chunk length c.
+  bool cp_blocks() const { return !(bf16_attention() ? r.cp_block_dim_bf16 : r.cp_block_dim).empty(); }
+  double cp_block(double units, double c, double D) const {
+    return units * (bf16_attention() ? r.cp_block_dim_bf16 : r.cp_block_dim).at(c, D) / threads;
+  }
   // One collective the step blocks on (tp's all-reduces, cp's all-gathers and all-to-alls, ep's
   // exchange): its alpha-beta time plus what issuing it after compute adds (cost_rates.h).
   double coll(const LinkClass* link, Coll op, double bytes, int n) const {
@@ -121,7 +126,20 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       // Attention: each cp rank does 1/cp of the causal work; a2a splits heads, the others the queries.
       const double units = double(L.micro_batch) * w.H * double(c.seq_len) * c.seq_len * c.head_dim() / L.cp;
       const double attn_T = L.cp_comm == "a2a" ? c.seq_len : double(c.seq_len) / L.cp;
-      const double attn = k.attention(units, attn_T, c.head_dim());
+      double attn = k.attention(units, attn_T, c.head_dim());
+      double attn_fwd = k.attention_forward(units, attn_T, c.head_dim());
+      if (L.cp > 1 && L.cp_comm != "a2a" && k.cp_blocks()) {
+        // The block form: a rank's two chunks of c = T / 2cp queries meet 2cp - 1 earlier chunks
+        // (full blocks, the headtail balance) and themselves (causal diagonals, about half the
+        // pairs of a full block) at the calibrated full-block rate; the forward's share as the
+        // whole-sequence kernel's at that length.
+        const double chunk = double(c.seq_len) / (2 * L.cp);
+        const double blocks = (2 * L.cp - 1) + 2 * (chunk + 1) / (2 * chunk);
+        const double block_units = double(L.micro_batch) * w.H * chunk * chunk * c.head_dim();
+        const double fwd_share = attn_fwd / attn;
+        attn = blocks * k.cp_block(block_units, chunk, c.head_dim());
+        attn_fwd = fwd_share * attn;
+      }
       // Element-wise work, forward (the backward about twice it): two norms, RoPE on q and k,
       // SwiGLU, the residual adds; at the calibrated rates of the engine's kernels when the
       // cluster file has them, else as bytes (norms read and write C, adds 3C, RoPE q and k,
@@ -129,7 +147,6 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       const double elem = (10 * R / N * C + 2 * double(w.Q)) * N * kF + 3 * mlp_width * mlp_tokens * kF;
       const double elem_t = k.kernels() ? block_kernels(k, w, N, R, mlp_tokens * mlp_width) / 3
                                         : k.stream(elem, N * std::max(C, 2 * mlp_width) * kF);
-      const double attn_fwd = k.attention_forward(units, attn_T, c.head_dim());
       t.fwd += gemm + attn_fwd + elem_t;
       t.bwd += 2 * gemm + (attn - attn_fwd) + 2 * elem_t;
       t.weight += gemm;  // each linear's wgrad: as many FLOPs as its forward

@@ -42,12 +42,14 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
     EXPECT_EQ(std::count(points.begin(), points.end(), '['), std::string(curve).rfind("gemm", 0) == 0 ? 15 : 4) << points;
   }
   // The engine's own kernels (all ranks at once, operands flushed from the caches): three sizes each,
-  // attention at four lengths x three head widths (plan, below, rejects a rate that is not positive).
-  for (const char* curve : {"optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy", "weight_copy", "attention_dim"}) {
+  // attention at four lengths x three head widths, cp's full blocks at four chunk lengths x three
+  // (plan, below, rejects a rate that is not positive).
+  for (const char* curve : {"optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy", "weight_copy", "attention_dim",
+                            "cp_block_dim", "cp_block_dim_bf16"}) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(t, m, std::regex(std::string("\\n") + curve + R"( = \[(.*)\]\n)"))) << curve;
     const std::string points = m[1];
-    EXPECT_EQ(std::count(points.begin(), points.end(), '['), std::string(curve) == "attention_dim" ? 12 : 3) << points;
+    EXPECT_EQ(std::count(points.begin(), points.end(), '['), std::string(curve).find("_dim") != std::string::npos ? 12 : 3) << points;
   }
   std::smatch cores;
   ASSERT_TRUE(std::regex_search(t, cores, std::regex(R"(available_cores = ([0-9.e+-]+))")));
