@@ -167,11 +167,11 @@ AttentionTimes attention_seconds(const Comm* sync, CacheFlusher& flush, int T, i
   return {median(fwd) / units, median(both) / units};
 }
 
-// One full block of context parallelism's block form (parallel/context/context_attention.cpp):
-// B sequences' chunk of c queries against an earlier chunk of c keys, its partial output merged
-// into the chunk's rows by log-sum-exp, then its backward against the merged statistics; the
-// shapes as attention_seconds. Seconds per B H c^2 D.
-double cp_block_seconds(const Comm* sync, CacheFlusher& flush, int c, int D, DType inputs) {
+// One block of context parallelism's block form (parallel/context/context_attention.cpp): B
+// sequences' chunk of c queries against an earlier chunk of c keys (`diagonal`: against itself,
+// under the causal mask), its partial output merged into the chunk's rows by log-sum-exp, then its
+// backward against the merged statistics; the shapes as attention_seconds. Seconds per B H c^2 D.
+double cp_block_seconds(const Comm* sync, CacheFlusher& flush, int c, int D, DType inputs, bool diagonal) {
   const GemmInputDtypeScope scope(inputs);
   const int B = 2, H = 4, Hkv = 2, Q = (H + 2 * Hkv) * D;
   const size_t rows = size_t(B) * c, qkv = rows * Q, on = rows * H * D, nl = size_t(B) * H * c;
@@ -180,7 +180,8 @@ double cp_block_seconds(const Comm* sync, CacheFlusher& flush, int c, int D, DTy
   float *x = buf.data(), *dx = x + qkv, *acc = dx + qkv, *part = acc + on, *dout = part + on, *lse = dout + on,
         *part_lse = lse + nl;
   AttentionBlock blk = contiguous_block(B, c, c, H, Hkv, D, Q, Q);
-  blk.q_pos = c, blk.k_pos = 0, blk.mask = AttentionMask::full;  // the keys' chunk wholly before
+  blk.q_pos = c, blk.k_pos = diagonal ? c : 0;  // the keys' chunk itself, or wholly before
+  blk.mask = diagonal ? AttentionMask::causal : AttentionMask::full;
   const MergeLayout m{B, c, H, D, blk.o_batch, blk.o_row, blk.l_batch, blk.l_head};
   const int kv = H * D, vv = (H + Hkv) * D;
   for (size_t i = 0; i < nl; ++i) lse[i] = 0.0f;
@@ -193,7 +194,9 @@ double cp_block_seconds(const Comm* sync, CacheFlusher& flush, int c, int D, DTy
 
 }  // namespace
 
-std::vector<GemmTable*> cp_block_tables(EngineRates& r) { return {&r.cp_block_dim, &r.cp_block_dim_bf16}; }
+std::vector<GemmTable*> cp_block_tables(EngineRates& r) {
+  return {&r.cp_block_dim, &r.cp_block_dim_bf16, &r.cp_diag_dim, &r.cp_diag_dim_bf16};
+}
 
 CacheFlusher::CacheFlusher() : junk_(size_t(16) << 20, MemCategory::workspace) {}
 
@@ -250,8 +253,12 @@ void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFl
         both.by_rows[i].second.points[j].second = t.both * threads;
         fwd.by_rows[i].second.points[j].second = t.forward * threads;
       }
-    for (auto& [c, curve] : (bf16 ? r.cp_block_dim_bf16 : r.cp_block_dim).by_rows)
-      for (auto& [D, rate] : curve.points) rate = cp_block_seconds(sync, flush, int(c), int(D), inputs) * threads;
+    for (bool diagonal : {false, true}) {
+      GemmTable& t = diagonal ? (bf16 ? r.cp_diag_dim_bf16 : r.cp_diag_dim) : (bf16 ? r.cp_block_dim_bf16 : r.cp_block_dim);
+      for (auto& [c, curve] : t.by_rows)
+        for (auto& [D, rate] : curve.points)
+          rate = cp_block_seconds(sync, flush, int(c), int(D), inputs, diagonal) * threads;
+    }
   }
 }
 

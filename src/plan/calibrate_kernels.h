@@ -33,7 +33,7 @@ void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFl
 
 // The attention tables measure_kernel_rates fills, in the order calibrate shares them.
 std::vector<GemmTable*> attention_tables(EngineRates& r);
-// Context parallelism's full-block tables (fp32, bf16), shaped like attention_tables' by chunk length.
+// Context parallelism's block tables (full fp32, bf16, then diagonal fp32, bf16), by chunk length.
 std::vector<GemmTable*> cp_block_tables(EngineRates& r);
 
 // The sizes measure_kernel_rates uses, so that ranks receiving rank 0's numbers know the shape.

@@ -92,7 +92,10 @@ std::string kernels_toml(const EngineRates& r) {
                                  : "# [chunk length, head width, seconds per B H c^2 D of a full block of context "
                                    "parallelism's block form: forward, merge, backward], fp32 then bf16\n" +
                                        table_toml("cp_block_dim", r.cp_block_dim) +
-                                       table_toml("cp_block_dim_bf16", r.cp_block_dim_bf16));
+                                       table_toml("cp_block_dim_bf16", r.cp_block_dim_bf16) +
+                                       "# the same for a chunk against itself (its causal diagonal block)\n" +
+                                       table_toml("cp_diag_dim", r.cp_diag_dim) +
+                                       table_toml("cp_diag_dim_bf16", r.cp_diag_dim_bf16));
 }
 }  // namespace
 
@@ -161,12 +164,14 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
     static const char* known[] = {"cores", "available_cores", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
                                   "bandwidth", "optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy",
                                   "weight_copy", "attention_dim", "attention_fwd_dim", "attention_dim_bf16",
-                                  "attention_fwd_dim_bf16", "cp_block_dim", "cp_block_dim_bf16"};
+                                  "attention_fwd_dim_bf16", "cp_block_dim", "cp_block_dim_bf16", "cp_diag_dim",
+                                  "cp_diag_dim_bf16"};
     if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
       throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, collective_overhead, "
                                            "gemm_fp32, gemm_bf16, attention, bandwidth, optimizer, rmsnorm, rope, swiglu, "
                                            "cross_entropy, weight_copy, attention_dim, attention_fwd_dim, "
-                                           "attention_dim_bf16, attention_fwd_dim_bf16, cp_block_dim, cp_block_dim_bf16)",
+                                           "attention_dim_bf16, attention_fwd_dim_bf16, cp_block_dim, cp_block_dim_bf16, cp_diag_dim, "
+                                           "cp_diag_dim_bf16)",
                                            path, key));
   }
   r.cores = int(t["cores"].value_or(0));
@@ -184,6 +189,8 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   r.attention_fwd_dim_bf16 = read_table(t.get("attention_fwd_dim_bf16"), path, "attention_fwd_dim_bf16");
   r.cp_block_dim = read_table(t.get("cp_block_dim"), path, "cp_block_dim");
   r.cp_block_dim_bf16 = read_table(t.get("cp_block_dim_bf16"), path, "cp_block_dim_bf16");
+  r.cp_diag_dim = read_table(t.get("cp_diag_dim"), path, "cp_diag_dim");
+  r.cp_diag_dim_bf16 = read_table(t.get("cp_diag_dim_bf16"), path, "cp_diag_dim_bf16");
   if (r.cores <= 0 || r.gemm_fp32.empty() || r.attention.empty() || r.bandwidth.empty())
     throw std::runtime_error(fmt::format("cluster file '{}': [rates] needs cores > 0, gemm_fp32, attention and "
                                          "bandwidth (write it with `fivefold calibrate`)",

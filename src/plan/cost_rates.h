@@ -82,6 +82,10 @@ struct EngineRates {
   // bf16 tile products. Absent from older files: cp is then charged at the whole-sequence rates.
   GemmTable cp_block_dim;
   GemmTable cp_block_dim_bf16;
+  // The same for a chunk against itself (the causal diagonal): per B H c^2 D as well, though it
+  // sees about half the pairs (a chunk shorter than the kernels' tiles computes them all).
+  GemmTable cp_diag_dim;
+  GemmTable cp_diag_dim_bf16;
   bool known() const { return cores > 0 && !gemm_fp32.empty(); }
   bool kernels_known() const { return !optimizer.empty() && !rmsnorm.empty() && !cross_entropy.empty(); }
 };

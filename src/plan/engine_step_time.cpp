@@ -45,6 +45,10 @@ struct Costs {
   double cp_block(double units, double c, double D) const {
     return units * (bf16_attention() ? r.cp_block_dim_bf16 : r.cp_block_dim).at(c, D) / threads;
   }
+  bool cp_diag_known() const { return !(bf16_attention() ? r.cp_diag_dim_bf16 : r.cp_diag_dim).empty(); }
+  double cp_diag(double units, double c, double D) const {
+    return units * (bf16_attention() ? r.cp_diag_dim_bf16 : r.cp_diag_dim).at(c, D) / threads;
+  }
   // One collective the step blocks on (tp's all-reduces, cp's all-gathers and all-to-alls, ep's
   // exchange): its alpha-beta time plus what issuing it after compute adds (cost_rates.h).
   double coll(const LinkClass* link, Coll op, double bytes, int n) const {
@@ -130,14 +134,15 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       double attn_fwd = k.attention_forward(units, attn_T, c.head_dim());
       if (L.cp > 1 && L.cp_comm != "a2a" && k.cp_blocks()) {
         // The block form: a rank's two chunks of c = T / 2cp queries meet 2cp - 1 earlier chunks
-        // (full blocks, the headtail balance) and themselves (causal diagonals, about half the
-        // pairs of a full block) at the calibrated full-block rate; the forward's share as the
-        // whole-sequence kernel's at that length.
+        // (full blocks, the headtail balance) and themselves (two causal diagonals) at their
+        // calibrated rates (files without the diagonal's: half a full block's pairs); the
+        // forward's share as the whole-sequence kernel's at that length.
         const double chunk = double(c.seq_len) / (2 * L.cp);
-        const double blocks = (2 * L.cp - 1) + 2 * (chunk + 1) / (2 * chunk);
         const double block_units = double(L.micro_batch) * w.H * chunk * chunk * c.head_dim();
+        const double diagonal = k.cp_diag_known() ? k.cp_diag(block_units, chunk, c.head_dim())
+                                                  : k.cp_block(block_units, chunk, c.head_dim()) * (chunk + 1) / (2 * chunk);
         const double fwd_share = attn_fwd / attn;
-        attn = blocks * k.cp_block(block_units, chunk, c.head_dim());
+        attn = (2 * L.cp - 1) * k.cp_block(block_units, chunk, c.head_dim()) + 2 * diagonal;
         attn_fwd = fwd_share * attn;
       }
       // Element-wise work, forward (the backward about twice it): two norms, RoPE on q and k,

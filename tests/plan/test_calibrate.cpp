@@ -45,7 +45,7 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
   // attention at four lengths x three head widths, cp's full blocks at four chunk lengths x three
   // (plan, below, rejects a rate that is not positive).
   for (const char* curve : {"optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy", "weight_copy", "attention_dim",
-                            "cp_block_dim", "cp_block_dim_bf16"}) {
+                            "cp_block_dim", "cp_block_dim_bf16", "cp_diag_dim", "cp_diag_dim_bf16"}) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(t, m, std::regex(std::string("\\n") + curve + R"( = \[(.*)\]\n)"))) << curve;
     const std::string points = m[1];

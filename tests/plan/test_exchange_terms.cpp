@@ -24,7 +24,7 @@ using namespace ff;
 namespace {
 namespace exchange_terms_test {
 
-constexpr double kAttn = 7e-11, kFwd = 3e-11, kAttnB = 5e-11, kFwdB = 2e-11, kBlock = 11e-11, kBlockB = 9e-11;
+constexpr double kAttn = 7e-11, kFwd = 3e-11, kAttnB = 5e-11, kFwdB = 2e-11, kBlock = 11e-11, kBlockB = 9e-11, kDiag = 8e-11;
 
 ModelConfig model(int n_layers = 4, int n_experts = 0) {
   ModelConfig c;
@@ -105,6 +105,11 @@ TEST(ExchangeTerms, ContextParallelBlocksRunAtTheCalibratedFullBlockRate) {
   }
   // a2a runs the whole-sequence kernel on a share of the heads: the block tables do not apply.
   EXPECT_NEAR(predict(c, "cp=2,cp_comm=a2a,mb=4", cl).attention, L * old_units * kAttn, 1e-15);
+  // With the diagonal's own rate: 3 full blocks and 2 diagonals at theirs (a 4-rank ring: 7 and 2).
+  cl.rates.cp_diag_dim.add(1, 1, kDiag);
+  EXPECT_NEAR(predict(c, "cp=2,cp_comm=ring,mb=4", cl).attention, L * units * (3 * kBlock + 2 * kDiag), 1e-15);
+  const double units4 = 4.0 * 4 * 4 * 4 * 16;  // cp 4: chunks of 32 / 8 = 4 tokens
+  EXPECT_NEAR(predict(c, "cp=4,cp_comm=ring,mb=4", cl).attention, L * units4 * (7 * kBlock + 2 * kDiag), 1e-15);
 }
 
 TEST(ExchangeTerms, UlyssesPaysFiveBlockingAllToAllsAndItsReshuffles) {
