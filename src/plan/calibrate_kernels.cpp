@@ -254,7 +254,7 @@ void measure_kernel_rates(const Comm* sync, int threads, EngineRates& r, CacheFl
         fwd.by_rows[i].second.points[j].second = t.forward * threads;
       }
     for (bool diagonal : {false, true}) {
-      GemmTable& t = diagonal ? (bf16 ? r.cp_diag_dim_bf16 : r.cp_diag_dim) : (bf16 ? r.cp_block_dim_bf16 : r.cp_block_dim);
+      GemmTable& t = *cp_block_tables(r)[size_t(2 * diagonal + bf16)];
       for (auto& [c, curve] : t.by_rows)
         for (auto& [D, rate] : curve.points)
           rate = cp_block_seconds(sync, flush, int(c), int(D), inputs, diagonal) * threads;

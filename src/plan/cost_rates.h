@@ -79,7 +79,8 @@ struct EngineRates {
   // Context parallelism's block form (ring, all-gather: parallel/context/context_attention.h): one
   // chunk of queries against one earlier chunk of keys (a full block), its forward, the merge into
   // the chunk's rows and its backward, in s per B H c^2 D by (chunk length c, head width), fp32 and
-  // bf16 tile products. Absent from older files: cp is then charged at the whole-sequence rates.
+  // bf16 tile products. Absent from older files (or without the diagonal's): cp is then charged at
+  // the whole-sequence rates.
   GemmTable cp_block_dim;
   GemmTable cp_block_dim_bf16;
   // The same for a chunk against itself (the causal diagonal): per B H c^2 D as well, though it

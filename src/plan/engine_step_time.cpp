@@ -40,14 +40,15 @@ struct Costs {
     const GemmTable& t = bf16_attention() ? r.attention_fwd_dim_bf16 : r.attention_fwd_dim;
     return t.empty() ? attention(units, T, D) * 2 / 7 : units * t.at(T, D) / threads;
   }
-  // Context parallelism's block form: `units` B H c^2 D of full blocks of chunk length c.
-  bool cp_blocks() const { return !(bf16_attention() ? r.cp_block_dim_bf16 : r.cp_block_dim).empty(); }
-  double cp_block(double units, double c, double D) const {
-    return units * (bf16_attention() ? r.cp_block_dim_bf16 : r.cp_block_dim).at(c, D) / threads;
+  // Context parallelism's block form: the calibrated full or diagonal blocks of the run's kernels,
+  // and `units` B H c^2 D of them at chunk length c.
+  const GemmTable& cp_table(bool diagonal) const {
+    if (bf16_attention()) return diagonal ? r.cp_diag_dim_bf16 : r.cp_block_dim_bf16;
+    return diagonal ? r.cp_diag_dim : r.cp_block_dim;
   }
-  bool cp_diag_known() const { return !(bf16_attention() ? r.cp_diag_dim_bf16 : r.cp_diag_dim).empty(); }
-  double cp_diag(double units, double c, double D) const {
-    return units * (bf16_attention() ? r.cp_diag_dim_bf16 : r.cp_diag_dim).at(c, D) / threads;
+  bool cp_blocks() const { return !cp_table(false).empty() && !cp_table(true).empty(); }
+  double cp_block(double units, double c, double D, bool diagonal) const {
+    return units * cp_table(diagonal).at(c, D) / threads;
   }
   // One collective the step blocks on (tp's all-reduces, cp's all-gathers and all-to-alls, ep's
   // exchange): its alpha-beta time plus what issuing it after compute adds (cost_rates.h).
@@ -135,14 +136,12 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       if (L.cp > 1 && L.cp_comm != "a2a" && k.cp_blocks()) {
         // The block form: a rank's two chunks of c = T / 2cp queries meet 2cp - 1 earlier chunks
         // (full blocks, the headtail balance) and themselves (two causal diagonals) at their
-        // calibrated rates (files without the diagonal's: half a full block's pairs); the
-        // forward's share as the whole-sequence kernel's at that length.
+        // calibrated rates; the forward's share as the whole-sequence kernel's at that length.
         const double chunk = double(c.seq_len) / (2 * L.cp);
         const double block_units = double(L.micro_batch) * w.H * chunk * chunk * c.head_dim();
-        const double diagonal = k.cp_diag_known() ? k.cp_diag(block_units, chunk, c.head_dim())
-                                                  : k.cp_block(block_units, chunk, c.head_dim()) * (chunk + 1) / (2 * chunk);
         const double fwd_share = attn_fwd / attn;
-        attn = (2 * L.cp - 1) * k.cp_block(block_units, chunk, c.head_dim()) + 2 * diagonal;
+        attn = (2 * L.cp - 1) * k.cp_block(block_units, chunk, c.head_dim(), false) +
+               2 * k.cp_block(block_units, chunk, c.head_dim(), true);
         attn_fwd = fwd_share * attn;
       }
       // Element-wise work, forward (the backward about twice it): two norms, RoPE on q and k,

@@ -4,7 +4,7 @@
 //  - attention's forward at its own calibrated rate (what selective recompute repeats), and the
 //    bf16 kernels' rates for a bf16 layout;
 //  - cp a2a's five blocking all-to-alls, their bytes, and the reshuffling copies around them;
-//  - cp ring's and all-gather's blocks at the calibrated full-block rate, counted per rank;
+//  - cp ring's and all-gather's full and diagonal blocks at their calibrated rates, counted per rank;
 //  - an MoE block's routed-row copies and gated sums, and ep's exchange of row counts;
 //  - the pipeline's wait from the schedule's timeline: with a slow first stage 1F1B waits less
 //    than GPipe, by the closed forms of the two-stage timelines.
@@ -24,7 +24,8 @@ using namespace ff;
 namespace {
 namespace exchange_terms_test {
 
-constexpr double kAttn = 7e-11, kFwd = 3e-11, kAttnB = 5e-11, kFwdB = 2e-11, kBlock = 11e-11, kBlockB = 9e-11, kDiag = 8e-11;
+constexpr double kAttn = 7e-11, kFwd = 3e-11, kAttnB = 5e-11, kFwdB = 2e-11, kBlock = 11e-11, kBlockB = 9e-11, kDiag = 8e-11,
+                 kDiagB = 6e-11;
 
 ModelConfig model(int n_layers = 4, int n_experts = 0) {
   ModelConfig c;
@@ -83,32 +84,33 @@ TEST(ExchangeTerms, SelectiveRecomputeRepeatsAttentionsForwardAtItsCalibratedRat
   EXPECT_NEAR(predict(c, "mb=4,recompute=selective", old).attention - p.attention, L * units * kAttn * 2 / 7, 1e-15);
 }
 
-TEST(ExchangeTerms, ContextParallelBlocksRunAtTheCalibratedFullBlockRate) {
+TEST(ExchangeTerms, ContextParallelBlocksRunAtTheCalibratedBlockRates) {
   const ModelConfig c = model();
   ClusterSpec cl = cluster();
   const double L = 4, old_units = 4.0 * 4 * 32 * 32 * 16 / 2;  // mb 4, H 4, T 32, D 16, over cp 2
-  // A file without the block tables: the whole-sequence kernel's rate on 1/cp of the work.
+  // A file without the block tables, or with the full blocks' alone: the whole-sequence kernel's
+  // rate on 1/cp of the work.
   EXPECT_NEAR(predict(c, "cp=2,cp_comm=ring,mb=4", cl).attention, L * old_units * kAttn, 1e-15);
   cl.rates.cp_block_dim.add(1, 1, kBlock);
   cl.rates.cp_block_dim_bf16.add(1, 1, kBlockB);
+  EXPECT_NEAR(predict(c, "cp=2,cp_comm=ring,mb=4", cl).attention, L * old_units * kAttn, 1e-15);
+  cl.rates.cp_diag_dim.add(1, 1, kDiag);
+  cl.rates.cp_diag_dim_bf16.add(1, 1, kDiagB);
   // cp 2 cuts the 32 tokens into 4 chunks of 8; a rank holds chunks r and 3 - r, which meet
-  // r + 3 - r = 3 earlier chunks (full blocks) and themselves (2 diagonals of 8 x 9 / 2 pairs).
-  const double chunk = 8, units = 4.0 * 4 * chunk * chunk * 16, blocks = 3 + 2 * (chunk * (chunk + 1) / 2) / (chunk * chunk);
+  // r + 3 - r = 3 earlier chunks (full blocks) and themselves (2 diagonals).
+  const double units = 4.0 * 4 * 8 * 8 * 16, rank = 3 * kBlock + 2 * kDiag, rank_b = 3 * kBlockB + 2 * kDiagB;
   for (const char* mode : {"ring", "allgather"}) {
     const std::string layout = std::string("cp=2,cp_comm=") + mode + ",mb=4";
-    EXPECT_NEAR(predict(c, layout.c_str(), cl).attention, L * blocks * units * kBlock, 1e-15) << mode;
+    EXPECT_NEAR(predict(c, layout.c_str(), cl).attention, L * units * rank, 1e-15) << mode;
     // Selective recompute repeats the forward: its share as the whole-sequence kernel's.
     EXPECT_NEAR(predict(c, (layout + ",recompute=selective").c_str(), cl).attention,
-                L * blocks * units * kBlock * (1 + kFwd / kAttn), 1e-15) << mode;
-    EXPECT_NEAR(predict(c, (layout + ",precision=bf16").c_str(), cl).attention, L * blocks * units * kBlockB, 1e-15)
-        << mode;
+                L * units * rank * (1 + kFwd / kAttn), 1e-15) << mode;
+    EXPECT_NEAR(predict(c, (layout + ",precision=bf16").c_str(), cl).attention, L * units * rank_b, 1e-15) << mode;
   }
   // a2a runs the whole-sequence kernel on a share of the heads: the block tables do not apply.
   EXPECT_NEAR(predict(c, "cp=2,cp_comm=a2a,mb=4", cl).attention, L * old_units * kAttn, 1e-15);
-  // With the diagonal's own rate: 3 full blocks and 2 diagonals at theirs (a 4-rank ring: 7 and 2).
-  cl.rates.cp_diag_dim.add(1, 1, kDiag);
-  EXPECT_NEAR(predict(c, "cp=2,cp_comm=ring,mb=4", cl).attention, L * units * (3 * kBlock + 2 * kDiag), 1e-15);
-  const double units4 = 4.0 * 4 * 4 * 4 * 16;  // cp 4: chunks of 32 / 8 = 4 tokens
+  // A 4-rank ring: chunks of 32 / 8 = 4 tokens, 7 full blocks and 2 diagonals per rank.
+  const double units4 = 4.0 * 4 * 4 * 4 * 16;
   EXPECT_NEAR(predict(c, "cp=4,cp_comm=ring,mb=4", cl).attention, L * units4 * (7 * kBlock + 2 * kDiag), 1e-15);
 }
 

@@ -117,7 +117,11 @@ int main(int argc, char** argv) {
     if (serial.empty()) serial = serial_history(tiny_bf16(data, 8 / accum, accum, "bf16"));
     const Gap g = gap(parallel.history(), serial);
     std::vector<StepRecord>& fp32 = serial_fp32[accum];
-    if (fp32.empty()) fp32 = serial_history(tiny_bf16(data, 8 / accum, accum, "fp32"));
+    if (fp32.empty()) {  // only its first step is compared: loss and norm come before any update
+      TrainConfig f = tiny_bf16(data, 8 / accum, accum, "fp32");
+      f.steps = 1;
+      fp32 = serial_history(f);
+    }
     const Gap first = gap({parallel.history().front()}, {serial.front()});
     const Gap first_fp32 = gap({fp32.front()}, {serial.front()});
     const double loss_tol = l.bf16_wire ? kWireLossTol : kLossTol, norm_tol = l.bf16_wire ? kWireNormTol : kNormTol;
