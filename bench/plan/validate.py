@@ -4,15 +4,16 @@ the quiet lane, and the predictions never see them:
 
   measure:  bench-quiet validate.py --data DIR --measure OUT.json
             a serial run of the MoE model (its routing: `calibrate --routing-run`, not timed), then
-            `fivefold calibrate` on 2 and 4 ranks (OUT.c2.toml, OUT.c4.toml), then `fivefold train`
-            of every layout below, --passes times (default 3) in alternating order: per pass the median
-            step time of steps 3.., per layout the median over passes (all kept), rank 0's ledger peak.
-            About 6 minutes quiet for 3 passes of 14 steps.
+            --passes times (default 3): `fivefold calibrate` on 2 and 4 ranks (OUT.p<pass>.c2.toml,
+            .c4.toml), then `fivefold train` of every layout below, the passes in alternating order:
+            per pass the median step time of steps 3.., per layout the median over passes (all kept),
+            rank 0's ledger peak. About 7 minutes quiet per pass of 14 steps.
             bench-quiet validate.py --data DIR --measure OUT.json --append: more passes into OUT.json
-            (its calibration kept; the alternating order continues), as a second lane call.
+            (the alternating order continues), as a second lane call.
   predict:  validate.py --data DIR --measured OUT.json [--write]
-            `fivefold plan --layout` of each with the calibration of its rank count; the table of
-            predicted vs measured, Kendall's tau of the step-time order, where the measured-best lands."""
+            `fivefold plan --layout` of each with every pass's calibration of its rank count, the
+            median over passes; the table of predicted vs measured, Kendall's tau of the step-time
+            order, where the measured-best lands."""
 import argparse
 import json
 import os
@@ -92,23 +93,29 @@ def measure(a):
     FIVEFOLD = shutil.copy2(FIVEFOLD, "/tmp/fivefold-plan-validate/fivefold")
     call = {"load_start": open("/proc/loadavg").read().split()[:3], "passes": a.passes, "lane": a.lane}
     samples = {f"{r}:{layout}": [] for r, _, layout in LAYOUTS}
-    if a.append:  # a further lane call: the first call's calibration and passes stay
+    routing = "/tmp/fivefold-plan-validate/routing"
+    if a.append:  # a further lane call: the first call's calibrations and passes stay
         out = json.load(open(a.measure))
+        if out.get("calibration") != "every pass":
+            sys.exit(f"{a.measure} was measured with one calibration for all passes: measure afresh, not --append")
         for key, m in out["runs"].items():
             samples[key] = [(t, b) for t, b in zip(m["passes"], m["peak_passes"])]
         first = out["passes"]
     else:
-        out, first = {"steps": a.steps, "cpu": cpu_description(), "calls": [], "runs": {}}, 0
+        out, first = {"steps": a.steps, "cpu": cpu_description(), "calls": [], "runs": {}, "calibration": "every pass"}, 0
         # The router's spread over ep ranks: a serial run of the MoE model on the same data and
         # steps (one rank, no layout under validation), read by calibrate into [routing].
-        routing = "/tmp/fivefold-plan-validate/routing"
         subprocess.run(["rm", "-rf", routing])
+    if not os.path.exists(os.path.join(routing, "metrics.jsonl")):
         run([FIVEFOLD, "train", "--config", os.path.join(benchlib.ROOT, MOE), "--data", a.data, "--out", routing,
              "--threads", "1", "--steps", str(a.steps), "--eval-every", "0", "--log-every", "1000"])
+    for p in range(first, first + a.passes):
+        # The machine's speed drifts by tens of percent over minutes (a VM's neighbours): one
+        # calibration at the start would judge later passes by an earlier machine. Each pass is
+        # predicted from the calibration made just before it.
         for n in (2, 4):
             run(["mpirun", "--oversubscribe", "-np", str(n), FIVEFOLD, "calibrate", "--threads", "1", "--out",
-                 f"{a.measure}.c{n}.toml", "--routing-run", routing])
-    for p in range(first, first + a.passes):
+                 calibration_file(a.measure, out, p, n), "--routing-run", routing])
         for ranks, config, layout in (LAYOUTS if p % 2 == 0 else LAYOUTS[::-1]):
             rundir = f"/tmp/fivefold-plan-validate/{ranks}_{layout.replace(',', '_')}"
             subprocess.run(["rm", "-rf", rundir])
@@ -129,17 +136,28 @@ def measure(a):
     json.dump(out, open(a.measure, "w"), indent=1)
 
 
+def calibration_file(measured, out, p, ranks):
+    """Pass p's calibration on `ranks` ranks; files measured before per-pass calibration have one."""
+    return f"{measured}.p{p}.c{ranks}.toml" if out.get("calibration") == "every pass" else f"{measured}.c{ranks}.toml"
+
+
 def predict(a):
     measured = json.load(open(a.measured))
     vocab = json.load(open(os.path.join(a.data, "meta.json")))["vocab_size"]
-    rows, pred_t, meas_t, passes = [], [], [], []
+    per_pass = measured.get("calibration") == "every pass"
+    rows, pred_t, meas_t, passes, pass_pred = [], [], [], [], []
     for ranks, config, layout in LAYOUTS:
         m = measured["runs"][f"{ranks}:{layout}"]
-        cmd = [FIVEFOLD, "plan", "--config", os.path.join(benchlib.ROOT, config), "--vocab-size", str(vocab), "--ranks",
-               str(ranks), "--layout", layout, "--threads", "1", "--json", "--cluster", f"{a.measured}.c{ranks}.toml"]
-        lines = [json.loads(x) for x in run(cmd).splitlines() if x.startswith("{")]
-        pred, ledger = lines[0], lines[1]["ledger_total_by_pp_rank"]
-        pt, mt = pred["step_seconds"], m["step_seconds"]
+        preds = []  # per calibration: (the plan's prediction, its ledger by pp rank)
+        for p in range(measured["passes"] if per_pass else 1):
+            cmd = [FIVEFOLD, "plan", "--config", os.path.join(benchlib.ROOT, config), "--vocab-size", str(vocab),
+                   "--ranks", str(ranks), "--layout", layout, "--threads", "1", "--json", "--cluster",
+                   calibration_file(a.measured, measured, p, ranks)]
+            lines = [json.loads(x) for x in run(cmd).splitlines() if x.startswith("{")]
+            preds.append((lines[0], lines[1]["ledger_total_by_pp_rank"]))
+        pred, ledger = preds[0]  # memory does not depend on the calibration
+        pass_pred.append([q["step_seconds"] for q, _ in preds])
+        pt, mt = statistics.median(pass_pred[-1]), m["step_seconds"]
         pred_t.append(pt)
         meas_t.append(mt)
         passes.append(m.get("passes", [mt]))
@@ -173,7 +191,9 @@ def predict(a):
             f"1 thread per rank, {measured.get('cpu', 'AMD EPYC (Zen 5, family 26, AVX512-BF16)')}, 2 cores. Measured in {len(calls)} call(s) of "
             f"`{cmd}`" + (f" then `... --passes {calls[1]['passes']} --append`" if len(calls) > 1 else "") +
             f" ({quiet}; {how}). Predicted by `fivefold "
-            f"plan --layout --cluster` with `fivefold calibrate` run in the first call on 2 and on 4 ranks (with "
+            f"plan --layout --cluster` with `fivefold calibrate` run on 2 and on 4 ranks " + (
+                "before every pass (the prediction: the median over passes of the plan from each pass's calibration; "
+                if per_pass else "in the first call (") + f"with "
             f"`--routing-run` of a serial {measured['steps']}-step run of the MoE model: the router's spread over ep "
             f"ranks): every coefficient comes from calibrate (or a formula), none is fitted to these runs. Spread: "
             f"(slowest - fastest pass) / median. The table from the measurement:")
@@ -181,7 +201,9 @@ def predict(a):
     if n_pass > 1:  # the noise ceiling: the passes against one another, and each against the prediction
         by_pass = [[p[k] for p in passes] for k in range(n_pass)]
         between = [kendall_tau(by_pass[i], by_pass[j]) for i in range(n_pass) for j in range(i + 1, n_pass)]
-        summary += (f" Per pass: Kendall tau against the prediction {', '.join(f'{kendall_tau(pred_t, b):.2f}' for b in by_pass)};"
+        # With a calibration per pass, each pass against the prediction from its own calibration.
+        own = [[q[k] for q in pass_pred] for k in range(n_pass)] if per_pass else [pred_t] * n_pass
+        summary += (f" Per pass: Kendall tau against the prediction {', '.join(f'{kendall_tau(o, b):.2f}' for o, b in zip(own, by_pass))};"
                     f" between passes (measured against measured) {', '.join(f'{t:.2f}' for t in between)}; spread: median {100 * statistics.median((max(p) - min(p)) / statistics.median(p) for p in passes):.0f}%.")
     benchlib.publish("## Planner validation (issue 15)", desc, table, summary, a.write)
 
