@@ -58,7 +58,7 @@ double time_linear(int rows, int width, DType inputs, const Comm* sync, CacheFlu
   TrackedBuffer<float> buf(set * copies, MemCategory::workspace);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(i % 7) * 0.05f - 0.15f;
   std::vector<double> t;
-  for (int rep = 0; rep <= 4; ++rep) {
+  for (int rep = 0; rep <= 3; ++rep) {
     float* x = buf.data() + size_t(rep % copies) * set;
     float *y = x + nx, *dx = y + nx, *W = dx + nx, *dW = W + nw;
     flush();  // the weights and activations from memory, as a step meets them
@@ -220,9 +220,43 @@ EngineRates measure_rates(const Comm* sync, int threads, std::vector<GemmClass>&
   return r;
 }
 
+// Every value a sweep measures, in one fixed order, each passed to io(double&) to read or write:
+// the order the broadcast from rank 0 and the median over sweeps both rely on.
+template <class F>
+void visit_measured(EngineRates& rates, std::vector<GemmClass>& gemm, double& memory_bandwidth, F&& io) {
+  for (GemmTable* table : {&rates.gemm_fp32, &rates.gemm_bf16})
+    for (auto& [rows, curve] : table->by_rows)
+      for (auto& p : curve.points) io(p.second);
+  for (RateCurve* curve : {&rates.attention, &rates.bandwidth})
+    for (auto& p : curve->points) io(p.first), io(p.second);
+  for (RateCurve* curve : {&rates.optimizer, &rates.weight_copy, &rates.rmsnorm, &rates.rope, &rates.swiglu,
+                           &rates.cross_entropy})
+    for (auto& p : curve->points) io(p.second);
+  for (GemmTable* table : attention_tables(rates))
+    for (auto& [T, curve] : table->by_rows)
+      for (auto& p : curve.points) io(p.second);
+  for (GemmTable* table : cp_block_tables(rates))
+    for (auto& [c, curve] : table->by_rows)
+      for (auto& p : curve.points) io(p.second);
+  for (GemmClass& g : gemm) io(g.flops);
+  io(memory_bandwidth);
+}
+
 }  // namespace
 
-Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
+std::vector<double> median_by_position(const std::vector<std::vector<double>>& sweeps) {
+  std::vector<double> out(sweeps.empty() ? 0 : sweeps.front().size());
+  std::vector<double> column(sweeps.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (size_t s = 0; s < sweeps.size(); ++s) column[s] = sweeps[s].at(i);
+    std::sort(column.begin(), column.end());
+    const size_t n = column.size();
+    out[i] = n % 2 ? column[n / 2] : (column[n / 2 - 1] + column[n / 2]) / 2;
+  }
+  return out;
+}
+
+Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int sweeps) {
   Calibration c;
   omp_set_num_threads(threads);
   c.gemm = {{"square 1024", 1024, 1024, 1024}, {"few rows 256x1024x1024", 256, 1024, 1024},
@@ -231,32 +265,30 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine) {
   // (as in training), else by rank 0 alone while the others wait, then shared.
   const bool alone = ranks_per_machine * threads > machine_peak().cores;
   EngineRates rates;
-  if (!alone || world.rank() == 0) rates = measure_rates(alone ? nullptr : &world, threads, c.gemm, c.memory_bandwidth);
-  std::vector<double> flat;
   // Rank 0's numbers as one list of doubles, in and out (every value passes through `io`).
+  std::vector<double> flat;
   auto pack = [&](bool out) {
     size_t i = 0;
-    auto io = [&](double& x) {
+    visit_measured(rates, c.gemm, c.memory_bandwidth, [&](double& x) {
       if (out) flat.push_back(x);
       else x = flat[i++];
-    };
-    for (GemmTable* table : {&rates.gemm_fp32, &rates.gemm_bf16})
-      for (auto& [rows, curve] : table->by_rows)
-        for (auto& p : curve.points) io(p.second);
-    for (RateCurve* curve : {&rates.attention, &rates.bandwidth})
-      for (auto& p : curve->points) io(p.first), io(p.second);
-    for (RateCurve* curve : {&rates.optimizer, &rates.weight_copy, &rates.rmsnorm, &rates.rope, &rates.swiglu,
-                             &rates.cross_entropy})
-      for (auto& p : curve->points) io(p.second);
-    for (GemmTable* table : attention_tables(rates))
-      for (auto& [T, curve] : table->by_rows)
-        for (auto& p : curve.points) io(p.second);
-    for (GemmTable* table : cp_block_tables(rates))
-      for (auto& [c, curve] : table->by_rows)
-        for (auto& p : curve.points) io(p.second);
-    for (GemmClass& g : c.gemm) io(g.flops);
-    io(c.memory_bandwidth);
+    });
   };
+  if (!alone || world.rank() == 0) {
+    // A virtual machine's neighbours slow single timings by up to 2x for a moment; one sweep's
+    // outlier at the model's shape moved a prediction by 80%. Each value is the median of whole
+    // sweeps over every shape, seconds apart, so one slow moment spoils one sweep's value only.
+    std::vector<std::vector<double>> by_sweep;
+    for (int s = 0; s < std::max(1, sweeps); ++s) {
+      rates = measure_rates(alone ? nullptr : &world, threads, c.gemm, c.memory_bandwidth);
+      pack(true);
+      by_sweep.push_back(std::move(flat));
+      flat.clear();
+    }
+    flat = median_by_position(by_sweep);
+    pack(false);
+    flat.clear();
+  }
   if (world.rank() == 0) pack(true);
   int64_t count = int64_t(flat.size());
   world.broadcast(&count, 1, 0);

@@ -33,7 +33,11 @@ struct Calibration {
 };
 
 // Collective over `world`; every rank measures its GEMMs (at once, as in training) and takes
-// part in the collectives; rank 0's numbers are returned everywhere that matters.
-Calibration calibrate(const Comm& world, int threads, int ranks_per_machine);
+// part in the collectives; rank 0's numbers are returned everywhere that matters. The kernels'
+// rates are measured in `sweeps` sweeps over all shapes, each value the median over sweeps.
+Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int sweeps = 3);
+
+// Element i of the result: the median of element i over the lists (all of one length).
+std::vector<double> median_by_position(const std::vector<std::vector<double>>& sweeps);
 
 }  // namespace ff

@@ -27,7 +27,7 @@ using clock_type = std::chrono::steady_clock;
 template <class F>
 double median_seconds(const Comm* sync, CacheFlusher& flush, int copies, F&& run) {
   std::vector<double> t;
-  for (int rep = 0; rep <= 4; ++rep) {
+  for (int rep = 0; rep <= 3; ++rep) {
     flush();
     if (sync) sync->barrier();
     const auto t0 = clock_type::now();
@@ -148,7 +148,7 @@ AttentionTimes attention_seconds(const Comm* sync, CacheFlusher& flush, int T, i
   const AttentionShape s{B, T, H, Hkv, D, Q, Q};
   const int kv = H * D, vv = (H + Hkv) * D;  // k and v offsets in a row
   std::vector<double> fwd, both;
-  for (int rep = 0; rep <= 4; ++rep) {
+  for (int rep = 0; rep <= 3; ++rep) {
     flush();
     if (sync) sync->barrier();
     const auto t0 = clock_type::now();
