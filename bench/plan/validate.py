@@ -198,6 +198,12 @@ def predict(a):
             f"ranks): every coefficient comes from calibrate (or a formula), none is fitted to these runs. Spread: "
             f"(slowest - fastest pass) / median. The table from the measurement:")
     n_pass = min(len(p) for p in passes)
+    if n_pass > 1:  # the pairs the measurement itself orders: every pass of one below every pass of the other
+        apart = [(i, j) for i in range(len(rows)) for j in range(i + 1, len(rows))
+                 if max(passes[i]) < min(passes[j]) or max(passes[j]) < min(passes[i])]
+        right = sum((pred_t[i] - pred_t[j]) * (meas_t[i] - meas_t[j]) > 0 for i, j in apart)
+        summary += (f" Of the {len(apart)} pairs of layouts whose passes do not overlap (the order the measurement "
+                    f"resolves), the prediction orders {right} the same way (tau {(2 * right - len(apart)) / max(1, len(apart)):.2f}).")
     if n_pass > 1:  # the noise ceiling: the passes against one another, and each against the prediction
         by_pass = [[p[k] for p in passes] for k in range(n_pass)]
         between = [kendall_tau(by_pass[i], by_pass[j]) for i in range(n_pass) for j in range(i + 1, n_pass)]
