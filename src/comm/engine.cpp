@@ -11,6 +11,8 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
@@ -18,6 +20,12 @@
 
 namespace ff::detail {
 namespace {
+
+// A singleton's own Open MPI session directory base (empty when a launcher or the user chose it).
+std::string& singleton_tmpdir() {
+  static std::string dir;
+  return dir;
+}
 
 // Variables a launcher (mpirun, Slurm's srun with PMIx/PMI2) sets in every rank's environment.
 bool launched_by_mpi_launcher() {
@@ -70,10 +78,19 @@ void Engine::start(int* argc, char*** argv) {
   // with these two settings MPI_Init takes ~20 ms. A user's own setting wins, jobs started by a
   // launcher are not touched, and the variables are removed again after MPI_Init so that
   // processes this one starts do not inherit them.
+  // Isolated singletons all use job family 0, so they share /tmp/ompi.HOST.UID/jf.0: one that
+  // finalises removes it while another is creating its own directory inside it, and that one's
+  // MPI_Init fails ("unable to create /tmp/ompi.vm.0/jf.0/1", seen with tests running two at a
+  // time). Each singleton gets a session base of its own, removed after MPI_Finalize.
   std::vector<const char*> set_here;
   if (!launched_by_mpi_launcher()) {
-    for (auto [name, value] : {std::pair{"OMPI_MCA_ess_singleton_isolated", "1"},
-                               std::pair{"OMPI_MCA_pml", "ob1"}}) {
+    if (!std::getenv("OMPI_MCA_orte_tmpdir_base")) {
+      singleton_tmpdir() = "/tmp/fivefold-mpi-" + std::to_string(::getpid());
+      ::mkdir(singleton_tmpdir().c_str(), 0700);
+    }
+    for (auto [name, value] : {std::pair{"OMPI_MCA_ess_singleton_isolated", "1"}, std::pair{"OMPI_MCA_pml", "ob1"},
+                               std::pair{"OMPI_MCA_orte_tmpdir_base", singleton_tmpdir().c_str()}}) {
+      if (!*value) continue;
       if (!std::getenv(name)) {
         setenv(name, value, 0);
         set_here.push_back(name);
@@ -138,6 +155,7 @@ void Engine::stop() {
   world_.reset();
   scratch_.clear();
   MPI_Finalize();
+  if (!singleton_tmpdir().empty()) ::rmdir(singleton_tmpdir().c_str());  // empty once MPI has cleaned up
 }
 
 void Engine::submit(std::shared_ptr<Op> op, bool caller_waits) {
