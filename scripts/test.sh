@@ -15,8 +15,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   # Zen 3, session 12) and the tests run in about 110 s instead of 35, so the whole check is ~2.5
   # minutes shorter; nothing is optimised away before the sanitizers see it. -g1 (line tables only)
   # keeps the reports' file:line frames at a fifth less compile time than -g; -march=native stays
-  # (the default) so the SIMD paths checked are the ones that run. The libraries build as unity batches (half the CPU time: each batch
-  # parses the shared headers once); the tests never do (tests/CMakeLists.txt says why).
+  # (the default) so the SIMD paths checked are the ones that run. The libraries build as unity
+  # batches (half the CPU time: each batch parses the shared headers once); the tests never do
+  # (tests/CMakeLists.txt says why).
   flags="-O0 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
     -DCMAKE_UNITY_BUILD=ON -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null

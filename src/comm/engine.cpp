@@ -90,7 +90,6 @@ void Engine::start(int* argc, char*** argv) {
     }
     for (auto [name, value] : {std::pair{"OMPI_MCA_ess_singleton_isolated", "1"}, std::pair{"OMPI_MCA_pml", "ob1"},
                                std::pair{"OMPI_MCA_orte_tmpdir_base", singleton_tmpdir().c_str()}}) {
-      if (!*value) continue;
       if (!std::getenv(name)) {
         setenv(name, value, 0);
         set_here.push_back(name);
