@@ -64,8 +64,9 @@ int cmd_plan(const Args& a) {
   if (a.has("json")) std::printf("%s", plan_json(r, top).c_str());
   if (a.has("json") && a.has("layout") && cl.engine) {  // what each pipeline rank's ledger will show
     std::string totals;
+    const EngineHost host = cl.engine_host(req.threads);
     for (int p = 0; p < r.ranked[0].layout.pp; ++p)
-      totals += (p ? ", " : "") + std::to_string(estimate_rank_memory(cfg.model, r.ranked[0].layout, p, req.threads).total());
+      totals += (p ? ", " : "") + std::to_string(estimate_rank_memory(cfg.model, r.ranked[0].layout, p, host).total());
     std::printf("{\"ledger_total_by_pp_rank\": [%s]}\n", totals.c_str());
   }
   else std::printf("%s", plan_table(r, cl, top).c_str());

@@ -17,6 +17,7 @@ namespace {
 const std::set<std::string> kKeys = {"name", "devices_per_node", "peak_flops", "peak_flops_16", "gemm_efficiency", "memory_bytes",
                                      "intra_bandwidth", "inter_bandwidth", "intra_latency", "inter_latency",
                                      "precision", "activation_bytes", "flash_attention", "engine",
+                                     "bf16_gemm", "fp16_gemm",
                                      "measured", "rates", "same_node", "across_nodes", "routing"};  // calibrate's raw measurements, for people
 }
 
@@ -59,6 +60,18 @@ ClusterSpec load_cluster(const std::string& path) {
   c.activation_bytes = int(num("activation_bytes", c.precision == StatePrecision::fp32 ? 4 : 2, false));
   c.flash_attention = t["flash_attention"].value_or(true);
   c.engine = t["engine"].value_or(false);
+  auto path_key = [&](const char* key, std::initializer_list<const char*> names) {
+    const std::string v = t[key].value_or(std::string());
+    if (v.empty()) return v;
+    std::string all;
+    for (const char* n : names) {
+      if (v == n) return v;
+      all += std::string(all.empty() ? "" : " | ") + "\"" + n + "\"";
+    }
+    throw std::runtime_error(fmt::format("cluster file '{}': {} is {} (got '{}')", path, key, all, v));
+  };
+  c.bf16_gemm = path_key("bf16_gemm", {"AMX", "AVX512-BF16", "oneDNN", "widened"});
+  c.fp16_gemm = path_key("fp16_gemm", {"oneDNN", "widened"});
   c.same_node = read_link_class(t["same_node"].as_table(), LinkClass::uniform(c.intra_latency, c.intra_bandwidth),
                                 path, "same_node");
   c.across_nodes = read_link_class(t["across_nodes"].as_table(),
@@ -80,13 +93,24 @@ std::string cluster_to_toml(const ClusterSpec& c) {
          (c.peak_flops_16 > 0 ? fmt::format("peak_flops_16 = {:.6g}  # per device, FLOP/s with bf16 GEMM inputs\n",
                                             c.peak_flops_16)
                               : "") +
+         (c.bf16_gemm.empty() ? "" : fmt::format("bf16_gemm = \"{}\"  # who multiplies bf16 inputs\n", c.bf16_gemm)) +
+         (c.fp16_gemm.empty() ? "" : fmt::format("fp16_gemm = \"{}\"\n", c.fp16_gemm)) +
          (c.rates.known() ? rates_to_toml(c.rates) : "") + link_class_to_toml(c.same_node, "same_node") +
          link_class_to_toml(c.across_nodes, "across_nodes") + routing_to_toml(c.routing);
 }
 
 double ClusterSpec::peak16() const {
   if (peak_flops_16 > 0 || !engine) return peak_flops_16 > 0 ? peak_flops_16 : peak_flops;
-  return bf16_path() == Bf16Path::emulated ? peak_flops : 2 * peak_flops;  // vdpbf16ps: 4 FLOPs per lane
+  const bool units = bf16_gemm.empty() ? bf16_path() != Bf16Path::emulated
+                                       : bf16_gemm == "AMX" || bf16_gemm == "AVX512-BF16";
+  return units ? 2 * peak_flops : peak_flops;  // vdpbf16ps: 4 FLOPs per lane
+}
+
+EngineHost ClusterSpec::engine_host(int threads) const {
+  EngineHost h = this_engine_host(threads);
+  if (!bf16_gemm.empty()) h.native_bf16 = bf16_gemm != "widened";
+  if (!fp16_gemm.empty()) h.native_fp16 = fp16_gemm != "widened";
+  return h;
 }
 
 bool group_spans_nodes(int stride, int n, int world, int per_node) {
@@ -113,6 +137,11 @@ ClusterSpec this_machine(int ranks) {
   c.precision = StatePrecision::fp32;
   c.activation_bytes = 4;
   c.engine = true;
+  const EngineHost here = this_engine_host(1);
+  c.bf16_gemm = !here.native_bf16                      ? "widened"
+                : bf16_path() == Bf16Path::emulated ? "oneDNN"
+                                                     : bf16_path_name(bf16_path());
+  c.fp16_gemm = here.native_fp16 ? "oneDNN" : "widened";
   c.same_node = c.across_nodes = LinkClass::uniform(c.intra_latency, c.intra_bandwidth);
   // Uncalibrated rates: the one-thread sgemm at every size, attention at the same rate (7 T^2 D
   // FLOPs per B H of causal forward + backward), a DRAM-like bandwidth.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "plan/cost_rates.h"
+#include "plan/engine_host.h"
 #include "plan/layout_spec.h"
 #include "plan/routing_load.h"
 
@@ -28,6 +29,13 @@ struct ClusterSpec {
   bool flash_attention = true;        // no s x s scores kept
   // This engine on this machine's CPUs: memory comes from the engine's exact model (fp32).
   bool engine = false;
+  // Engine clusters: how their CPUs multiply 16-bit GEMM inputs, as calibrate found it there.
+  // bf16_gemm: "AMX" or "AVX512-BF16" (oneDNN on bf16 units), "oneDNN" (oneDNN's bf16 matmul
+  // without bf16 units), "widened" (no oneDNN matmul: the engine widens both operands to fp32);
+  // fp16_gemm: "oneDNN" or "widened". Empty (files written before these keys): the machine
+  // running the planner decides. They decide the packed weight copies and the widened operands a
+  // 16-bit layout keeps (engine_host), and peak16().
+  std::string bf16_gemm, fp16_gemm;
   // Link classes: a group whose ranks all sit on one node uses same_node, any other across_nodes
   // (group_spans_nodes). Built from the bandwidth and latency keys unless the file has
   // [same_node] / [across_nodes] tables of per-collective fits (what calibrate writes).
@@ -39,6 +47,9 @@ struct ClusterSpec {
   // the fp32 FMA peak where the CPU has bf16 dot products (kernels/bf16_peak.h), the FMA peak
   // where bf16 is widened to fp32; a hardware description's peak_flops is already its 16-bit one.
   double peak16() const;
+  // The host a rank of this cluster is, with `threads` per rank: this process's, with the file's
+  // 16-bit GEMM paths where it names them.
+  EngineHost engine_host(int threads) const;
 };
 
 // Whether some group along a mesh axis spans nodes: the axis's ranks sit `stride` apart (the

@@ -7,8 +7,6 @@
 #include <vector>
 
 #include "kernels/flash_attention_bf16.h"
-#include "kernels/gemm.h"
-#include "kernels/packed_weights.h"
 #include "model/model_hooks.h"
 
 namespace ff {
@@ -23,9 +21,9 @@ bool has_weight_copy(const LayoutSpec& L) {
   return precision_bytes(L.gemm).weight_copy > 0 && !(L.zero == 3 && L.dp * L.cp > 1);
 }
 
-int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L) {
-  const DType t = L.gemm == Precision::bf16 ? DType::bf16 : DType::f16;
-  if (!has_weight_copy(L) || !packed_weights_enabled() || !native_16bit_gemm(t)) return 0;
+int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L,
+                            const EngineHost& host) {
+  if (!has_weight_copy(L) || !host.packed_weights || !host.native_16bit(L.gemm)) return 0;
   // The products read fused matrices: q|k|v and gate|up (w1|w3 per expert) are one weight each,
   // stored back to back with the same input width.
   auto fused_below = [](const std::string& name) {
@@ -122,9 +120,8 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
 }
 
 int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
-                              bool has_moe) {
-  const DType t = L.gemm == Precision::bf16 ? DType::bf16 : DType::f16;
-  if (precision_bytes(L.gemm).gemm_input == 4 || native_16bit_gemm(t)) return 0;
+                              bool has_moe, const EngineHost& host) {
+  if (precision_bytes(L.gemm).gemm_input == 4 || host.native_16bit(L.gemm)) return 0;
   int64_t most = 0;
   auto linear = [&](int64_t rows, int64_t in, int64_t out) {  // x (rows, in), W (out, in), dy (rows, out)
     most = std::max({most, rows * in + out * in, rows * out + out * in, rows * out + rows * in});

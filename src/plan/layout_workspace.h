@@ -7,6 +7,7 @@
 #include "model/activations.h"
 #include "model/model_config.h"
 #include "model/parameters.h"
+#include "plan/engine_host.h"
 #include "plan/layout_spec.h"
 
 namespace ff {
@@ -25,8 +26,10 @@ PrecisionBytes precision_bytes(Precision p);
 bool has_weight_copy(const LayoutSpec& L);
 // The copy's packed twins (kernels/packed_weights.h), where oneDNN runs the 16-bit products: each
 // weight a forward or input-gradient product reads (every matrix but an untied token embedding)
-// once per product kind, 2 bytes per element padded to oneDNN's blocks. Bytes; 0 without a copy.
-int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L);
+// once per product kind, 2 bytes per element padded to oneDNN's blocks. Bytes; 0 without a copy,
+// where the host's 16-bit GEMMs are emulated, or with packed weights switched off.
+int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L,
+                            const EngineHost& host);
 
 // Floats of per-thread scratch one flash-attention forward / backward task takes at the model's
 // sequence length: the fp32 kernels' (flash_attention.cpp), or the bf16 kernels' when the run's
@@ -47,12 +50,12 @@ int64_t moe_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const Blo
 // activations stored 16-bit already (ln1, att, ln2, h: model/activations.h). Bytes; 0 at fp32.
 int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t R, int64_t vocab,
                                  bool head, bool has_moe);
-// Where oneDNN has no 16-bit matmul for this CPU (bf16 emulated: kernels/cpu_isa.h), every 16-bit
+// Where oneDNN has no 16-bit matmul for the host's CPU (bf16 emulated: kernels/cpu_isa.h), every 16-bit
 // product widens both its operands to fp32 in the calling thread's float scratch
 // (gemm_mixed.cpp's widen_and_multiply), the buffer flash attention also uses: the largest
 // A + B over the rank's linears, forward, dgrad and wgrad. Floats; 0 at fp32 or where oneDNN
 // multiplies 16-bit operands itself. The routed experts' products (rows vary by step) are left out.
 int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
-                              bool has_moe);
+                              bool has_moe, const EngineHost& host);
 
 }  // namespace ff

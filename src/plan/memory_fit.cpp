@@ -23,24 +23,24 @@ int64_t machine_available_bytes() {
 }
 
 namespace {
-bool fits(const ModelConfig& c, const LayoutSpec& L, int64_t budget, int threads) {
-  return estimate_peak_memory(c, L, threads).peak() <= budget;
+bool fits(const ModelConfig& c, const LayoutSpec& L, int64_t budget, const EngineHost& host) {
+  return estimate_peak_memory(c, L, host).peak() <= budget;
 }
 }  // namespace
 
 std::optional<LayoutSpec> suggest_fitting_layout(const ModelConfig& c, const LayoutSpec& L, int64_t budget,
-                                                 int threads) {
+                                                 const EngineHost& host) {
   const int max_zero = L.dp * L.cp > 1 ? 3 : 0;
   for (int z = L.zero + 1; z <= max_zero; ++z) {
     LayoutSpec s = L;
     s.zero = z;
-    if (fits(c, s, budget, threads)) return s;
+    if (fits(c, s, budget, host)) return s;
   }
   for (Recompute r : {Recompute::selective, Recompute::full}) {
     if (int(r) <= int(L.recompute)) continue;
     LayoutSpec s = L;
     s.recompute = r, s.zero = std::max(L.zero, max_zero);
-    if (fits(c, s, budget, threads)) return s;
+    if (fits(c, s, budget, host)) return s;
   }
   // More ranks: the model states shard over them under ZeRO-3, and the global batch is split
   // over them (fewer micro-batches per step, then smaller micro-batches) where it divides.
@@ -49,7 +49,7 @@ std::optional<LayoutSpec> suggest_fitting_layout(const ModelConfig& c, const Lay
     s.dp = L.dp * k, s.zero = 3, s.recompute = Recompute::full;
     if (s.grad_accum % k == 0) s.grad_accum /= k;
     else if (s.micro_batch % k == 0) s.micro_batch /= k;
-    if (fits(c, s, budget, threads)) return s;
+    if (fits(c, s, budget, host)) return s;
   }
   return std::nullopt;
 }

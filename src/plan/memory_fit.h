@@ -21,7 +21,7 @@ int64_t machine_available_bytes();
 // global batch split over them where it divides.
 // nullopt when none of those fits (the model itself is too large for this kind of machine).
 std::optional<LayoutSpec> suggest_fitting_layout(const ModelConfig& c, const LayoutSpec& L, int64_t budget,
-                                                 int threads);
+                                                 const EngineHost& host);
 
 // The start-up line: "memory per rank (estimated): params ..., total X of Y available (...)".
 std::string describe_memory_budget(const RankMemory& m, int64_t available, int local_ranks);

@@ -98,7 +98,7 @@ int64_t kernel_scratch_floats(const ModelConfig& c, const BlockWidths& w, int64_
 
 }  // namespace
 
-RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int pp_rank, int threads) {
+RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int pp_rank, const EngineHost& host) {
   RankMemory m;
   m.pp_rank = pp_rank;
   const RankModel rm = rank_model(c, L, pp_rank);
@@ -140,11 +140,11 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   if (L.pp > 1) ws += 4 * int64_t(chunks.size()) * R * C;
   bool has_moe = false;
   for (int l : rm.parts.layers) has_moe = has_moe || layout.block_kind(l) == BlockKind::moe;
-  ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, threads), L.gemm,
-                              emulated_widen_floats(L, w, N, V, head, has_moe));
+  ws += kernel_scratch_floats(c, w, V, head, L.micro_batch, std::max(1, host.threads), L.gemm,
+                              emulated_widen_floats(L, w, N, V, head, has_moe, host));
   const PrecisionBytes pb = precision_bytes(L.gemm);  // the one place precision changes bytes
   if (has_weight_copy(L)) m.bytes[size_t(MemCategory::params)] += int64_t(layout.total()) * pb.weight_copy;
-  m.bytes[size_t(MemCategory::params)] += packed_weight_bytes(layout, c, L);
+  m.bytes[size_t(MemCategory::params)] += packed_weight_bytes(layout, c, L, host);
   m.bytes[size_t(MemCategory::activations)] += acts * kF;
   m.bytes[size_t(MemCategory::workspace)] += ws * kF + context_workspace_bytes(c, L, w) +
                                              moe_workspace_bytes(c, L, w, has_moe) +
@@ -152,10 +152,10 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   return m;
 }
 
-RankMemory estimate_peak_memory(const ModelConfig& c, const LayoutSpec& L, int threads) {
+RankMemory estimate_peak_memory(const ModelConfig& c, const LayoutSpec& L, const EngineHost& host) {
   RankMemory best;
   for (int r = 0; r < L.pp; ++r) {
-    RankMemory m = estimate_rank_memory(c, L, r, threads);
+    RankMemory m = estimate_rank_memory(c, L, r, host);
     if (r == 0 || m.peak() > best.peak()) best = m;
   }
   return best;

@@ -9,6 +9,7 @@
 
 #include "core/memory.h"
 #include "model/model_config.h"
+#include "plan/engine_host.h"
 #include "plan/layout_spec.h"
 
 namespace ff {
@@ -27,10 +28,11 @@ struct RankMemory {
   std::string describe() const;
 };
 
-// One pipeline rank's bytes (tp rank 0 and data-parallel rank 0, which hold the largest shards).
-// threads: OpenMP threads per rank (the kernels' per-thread scratch).
-RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int pp_rank, int threads);
+// One pipeline rank's bytes (tp rank 0 and data-parallel rank 0, which hold the largest shards) on
+// `host` (its threads size the kernels' per-thread scratch; its 16-bit GEMM path, the packed weight
+// copies or the widened operands): this_engine_host() for this machine.
+RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int pp_rank, const EngineHost& host);
 // The largest of the pipeline ranks: what must fit on every rank.
-RankMemory estimate_peak_memory(const ModelConfig& c, const LayoutSpec& L, int threads);
+RankMemory estimate_peak_memory(const ModelConfig& c, const LayoutSpec& L, const EngineHost& host);
 
 }  // namespace ff

@@ -162,6 +162,18 @@ std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
   bool ep = false;
   for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) ep = ep || r.ranked[size_t(i)].layout.ep > 1;
   if (ep) t += cl.routing.explain() + "\n";
+  bool sixteen = false;
+  for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i)
+    sixteen = sixteen || r.ranked[size_t(i)].layout.gemm != Precision::fp32;
+  if (sixteen && cl.engine) {  // the packed copies or widened operands its memory counts
+    const EngineHost h = cl.engine_host(1);
+    t += fmt::format("16-bit GEMMs: bf16 {}, fp16 {} ({}).\n", h.native_bf16 ? "in oneDNN" : "widened to fp32",
+                     h.native_fp16 ? "in oneDNN" : "widened to fp32",
+                     cl.bf16_gemm.empty() && cl.fp16_gemm.empty() ? "this machine's: the cluster file does not say"
+                     : cl.bf16_gemm.empty() || cl.fp16_gemm.empty()
+                         ? "the cluster file names one of them; the other is this machine's"
+                         : "as the cluster file says");
+  }
   return t;
 }
 

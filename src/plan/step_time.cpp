@@ -62,7 +62,7 @@ RankMemory paper_memory(const ModelConfig& c, const LayoutSpec& L, const Cluster
 LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const ClusterSpec& cl, int threads) {
   LayoutPrediction r;
   r.layout = L;
-  r.memory = cl.engine ? estimate_peak_memory(c, L, threads) : paper_memory(c, L, cl);
+  r.memory = cl.engine ? estimate_peak_memory(c, L, cl.engine_host(threads)) : paper_memory(c, L, cl);
   r.fits = double(r.memory.peak()) <= cl.memory_bytes * (cl.engine ? 1.0 : 0.9);  // GPU: allocator slack
 
   const double tokens = double(L.global_batch()) * c.seq_len;

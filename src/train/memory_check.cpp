@@ -19,8 +19,9 @@ LayoutSpec layout_of(const TrainConfig& c) {
 
 MemoryCheck check_memory_fits(const TrainConfig& c) {
   const LayoutSpec L = layout_of(c);
+  const EngineHost host = this_engine_host(c.threads);
   MemoryCheck r;
-  r.estimate = estimate_peak_memory(c.model, L, c.threads);
+  r.estimate = estimate_peak_memory(c.model, L, host);
   const int64_t available = machine_available_bytes();
   const int local = ranks_on_this_machine();
   if (available <= 0) {  // nothing to compare with (no /proc): say so rather than guess
@@ -30,8 +31,8 @@ MemoryCheck check_memory_fits(const TrainConfig& c) {
   r.line = describe_memory_budget(r.estimate, available, local);
   const int64_t budget = available / local;
   if (r.estimate.peak() <= budget) return r;
-  const auto fits = suggest_fitting_layout(c.model, L, budget, c.threads);
-  const int64_t fit_bytes = fits ? estimate_peak_memory(c.model, *fits, c.threads).peak() : 0;
+  const auto fits = suggest_fitting_layout(c.model, L, budget, host);
+  const int64_t fit_bytes = fits ? estimate_peak_memory(c.model, *fits, host).peak() : 0;
   throw std::runtime_error(memory_refusal(r.estimate, available, local, fits, fit_bytes));
 }
 

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     t.quiet = true;
     for (int i = 0; i < 2; ++i) t.train_step();
     const MemorySnapshot got = MemoryLedger::instance().snapshot();
-    const RankMemory want = estimate_rank_memory(t.config().model, L, mesh.rank(MeshGroup::pp), c.threads);
+    const RankMemory want =
+        estimate_rank_memory(t.config().model, L, mesh.rank(MeshGroup::pp), this_engine_host(c.threads));
     std::string line = "rank " + std::to_string(world.rank()) + " " + L.str() + ":";
     for (int i = 0; i < kMemCategories; ++i) {
       const double measured = double(got.peak[i]), predicted = double(want.bytes[size_t(i)]);

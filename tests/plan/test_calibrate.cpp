@@ -11,6 +11,7 @@
 
 #include "cli_runner.h"
 #include "plan/calibrate.h"
+#include "plan/cluster.h"
 #include "test_data.h"
 
 using namespace ff::testkit;
@@ -69,6 +70,10 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
   EXPECT_GT(std::stod(cores[1]), 0.05);
   EXPECT_LE(std::stod(cores[1]), double(std::thread::hardware_concurrency()) + 1e-9);
   for (const char* cls : {"[same_node]", "[across_nodes]"}) EXPECT_NE(t.find(cls), std::string::npos) << cls;
+  // Who multiplies 16-bit inputs on these CPUs, for a planner running elsewhere (test_engine_host).
+  const ff::ClusterSpec written = ff::load_cluster(file);
+  EXPECT_EQ(written.bf16_gemm, ff::this_machine(2).bf16_gemm) << t;
+  EXPECT_EQ(written.fp16_gemm, ff::this_machine(2).fp16_gemm) << t;
   const std::string model = dir + "/model.toml";
   std::FILE* f = std::fopen(model.c_str(), "w");
   std::fputs("vocab_size = 320\ndim = 64\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nffn_dim = 160\nseq_len = 32\n", f);

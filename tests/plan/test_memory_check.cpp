@@ -44,8 +44,8 @@ TEST(MemoryCheck, RefusalNamesALayoutThatFitsAndThatLayoutRuns) {
   none.micro_batch = 64;
   LayoutSpec full = none;
   full.recompute = Recompute::full;
-  const int64_t need_none = estimate_peak_memory(c.model, none, 1).peak();
-  const int64_t need_full = estimate_peak_memory(c.model, full, 1).peak();
+  const int64_t need_none = estimate_peak_memory(c.model, none, this_engine_host(1)).peak();
+  const int64_t need_full = estimate_peak_memory(c.model, full, this_engine_host(1)).peak();
   ASSERT_LT(need_full, need_none);
   const std::string budget = std::to_string((need_full + need_none) / 2);
   ::setenv("FIVEFOLD_MEM_AVAILABLE", budget.c_str(), 1);

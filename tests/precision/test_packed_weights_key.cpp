@@ -38,7 +38,7 @@ Outcome train(bool packed) {
   o.params_bytes = MemoryLedger::instance().snapshot().current[int(MemCategory::params)];
   LayoutSpec L = layout_of(c);
   L.gemm = Precision::bf16;
-  o.predicted_packed = packed_weight_bytes(t.model().layout(), c.model, L);
+  o.predicted_packed = packed_weight_bytes(t.model().layout(), c.model, L, this_engine_host(c.threads));
   return o;
 }
 
