@@ -23,10 +23,14 @@ __attribute__((target("avx512f"))) double burst_avx512() {
 #pragma GCC unroll 32
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   }
+  float out[16];  // summed by hand: GCC 12's _mm512_reduce_add_ps warns from its own header
   __m512 s = acc[0];
 #pragma GCC unroll 32
   for (int i = 1; i < kAcc; ++i) s = _mm512_add_ps(s, acc[i]);
-  return double(_mm512_reduce_add_ps(s));
+  _mm512_storeu_ps(out, s);
+  double sum = 0;
+  for (float x : out) sum += x;
+  return sum;
 }
 
 __attribute__((target("avx2,fma"))) double burst_avx2() {

@@ -67,7 +67,8 @@ std::vector<ConfigChange> check_resume_config(const std::string& saved_toml, con
   const auto before = values_of(saved_toml, what);
   const auto after = values_of(config_to_toml(now), "the new config");
   // A key the old run did not know had its default then.
-  const auto defaults = values_of(config_to_toml(TrainConfig{}), "the default config");
+  const TrainConfig default_config;  // named: a temporary trips GCC 12's -Wmaybe-uninitialized
+  const auto defaults = values_of(config_to_toml(default_config), "the default config");
   std::vector<ConfigChange> accepted;
   std::vector<std::string> refused;
   for (const auto& [key, value] : after) {

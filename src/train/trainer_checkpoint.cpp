@@ -57,7 +57,8 @@ void Trainer::load_checkpoint_state(const std::string& step_dir) {
 
 void Trainer::save() {
   if (step_ == saved_step_) return;  // resumed at the last step: that checkpoint is this state
-  CheckpointState s{cfg_.model, step_, loader_->position(), config_to_toml(cfg_)};
+  CheckpointState s;
+  s.model = cfg_.model, s.step = step_, s.data = loader_->position(), s.config_toml = config_to_toml(cfg_);
   if (moe_) s.router_bias = moe_->router_bias();
   if (scaler_) s.loss_scale = scaler_->state();
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only

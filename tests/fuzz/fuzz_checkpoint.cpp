@@ -28,7 +28,7 @@ struct Saved {
 
 Saved save_tiny(const std::string& path) {
   Saved s;
-  s.state = {tiny_model(), 7, {2, 3}, "# config\n", 0xC0FFEEull};
+  s.state = {tiny_model(), 7, {2, 3}, "# config\n", 0xC0FFEEull, {}, std::nullopt};
   const size_t n = ParamLayout(s.state.model).total();
   for (auto* x : {&s.p, &s.m, &s.v}) {
     x->resize(n);

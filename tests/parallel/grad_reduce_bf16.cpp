@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
 
   for (DType wire : {DType::f32, DType::bf16}) {
     const auto before = MemoryLedger::instance().snapshot();
-    DataParallelConfig cfg{zero, 0.001, GradSync::overlap};
+    DataParallelConfig cfg;
+    cfg.zero = zero, cfg.bucket_mb = 0.001, cfg.sync = GradSync::overlap;
     cfg.grad_reduce = wire;
     GroupedState state({g}, nullptr, kAdam, cfg, nullptr);
     const auto after = MemoryLedger::instance().snapshot();

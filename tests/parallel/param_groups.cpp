@@ -94,7 +94,9 @@ int main(int argc, char** argv) {
   };
 
   const auto before = MemoryLedger::instance().snapshot();
-  GroupedState state({a, b}, nullptr, kAdam, DataParallelConfig{zero, 0.001, GradSync::overlap}, nullptr);
+  DataParallelConfig dp_config;
+  dp_config.zero = zero, dp_config.bucket_mb = 0.001, dp_config.sync = GradSync::overlap;
+  GroupedState state({a, b}, nullptr, kAdam, dp_config, nullptr);
   const auto after = MemoryLedger::instance().snapshot();
   double want[3] = {0, 0, 0};
   add_formula(want, a, zero, 4, rank);

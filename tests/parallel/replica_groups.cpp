@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
     failures += !ok;
   };
 
-  GroupedState state({a, b}, nullptr, kAdam, DataParallelConfig{zero, 0.001, GradSync::overlap}, nullptr);
+  DataParallelConfig dp_config;
+  dp_config.zero = zero, dp_config.bucket_mb = 0.001, dp_config.sync = GradSync::overlap;
+  GroupedState state({a, b}, nullptr, kAdam, dp_config, nullptr);
   std::vector<double> p(kTotal), m(kTotal, 0), v(kTotal, 0);
   std::vector<float> p0(kTotal), zeros(kTotal, 0.0f);
   for (size_t i = 0; i < kTotal; ++i) p[i] = p0[i] = float(0.5 * std::sin(0.1 * double(i)));

@@ -40,7 +40,9 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
       std::smatch m;
       ASSERT_TRUE(std::regex_search(t, m, re)) << op << what << " missing in\n" << t;
       EXPECT_GE(std::stod(m[1]), 0.0) << op << what;
-      if (std::string(what) == "_busbw") EXPECT_GT(std::stod(m[1]), 1e6) << op;  // > 1 MB/s: a real number
+      if (std::string(what) == "_busbw") {
+        EXPECT_GT(std::stod(m[1]), 1e6) << op;  // > 1 MB/s: a real number
+      }
     }
   for (const char* key : {"gemm_1024x1024x1024", "gemm_256x1024x1024", "gemm_1024x4096x512", "memory_bandwidth"}) {
     std::smatch m;

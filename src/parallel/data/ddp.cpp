@@ -6,7 +6,7 @@ namespace ff {
 
 BucketedAllReduce::BucketedAllReduce(const GroupLayout& layout, float* grads, const Comm& comm,
                                      size_t bucket_elems, bool overlap, Tracer* tracer, DType wire)
-    : grads_(grads), comm_(comm), tracer_(tracer), overlap_(overlap), wire_(wire, layout.total(), MemCategory::grads) {
+    : grads_(grads), comm_(comm), tracer_(tracer), wire_(wire, layout.total(), MemCategory::grads), overlap_(overlap) {
   // Segments in completion order; a bucket closes once it reaches bucket_elems, so a large
   // segment is a bucket of its own and small ones share.
   std::vector<ParamSegment> order;
