@@ -1,19 +1,53 @@
 #pragma once
 // Internal to flash_attention.cpp: register-blocked products on 64 x 64 tiles. Rows are taken
 // four at a time; a 64-wide tile row is four 16-lane vectors, so a 4 x 64 block of results lives
-// in 16 AVX-512 registers while the shared dimension streams through. Every operand is a
+// in 16 AVX-512 registers while the shared dimension streams through (narrower blocks without
+// AVX-512: kBlockVecs). Every operand is a
 // zero-padded scratch copy whose row length is a multiple of 16, so there are no edge cases.
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/simd.h"
 
 namespace ff::attn {
 
 using simd::kLanes;
-using simd::Vec;
 
 constexpr int kTile = 64;  // queries per tile and keys per tile
 constexpr int kRows = 4;   // rows per register block
+
+// The machine register a block accumulates in: 64 bytes with AVX-512, else 32 (AVX2). GCC lowers
+// a 64-byte generic vector (simd::Vec) on AVX2 through the stack, half a register at a time, so
+// the blocks never hold one there. And a block is narrower there (kBlockVecs 16-lane groups per
+// row): AVX-512 keeps a 4 x 64 block in 16 of its 32 registers; AVX2 has 16 registers of 8
+// floats, so its block is 4 x 16 (8 registers, 2 more for the row of B). Measured on a Zen 3:
+// with 4 x 64 blocks of 64-byte vectors, attention took 47% of the `bench` model's step.
+#if defined(__AVX512F__)
+constexpr int kRegBytes = 64;
+constexpr int kBlockVecs = 4;
+#else
+constexpr int kRegBytes = 32;
+constexpr int kBlockVecs = 1;
+#endif
+template <class T>
+struct RegOf {
+  typedef T type __attribute__((vector_size(kRegBytes)));
+};
+template <class T>
+using Reg = typename RegOf<T>::type;
+template <class T>
+constexpr int kRegLanes = kRegBytes / int(sizeof(T));
+
+template <class T>
+inline Reg<T> load_reg(const T* p) {
+  Reg<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class T>
+inline void store_reg(T* p, const Reg<T>& v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 // S[r][0 : 16 NC) = sum_d A[r][d] * Bt[d][0 : 16 NC) for the kRows rows at A (row stride lda);
 // Bt is a transposed operand with row stride ldb. S has row stride kTile.
@@ -21,26 +55,27 @@ template <class T, int NC>
 FF_WIDE inline void abt_block(const T* A, int lda, const T* Bt, int ldb, int K, T* S) {
   // Every loop over the register block is fully unrolled: a rolled one would force the
   // accumulators through the stack.
-  Vec<T> acc[kRows][NC];
+  constexpr int R = NC * kLanes / kRegLanes<T>;  // registers per row
+  Reg<T> acc[kRows][R];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) acc[r][c] = Vec<T>{};
+#pragma GCC unroll 8
+    for (int c = 0; c < R; ++c) acc[r][c] = Reg<T>{};
   for (int d = 0; d < K; ++d) {
-    Vec<T> b[NC];
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) b[c] = simd::load(Bt + static_cast<size_t>(d) * ldb + c * kLanes);
+    Reg<T> b[R];
+#pragma GCC unroll 8
+    for (int c = 0; c < R; ++c) b[c] = load_reg(Bt + static_cast<size_t>(d) * ldb + c * kRegLanes<T>);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const T a = A[r * lda + d];
-#pragma GCC unroll 4
-      for (int c = 0; c < NC; ++c) acc[r][c] += a * b[c];
+#pragma GCC unroll 8
+      for (int c = 0; c < R; ++c) acc[r][c] += a * b[c];
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) simd::store(S + r * kTile + c * kLanes, acc[r][c]);
+#pragma GCC unroll 8
+    for (int c = 0; c < R; ++c) store_reg(S + r * kTile + c * kRegLanes<T>, acc[r][c]);
 }
 
 // S (rows x 64) = A (rows x K) * Bt (K x 64). On a diagonal tile, row r only needs columns
@@ -52,12 +87,15 @@ FF_WIDE void tile_abt(const T* A, int lda, const T* Bt, int ldb, int K, T* S, in
   for (int r0 = 0; r0 < rows; r0 += kRows) {
     const int nc = diagonal ? (r0 + kRows - 1) / kLanes + 1 : kTile / kLanes;
     const T* a = A + r0 * lda;
-    T* s = S + r0 * kTile;
-    switch (nc) {
-      case 1: abt_block<T, 1>(a, lda, Bt, ldb, K, s); break;
-      case 2: abt_block<T, 2>(a, lda, Bt, ldb, K, s); break;
-      case 3: abt_block<T, 3>(a, lda, Bt, ldb, K, s); break;
-      default: abt_block<T, 4>(a, lda, Bt, ldb, K, s); break;
+    for (int c0 = 0; c0 < nc; c0 += kBlockVecs) {  // one pass where a block holds the whole row
+      const T* bt = Bt + c0 * kLanes;
+      T* s = S + r0 * kTile + c0 * kLanes;
+      switch (std::min(kBlockVecs, nc - c0)) {
+        case 1: abt_block<T, 1>(a, lda, bt, ldb, K, s); break;
+        case 2: abt_block<T, 2>(a, lda, bt, ldb, K, s); break;
+        case 3: abt_block<T, 3>(a, lda, bt, ldb, K, s); break;
+        default: abt_block<T, 4>(a, lda, bt, ldb, K, s); break;
+      }
     }
   }
 }
@@ -67,26 +105,27 @@ FF_WIDE void tile_abt(const T* A, int lda, const T* Bt, int ldb, int K, T* S, in
 template <class T, int NV>
 FF_WIDE inline void acc_block(T* Out, int ldo, const T* A, int ai, int ak, const T* B, int ldb,
                               int k0, int k1) {
-  Vec<T> acc[kRows][NV];
+  constexpr int R = NV * kLanes / kRegLanes<T>;  // registers per row
+  Reg<T> acc[kRows][R];
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = simd::load(Out + r * ldo + v * kLanes);
+#pragma GCC unroll 8
+    for (int v = 0; v < R; ++v) acc[r][v] = load_reg(Out + r * ldo + v * kRegLanes<T>);
   for (int k = k0; k < k1; ++k) {
-    Vec<T> b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) b[v] = simd::load(B + static_cast<size_t>(k) * ldb + v * kLanes);
+    Reg<T> b[R];
+#pragma GCC unroll 8
+    for (int v = 0; v < R; ++v) b[v] = load_reg(B + static_cast<size_t>(k) * ldb + v * kRegLanes<T>);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const T a = A[r * ai + k * ak];
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
+#pragma GCC unroll 8
+      for (int v = 0; v < R; ++v) acc[r][v] += a * b[v];
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) simd::store(Out + r * ldo + v * kLanes, acc[r][v]);
+#pragma GCC unroll 8
+    for (int v = 0; v < R; ++v) store_reg(Out + r * ldo + v * kRegLanes<T>, acc[r][v]);
 }
 
 // Which (i, k) pairs can be nonzero in A on a diagonal tile: kLower for k <= i (P and dS read
@@ -104,10 +143,10 @@ FF_WIDE void tile_acc(T* Out, int ldo, const T* A, int ai, int ak, const T* B, i
     if (band == Band::kUpper) k0 = r0;
     if (k0 >= k1) continue;
     const T* a = A + r0 * ai;
-    for (int d0 = 0; d0 < width; d0 += 4 * kLanes) {
+    for (int d0 = 0; d0 < width; d0 += kBlockVecs * kLanes) {
       T* o = Out + r0 * ldo + d0;
       const T* b = B + d0;
-      switch (std::min(4, (width - d0) / kLanes)) {
+      switch (std::min(kBlockVecs, (width - d0) / kLanes)) {
         case 1: acc_block<T, 1>(o, ldo, a, ai, ak, b, ldb, k0, k1); break;
         case 2: acc_block<T, 2>(o, ldo, a, ai, ak, b, ldb, k0, k1); break;
         case 3: acc_block<T, 3>(o, ldo, a, ai, ak, b, ldb, k0, k1); break;
