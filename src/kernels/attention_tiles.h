@@ -5,7 +5,6 @@
 // AVX-512: kBlockVecs). Every operand is a
 // zero-padded scratch copy whose row length is a multiple of 16, so there are no edge cases.
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/simd.h"
 
@@ -38,17 +37,6 @@ using Reg = typename RegOf<T>::type;
 template <class T>
 constexpr int kRegLanes = kRegBytes / int(sizeof(T));
 
-template <class T>
-inline Reg<T> load_reg(const T* p) {
-  Reg<T> v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <class T>
-inline void store_reg(T* p, const Reg<T>& v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
 // S[r][0 : 16 NC) = sum_d A[r][d] * Bt[d][0 : 16 NC) for the kRows rows at A (row stride lda);
 // Bt is a transposed operand with row stride ldb. S has row stride kTile.
 template <class T, int NC>
@@ -64,7 +52,8 @@ FF_WIDE inline void abt_block(const T* A, int lda, const T* Bt, int ldb, int K, 
   for (int d = 0; d < K; ++d) {
     Reg<T> b[R];
 #pragma GCC unroll 8
-    for (int c = 0; c < R; ++c) b[c] = load_reg(Bt + static_cast<size_t>(d) * ldb + c * kRegLanes<T>);
+    for (int c = 0; c < R; ++c)
+      b[c] = simd::load_as<Reg<T>>(Bt + static_cast<size_t>(d) * ldb + c * kRegLanes<T>);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const T a = A[r * lda + d];
@@ -75,7 +64,7 @@ FF_WIDE inline void abt_block(const T* A, int lda, const T* Bt, int ldb, int K, 
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
-    for (int c = 0; c < R; ++c) store_reg(S + r * kTile + c * kRegLanes<T>, acc[r][c]);
+    for (int c = 0; c < R; ++c) simd::store(S + r * kTile + c * kRegLanes<T>, acc[r][c]);
 }
 
 // S (rows x 64) = A (rows x K) * Bt (K x 64). On a diagonal tile, row r only needs columns
@@ -110,11 +99,12 @@ FF_WIDE inline void acc_block(T* Out, int ldo, const T* A, int ai, int ak, const
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
-    for (int v = 0; v < R; ++v) acc[r][v] = load_reg(Out + r * ldo + v * kRegLanes<T>);
+    for (int v = 0; v < R; ++v) acc[r][v] = simd::load_as<Reg<T>>(Out + r * ldo + v * kRegLanes<T>);
   for (int k = k0; k < k1; ++k) {
     Reg<T> b[R];
 #pragma GCC unroll 8
-    for (int v = 0; v < R; ++v) b[v] = load_reg(B + static_cast<size_t>(k) * ldb + v * kRegLanes<T>);
+    for (int v = 0; v < R; ++v)
+      b[v] = simd::load_as<Reg<T>>(B + static_cast<size_t>(k) * ldb + v * kRegLanes<T>);
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const T a = A[r * ai + k * ak];
@@ -125,7 +115,7 @@ FF_WIDE inline void acc_block(T* Out, int ldo, const T* A, int ai, int ak, const
 #pragma GCC unroll 4
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 8
-    for (int v = 0; v < R; ++v) store_reg(Out + r * ldo + v * kRegLanes<T>, acc[r][v]);
+    for (int v = 0; v < R; ++v) simd::store(Out + r * ldo + v * kRegLanes<T>, acc[r][v]);
 }
 
 // Which (i, k) pairs can be nonzero in A on a diagonal tile: kLower for k <= i (P and dS read

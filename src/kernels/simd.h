@@ -34,14 +34,20 @@ struct VecOf {
 template <class T>
 using Vec = typename VecOf<T>::type;
 
-template <class T>
-inline Vec<T> load(const T* p) {
-  Vec<T> v;
+// Unaligned loads and stores: load of a Vec, load_as of any vector type (a kernel's own
+// register-width type, attention_tiles.h), store of either.
+template <class V, class T>
+inline V load_as(const T* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 template <class T>
-inline void store(T* p, const Vec<T>& v) {
+inline Vec<T> load(const T* p) {
+  return load_as<Vec<T>>(p);
+}
+template <class T, class V>
+inline void store(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
