@@ -74,13 +74,22 @@ def fivefold_round(a, workdir):
 
 
 def torch_round(a, tokens_file):
-    env = dict(os.environ)
+    # The peer at its best: these pin OpenBLAS (PyTorch's fp32 GEMMs) to AVX2 kernels on this
+    # project's machines; unset in the peer's command alone.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json",
            "--steps", str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads),
            "--tokens", tokens_file]
     out, rss = run_measured(cmd, env)
     res = json.loads(out.strip().splitlines()[-1])
     return {"tokens_per_s": res["tokens_per_s"], "rss_mb": rss, "params": res["params"]}
+
+
+def cpu_name():
+    """The CPU as lscpu names it, with its family: the machines this project runs on change."""
+    info = dict(line.split(":", 1) for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
+                if ":" in line)
+    return f"{info.get('Model name', '?').strip()} (family {info.get('CPU family', '?').strip()})"
 
 
 def main():
@@ -124,7 +133,8 @@ def main():
     if a.write:
         body = (f"{SECTION}\n\nModel `configs/bench.toml` ({pt[0]['params']:,} parameters, d=384, "
                 f"6 layers, 6 heads, T=256, vocab 4096, micro-batch 8, fp32, AdamW), KJV tokens, "
-                f"{a.threads} threads for both.\n\n```\n{cmdline}\n```\n\n{table}\n")
+                f"{a.threads} threads for both, {cpu_name()} (2 cores), PyTorch with OPENBLAS_CORETYPE / "
+                f"OPENBLAS_L2_SIZE unset in its command alone.\n\n```\n{cmdline}\n```\n\n{table}\n")
         replace_section(SECTION, body)
 
 
