@@ -2,8 +2,8 @@
 // Internal to flash_attention.cpp: register-blocked products on 64 x 64 tiles. Rows are taken
 // four at a time; a 64-wide tile row is four 16-lane vectors, so a 4 x 64 block of results lives
 // in 16 AVX-512 registers while the shared dimension streams through (narrower blocks without
-// AVX-512: kBlockVecs). Every operand is a
-// zero-padded scratch copy whose row length is a multiple of 16, so there are no edge cases.
+// AVX-512: simd::kBlockVecs). Every operand is a zero-padded scratch copy whose row length is a
+// multiple of 16, so there are no edge cases.
 #include <algorithm>
 
 #include "kernels/simd.h"
@@ -15,27 +15,11 @@ using simd::kLanes;
 constexpr int kTile = 64;  // queries per tile and keys per tile
 constexpr int kRows = 4;   // rows per register block
 
-// The machine register a block accumulates in: 64 bytes with AVX-512, else 32 (AVX2). GCC lowers
-// a 64-byte generic vector (simd::Vec) on AVX2 through the stack, half a register at a time, so
-// the blocks never hold one there. And a block is narrower there (kBlockVecs 16-lane groups per
-// row): AVX-512 keeps a 4 x 64 block in 16 of its 32 registers; AVX2 has 16 registers of 8
-// floats, so its block is 4 x 16 (8 registers, 2 more for the row of B). Measured on a Zen 3:
-// with 4 x 64 blocks of 64-byte vectors, attention took 47% of the `bench` model's step.
-#if defined(__AVX512F__)
-constexpr int kRegBytes = 64;
-constexpr int kBlockVecs = 4;
-#else
-constexpr int kRegBytes = 32;
-constexpr int kBlockVecs = 1;
-#endif
-template <class T>
-struct RegOf {
-  typedef T type __attribute__((vector_size(kRegBytes)));
-};
-template <class T>
-using Reg = typename RegOf<T>::type;
-template <class T>
-constexpr int kRegLanes = kRegBytes / int(sizeof(T));
+// Blocks in the build's register width (simd::Reg, simd::kBlockVecs). Measured on a Zen 3: with
+// 4 x 64 blocks of 64-byte vectors on AVX2, attention took 47% of the `bench` model's step.
+using simd::kBlockVecs;
+using simd::kRegLanes;
+using simd::Reg;
 
 // S[r][0 : 16 NC) = sum_d A[r][d] * Bt[d][0 : 16 NC) for the kRows rows at A (row stride lda);
 // Bt is a transposed operand with row stride ldb. S has row stride kTile.

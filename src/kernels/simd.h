@@ -34,6 +34,28 @@ struct VecOf {
 template <class T>
 using Vec = typename VecOf<T>::type;
 
+// The machine register the register-blocked tile products (attention_tiles.h,
+// attention_bf16_tiles.h) accumulate in: 64 bytes with AVX-512, else 32 (AVX2). GCC lowers a
+// 64-byte generic vector (Vec) on AVX2 through the stack, half a register at a time, so those
+// products never hold one there. Their blocks are narrower there too: kBlockVecs 16-lane groups
+// per block row. AVX-512 keeps a 4 x 64 block in 16 of its 32 registers; AVX2 has 16 registers
+// of 8 floats, so its block is 4 x 16 (8 registers, 2 more for the row of B).
+#if defined(__AVX512F__)
+constexpr int kRegBytes = 64;
+constexpr int kBlockVecs = 4;
+#else
+constexpr int kRegBytes = 32;
+constexpr int kBlockVecs = 1;
+#endif
+template <class T>
+struct RegOf {
+  typedef T type __attribute__((vector_size(kRegBytes)));
+};
+template <class T>
+using Reg = typename RegOf<T>::type;
+template <class T>
+constexpr int kRegLanes = kRegBytes / int(sizeof(T));
+
 // Unaligned loads and stores: load of a Vec, load_as of any vector type (a kernel's own
 // register-width type, attention_tiles.h), store of either.
 template <class V, class T>
