@@ -1,8 +1,10 @@
-"""Small pieces every benchmark driver shares: the environment mpirun needs, a run folder's
-metrics, and replacing one `## ` section of bench/RESULTS.md while leaving the others alone."""
+"""Small pieces every benchmark driver shares: the environment mpirun needs, the peer's best
+environment, the CPU's name for a table, a run folder's metrics, and replacing one `## ` section of
+bench/RESULTS.md while leaving the others alone."""
 import json
 import os
 import re
+import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATH = os.path.join(ROOT, "bench/RESULTS.md")
@@ -23,6 +25,26 @@ def replace_section(title, body):
 def mpi_env():
     """os.environ plus what Open MPI asks for before it runs as root (containers, CI)."""
     return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def peer_env():
+    """os.environ for a peer (PyTorch) at its best: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE pin
+    OpenBLAS, and so PyTorch's fp32 GEMMs, to AVX2 kernels on this project's machines; unset in the
+    peer's command alone."""
+    return {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+
+
+def lscpu():
+    """lscpu's fields as a dict ('Model name', 'CPU family', 'Flags', ...)."""
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+
+
+def cpu_name(detail=""):
+    """The CPU as lscpu names it, with its family (and `detail`): the machines this project runs
+    on change, and every table names the one it ran on."""
+    info = lscpu()
+    return f"{info.get('Model name', '?')} (family {info.get('CPU family', '?')}{', ' + detail if detail else ''})"
 
 
 def train_bench_model(fivefold, out, steps, flags, ranks=2):

@@ -21,17 +21,10 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "bench/serial"))
-from benchlib import mpi_env, publish  # noqa: E402
+from benchlib import cpu_name, mpi_env, peer_env, publish  # noqa: E402
 import compare_pytorch as serial  # noqa: E402
 
 TITLE = "## Before / after a refactor"
-
-
-def cpu_name():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def comm_ratios(build, reps):
@@ -69,8 +62,6 @@ def main():
     data = {"before": a.before_data or a.data, "after": a.data}
     tps = {k: [] for k in ("before", "after", "pytorch")}
     comm = {"before": [], "after": []}
-    # The peer at its best: these pin OpenBLAS (PyTorch's fp32 GEMMs) to AVX2 kernels.
-    peer_env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     with tempfile.TemporaryDirectory() as workdir:
         tokens = os.path.join(workdir, "train.i32")
         serial.shard_to_int32(os.path.join(data["before"], "train.bin"), tokens)
@@ -82,7 +73,7 @@ def main():
             out, _ = serial.run_measured(
                 ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json", "--steps",
                  str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads), "--tokens", tokens],
-                peer_env)
+                peer_env())
             tps["pytorch"].append(json.loads(out.strip().splitlines()[-1])["tokens_per_s"])
             print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.0f} tok/s" for k, v in tps.items()), file=sys.stderr)
     med = statistics.median

@@ -74,12 +74,10 @@ def run(cmd):
 
 def cpu_description():
     """The CPU as lscpu names it, its family and the bf16 units oneDNN can use (none: emulated)."""
-    info = dict(line.split(":", 1) for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-                if ":" in line)
-    flags = info.get("Flags", "").split()
+    flags = benchlib.lscpu().get("Flags", "").split()
     units = "AMX" if "amx_bf16" in flags else "AVX512-BF16" if "avx512_bf16" in flags else \
         "no bf16 units: bf16 emulated on " + ("AVX512" if "avx512f" in flags else "AVX2")
-    return f"{info.get('Model name', '?').strip()} (family {info.get('CPU family', '?').strip()}, {units})"
+    return benchlib.cpu_name(units)
 
 
 def measure(a):

@@ -18,7 +18,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from compare_pytorch import fivefold_round, run_measured, shard_to_int32  # noqa: E402
+from compare_pytorch import fivefold_round, peer_env, run_measured, shard_to_int32  # noqa: E402
 import json  # noqa: E402
 
 
@@ -34,7 +34,7 @@ def fivefold_precision_round(a, workdir, precision):
 
 
 def torch_bf16_round(a, tokens_file):
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    env = peer_env()
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json", "--autocast-bf16",
            "--steps", str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads), "--tokens", tokens_file]
     out, rss = run_measured(cmd, env)

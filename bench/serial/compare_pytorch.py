@@ -22,7 +22,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from benchlib import read_metrics, replace_section  # noqa: E402
+from benchlib import cpu_name, peer_env, read_metrics, replace_section  # noqa: E402
 SECTION = "## Serial training: fivefold vs PyTorch"
 
 
@@ -74,22 +74,13 @@ def fivefold_round(a, workdir):
 
 
 def torch_round(a, tokens_file):
-    # The peer at its best: these pin OpenBLAS (PyTorch's fp32 GEMMs) to AVX2 kernels on this
-    # project's machines; unset in the peer's command alone.
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    env = peer_env()
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json",
            "--steps", str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads),
            "--tokens", tokens_file]
     out, rss = run_measured(cmd, env)
     res = json.loads(out.strip().splitlines()[-1])
     return {"tokens_per_s": res["tokens_per_s"], "rss_mb": rss, "params": res["params"]}
-
-
-def cpu_name():
-    """The CPU as lscpu names it, with its family: the machines this project runs on change."""
-    info = dict(line.split(":", 1) for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()
-                if ":" in line)
-    return f"{info.get('Model name', '?').strip()} (family {info.get('CPU family', '?').strip()})"
 
 
 def main():
