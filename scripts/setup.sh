@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fivefold builds, tests and demos with, then configures and builds.
 # Safe to run again: packages already present are skipped, the build is incremental.
-# Arguments name the targets to build (the demo builds only `fivefold`); none: every target,
-# the tests and benchmarks included.
+# Arguments name the targets to build (the demo builds only `fivefold`); none: every default
+# target, the tests included (benchmarks build on request: CMakeLists.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
