@@ -362,16 +362,16 @@ void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv,
 }
 size_t attention_backward_bf16_overwrites() { return flash_bf16::g_overwrites.load(); }
 size_t attention_backward_bf16_rope_roundings() { return flash_bf16::g_rope_rounded.load(); }
-void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
-                                  const AttentionBlock& s) {
+double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
+                                    const AttentionBlock& s) {
   flash_bf16::forward(out, lse, {q, k, v, {}, {}}, s);
-  count_attention_block_flops(block_forward_flops(s));
+  return block_forward_flops(s);
 }
-void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
-                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
-                                   const AttentionBlock& s) {
+double attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                     ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                     const AttentionBlock& s) {
   flash_bf16::backward({dq, dk, dv, true}, {q, k, v, dout, out}, lse, s);
-  if (s.mask != AttentionMask::none) count_attention_block_flops(block_backward_flops(s));
+  return s.mask == AttentionMask::none ? 0 : block_backward_flops(s);
 }
 
 void set_attention_bf16_ds_terms(int terms) {

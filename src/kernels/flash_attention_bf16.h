@@ -13,7 +13,7 @@
 //
 // Same shapes, layouts, GQA and masks as flash_attention.h (AttentionShape, causal) and
 // attention_block.h (AttentionBlock, any mask and positions: the unit context parallelism's
-// ring and all-gather attention are built from); the block forms count their FLOPs there too.
+// ring and all-gather attention are built from); the block forms return their FLOPs as those do.
 // Scratch: per thread, in the memory ledger's workspace (kernels/scratch.h), sizes below.
 #include <cstddef>
 
@@ -48,11 +48,12 @@ void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv,
 size_t attention_backward_bf16_overwrites();
 size_t attention_backward_bf16_rope_roundings();
 
-void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
-                                  const AttentionBlock& s);
-void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
-                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
-                                   const AttentionBlock& s);
+// The FLOPs done are returned, as attention_block.h's block kernels return theirs.
+double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
+                                    const AttentionBlock& s);
+double attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                     ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                     const AttentionBlock& s);
 
 // How dS enters the dQ and dK products: 2 (the default) as two bf16 terms, hi + lo (about 16
 // bits); 1 rounded once, as FlashAttention-2 does. dq and dk are sums that cancel (each row of dS
