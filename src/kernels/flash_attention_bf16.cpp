@@ -1,7 +1,6 @@
 #include "kernels/flash_attention_bf16.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -21,8 +20,6 @@ namespace flash_bf16 {
 using attn16::dot_rows;
 using attn16::GradOut;
 
-std::atomic<size_t> g_overwrites{0};  // calls of the overwriting entries, for the tests
-std::atomic<size_t> g_rope_rounded{0};  // of those, the one with RoPE's backward
 using attn16::kLanes;
 using attn16::kRows;
 using attn16::kTile;
@@ -346,7 +343,6 @@ void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr
                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                                   const AttentionShape& s) {
   flash_bf16::backward({dq, dk, dv, false}, {q, k, v, dout, out}, lse, flash_bf16::block_of(s), DsTerms::two);
-  ++flash_bf16::g_overwrites;
 }
 void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, ConstTypedPtr dout,
                                           ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out,
@@ -356,11 +352,7 @@ void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv,
   o.q16 = flash_bf16::bf16_out(dq, "dq"), o.k16 = flash_bf16::bf16_out(dk, "dk");
   o.v16 = flash_bf16::bf16_out(dv, "dv"), o.cos = cos, o.sin = sin;
   flash_bf16::backward(o, {q, k, v, dout, out}, lse, flash_bf16::block_of(s), DsTerms::two);
-  ++flash_bf16::g_overwrites;
-  ++flash_bf16::g_rope_rounded;
 }
-size_t attention_backward_bf16_overwrites() { return flash_bf16::g_overwrites.load(); }
-size_t attention_backward_bf16_rope_roundings() { return flash_bf16::g_rope_rounded.load(); }
 double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                                     const AttentionBlock& s) {
   flash_bf16::forward(out, lse, {q, k, v, {}, {}}, s);

@@ -41,7 +41,7 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout
 // The same (dS as two terms), overwriting dq, dk, dv instead (whatever they held, NaN included):
 // the bits of zeroing them and accumulating, without the caller's pass over them and the kernel's
 // read of them. Every column of each head's rows is written (D columns per head; padding between
-// head blocks of a row is left alone). The count of calls is for the tests.
+// head blocks of a row is left alone).
 void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                                   const AttentionShape& s);
@@ -53,9 +53,6 @@ void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv,
                                           ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out,
                                           const float* lse, const AttentionShape& s, const float* cos,
                                           const float* sin);
-// Calls of the two overwriting entries, and of the second alone (for the tests).
-size_t attention_backward_bf16_overwrites();
-size_t attention_backward_bf16_rope_roundings();
 
 // The FLOPs done are returned, as attention_block.h's block kernels return theirs.
 double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
