@@ -5,8 +5,9 @@
 //   - per-step losses and gradient norms within 1e-5 relative, final weights within 1e-4,
 //     validation loss 1e-5 (testkit::compare_with_serial);
 //   - activation bytes per rank are the serial run's / cp (per sequence, the ledger);
-//   - the attention FLOPs the block kernel counted on each cp rank: within 2% of each other with
-//     head-tail chunks, and printed with the contiguous split's imbalance (which must show one).
+//   - the attention FLOPs the blocks of each cp rank did (ContextAttention's count of what the
+//     block kernels return): within 2% of each other with head-tail chunks, and printed with the
+//     contiguous split's imbalance (which must show one).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,7 +18,6 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
-#include "kernels/attention_block.h"
 #include "shared_data.h"
 #include "train/trainer.h"
 #include "train_fixtures.h"
@@ -62,13 +62,14 @@ int main(int argc, char** argv) {
   Trainer run(tiny(data, l, mb), testkit::temp_dir("cp"), &mesh);
   run.quiet = true;
   const double acts = testkit::activation_bytes() - before;
-  reset_attention_block_flops();
+  ContextAttention& attention = run.context()->attention();
+  attention.reset_block_flops();
   run.run();
-  const double flops = attention_block_flop_count();
+  const double flops = attention.block_flops();
   const std::vector<float> weights = run.full_params();
   const double val = run.evaluate();
 
-  // Attention work per cp rank (the block kernel's own count), gathered over the cp group.
+  // Attention work per cp rank (the FLOPs its block kernels returned), gathered over the cp group.
   const Comm& cp_group = mesh.group(MeshGroup::cp);
   std::vector<double> per_rank(size_t(l.cp));
   cp_group.all_gather(&flops, per_rank.data(), per_rank.size());
