@@ -100,8 +100,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         "config vocab_size is {} but the tokenizer '{}' has {} tokens; set vocab_size = 0 (or "
         "{}), or re-run `fivefold prepare --vocab {}`",
         cfg_.model.vocab_size, tok_path, tok_vocab, tok_vocab, cfg_.model.vocab_size));
-  cfg_.model.validate();
-  validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
+  validate_train_config(cfg_);  // again: the shape checks now see the tokenizer's vocab_size
   set_packed_weights_enabled(cfg_.packed_weights);  // before the estimate, which counts the packed copies
   set_wgrad_rows_enabled(cfg_.wgrad_rows);
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
