@@ -85,10 +85,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     throw std::runtime_error(fmt::format("config: simulate_straggler names rank {} but the job has {} ranks",
                                          straggler_.rank, world_size()));
   omp_set_num_threads(cfg_.threads);
-  precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
-  fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
+  precision_.emplace(gemm_input_dtype_of(cfg_.precision));
+  fp8_ = cfg_.precision == Precision::fp8;
   set_gemm_fp8(fp8_);
-  if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
+  if (cfg_.precision == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
   const std::string tok_path = data_file(cfg_, "tokenizer.model");
@@ -100,8 +100,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         "config vocab_size is {} but the tokenizer '{}' has {} tokens; set vocab_size = 0 (or "
         "{}), or re-run `fivefold prepare --vocab {}`",
         cfg_.model.vocab_size, tok_path, tok_vocab, tok_vocab, cfg_.model.vocab_size));
-  cfg_.model.validate();
-  validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
+  validate_train_config(cfg_);  // again: the shape checks now see the tokenizer's vocab_size
   set_packed_weights_enabled(cfg_.packed_weights);  // before the estimate, which counts the packed copies
   set_wgrad_rows_enabled(cfg_.wgrad_rows);
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
@@ -155,10 +154,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay,
-                                        parse_optimizer(cfg_.optimizer)},
+                                        cfg_.optimizer},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_),
-                                               zero3_gather_dtype(cfg_),
-                                               parse_grad_reduce_dtype(cfg_.grad_reduce_dtype)},
+                                               cfg_.zero3_gather, cfg_.grad_reduce_dtype},
                             mesh_,
                             tracer_.get(), replicas);
   if (fp8_)  // the scales follow each parameter tensor through whatever buffer holds it
@@ -171,7 +169,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   spikes_ = LossSpikeWatch(cfg_.loss_spike);
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
-        PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
+        PipeScheduleSpec{cfg_.schedule, pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
         tracer_.get());
     stages_ = std::make_unique<LlamaStages>(*model_, chunks, *state_, cfg_.grad_accum);
     if (cfg_.model.tied_embeddings) {
