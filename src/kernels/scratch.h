@@ -20,7 +20,7 @@ T* thread_scratch(size_t n) {
       MemoryLedger::instance().sub(MemCategory::workspace, int64_t(cap * sizeof(T)));
     }
   };
-  thread_local Buffer buf;
+  thread_local Buffer buf;  // memo: scratch every kernel writes before it reads; only its size persists
   if (n > buf.cap) {
     std::free(buf.p);
     MemoryLedger::instance().sub(MemCategory::workspace, int64_t(buf.cap * sizeof(T)));

@@ -39,7 +39,7 @@ using Key = std::tuple<int, int, int, int, int, int, DType, float, int>;
 
 using Cache = onednn::MatmulCache<Key>;
 Cache& cache() {
-  static Cache c;
+  static Cache c;  // memo: a primitive made for a shape computes what a new one would
   return c;
 }
 

@@ -4,11 +4,9 @@
 
 #include "kernels/adamw.h"
 #include "kernels/gemm_precision.h"
-#include "parallel/grad_wire.h"
 #include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/weight_copy_of_state.h"
 #include "train/dp_mode_config.h"
-#include "train/zero3_gather.h"
 
 namespace ff {
 
@@ -51,10 +49,9 @@ ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* t
   const auto replicas = tp_replicas_ ? tp_replicas_->ranges() : std::vector<ReplicaRange>{};
   state_ = make_model_state(model_->layout(),
                             AdamWConfig{cfg_.beta1, cfg_.beta2, cfg_.adam_eps, cfg_.weight_decay,
-                                        parse_optimizer(cfg_.optimizer)},
+                                        cfg_.optimizer},
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_),
-                                               zero3_gather_dtype(cfg_),
-                                               parse_grad_reduce_dtype(cfg_.grad_reduce_dtype)},
+                                               cfg_.zero3_gather, cfg_.grad_reduce_dtype},
                             mesh_, tracer_, replicas);
   const bool fp8 = gemm_fp8();
   if (fp8)  // the scales follow each parameter tensor through whatever buffer holds it
@@ -63,7 +60,7 @@ ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* t
   weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
-        PipeScheduleSpec{parse_pipe_schedule(cfg_.schedule), pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
+        PipeScheduleSpec{cfg_.schedule, pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,
         tracer_);
     stages_ = std::make_unique<LlamaStages>(*model_, chunks, *state_, cfg_.grad_accum);
     if (cfg_.model.tied_embeddings) {

@@ -57,17 +57,19 @@ void ProgressReport::start(ParallelModel& par, const std::string& memory_line, b
   std::printf("%s\n", memory_line.c_str());
   if (const ContextParallel* cp = par.context())
     std::printf("context parallel: cp %d, %s attention, %s chunks, %d of the %d tokens of each sequence per rank\n",
-                cfg_.cp, cfg_.cp_comm.c_str(), cfg_.cp_balance.c_str(), cp->layout().local_len(), cfg_.model.seq_len);
-  if (cfg_.precision != "fp32")
-    std::printf("precision %s: %s\n", cfg_.precision.c_str(),
-                cfg_.precision == "fp16"  ? f16_path_description().c_str()
-                : cfg_.precision == "fp8" ? "fp8 GEMM inputs emulated: each operand quantised to e4m3/e5m2 and back, "
-                                            "then an fp32 GEMM (slower than fp32: no fp8 units here)"
-                                          : bf16_path_description().c_str());
+                cfg_.cp, cp_comm_names().name(cfg_.cp_comm), cp_balance_names().name(cfg_.cp_balance),
+                cp->layout().local_len(), cfg_.model.seq_len);
+  if (cfg_.precision != Precision::fp32)
+    std::printf("precision %s: %s\n", precision_name(cfg_.precision),
+                cfg_.precision == Precision::fp16  ? f16_path_description().c_str()
+                : cfg_.precision == Precision::fp8 ? "fp8 GEMM inputs emulated: each operand quantised to e4m3/e5m2 and "
+                                                     "back, then an fp32 GEMM (slower than fp32: no fp8 units here)"
+                                                   : bf16_path_description().c_str());
   if (const std::string lr = describe_lr_scaling(cfg_); !lr.empty()) std::printf("%s\n", lr.c_str());
-  if (cfg_.dp_mode != "sync") std::printf("%s\n", describe_dp_mode(cfg_).c_str());
+  if (cfg_.dp_mode != DpMode::sync) std::printf("%s\n", describe_dp_mode(cfg_).c_str());
   if (const StageSplit* split = par.split())
-    std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", cfg_.schedule.c_str(), cfg_.grad_accum,
+    std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", pipe_schedule_names().name(cfg_.schedule),
+                cfg_.grad_accum,
                 describe_split(*split).c_str());
 }
 

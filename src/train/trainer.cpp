@@ -40,10 +40,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     throw std::runtime_error(fmt::format("config: simulate_straggler names rank {} but the job has {} ranks",
                                          straggler_.rank, world_size()));
   omp_set_num_threads(cfg_.threads);
-  precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
-  fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
+  precision_.emplace(gemm_input_dtype_of(cfg_.precision));
+  fp8_ = cfg_.precision == Precision::fp8;
   set_gemm_fp8(fp8_);
-  if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
+  if (cfg_.precision == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
   const RunTokenizer tokenizer = open_run_tokenizer(cfg_);
@@ -53,8 +53,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         "config vocab_size is {} but the tokenizer '{}' has {} tokens; set vocab_size = 0 (or "
         "{}), or re-run `fivefold prepare --vocab {}`",
         cfg_.model.vocab_size, tokenizer.path, tokenizer.vocab_size, tokenizer.vocab_size, cfg_.model.vocab_size));
-  cfg_.model.validate();
-  validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
+  validate_train_config(cfg_);  // again: the shape checks now see the tokenizer's vocab_size
   set_packed_weights_enabled(cfg_.packed_weights);  // before the estimate, which counts the packed copies
   set_wgrad_rows_enabled(cfg_.wgrad_rows);
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating

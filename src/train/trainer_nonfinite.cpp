@@ -12,7 +12,7 @@ namespace ff {
 StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
                                    std::chrono::steady_clock::time_point t0) {
   const std::string what = describe_nonfinite(loss, norm);
-  if (cfg_.on_nonfinite == "skip") {
+  if (cfg_.on_nonfinite == NonfiniteAction::skip) {
     // The batch is consumed and the schedule moves on; the weights and AdamW moments stay as they
     // were, so the state stays the last healthy one.
     ++step_;
