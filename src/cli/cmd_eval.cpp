@@ -2,11 +2,11 @@
 
 #include <cstdio>
 
+#include "ckpt/trained_model.h"
 #include "cli/commands.h"
 #include "io/token_shard.h"
 #include "train/evaluate.h"
 #include "train/train_config.h"
-#include "train/trained_model.h"
 
 namespace ff::cli {
 

@@ -1,9 +1,9 @@
 #include <cstdio>
 
+#include "ckpt/export_hf.h"
+#include "ckpt/trained_model.h"
 #include "cli/commands.h"
 #include "io/output_dir.h"
-#include "train/export_hf.h"
-#include "train/trained_model.h"
 
 namespace ff::cli {
 

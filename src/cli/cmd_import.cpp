@@ -1,8 +1,8 @@
 #include <cstdio>
 
+#include "ckpt/import_hf.h"
 #include "cli/commands.h"
 #include "io/output_dir.h"
-#include "train/import_hf.h"
 
 namespace ff::cli {
 

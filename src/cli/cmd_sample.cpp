@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
+#include "ckpt/trained_model.h"
 #include "cli/commands.h"
 #include "train/generate.h"
 #include "train/train_config.h"
-#include "train/trained_model.h"
 
 namespace ff::cli {
 

@@ -7,6 +7,12 @@
 
 namespace ff {
 
+// The most a reader of large binary files holds beyond its caller's buffers by default: one
+// staging buffer of this size (the sharded checkpoint reader's, ckpt/sharded_reader.h). Here
+// rather than there so the planner's memory model, which does not build on checkpoints, counts
+// the same bytes for a resume.
+constexpr uint64_t kReadStagingBytes = uint64_t(4) << 20;
+
 class FileReader {
  public:
   // kind names the format ("token shard"); fix says what to do when the file is bad, and

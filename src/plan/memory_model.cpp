@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "io/sharded_checkpoint_reader.h"
+#include "io/file_reader.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 #include "plan/layout_workspace.h"
 #include "plan/rank_model.h"
@@ -105,7 +105,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   const ParamLayout& layout = *rm.layout;
   const std::vector<ModelChunk>& chunks = rm.chunks;
   add_model_states(m, layout, L.dp * L.cp, L.zero);
-  m.checkpoint_bytes = int64_t(ReadOptions{}.staging_bytes);
+  m.checkpoint_bytes = int64_t(kReadStagingBytes);
 
   const BlockWidths& w = rm.widths;
   const int64_t N = int64_t(L.micro_batch) * c.seq_len / L.cp;

@@ -18,7 +18,7 @@ struct RankMemory {
   std::array<int64_t, kMemCategories> bytes{};  // indexed by MemCategory
   int pp_rank = 0;                              // the pipeline rank this is (the largest one's)
   // Checkpoints: sharded ones never assemble the state; a resume stages its reads through one
-  // block buffer (ShardedCheckpointReader's staging), alive beside the state while it loads.
+  // block buffer (the checkpoint reader's staging, io/file_reader.h), alive beside the state while it loads.
   // (ckpt_async's staging copy of the rank's pieces is not modelled.)
   int64_t checkpoint_bytes = 0;
   int64_t total() const;                                  // the ledger's categories

@@ -16,11 +16,11 @@
 #include <memory>
 #include <vector>
 
+#include "ckpt/sharded_reader.h"
+#include "ckpt/state_pieces.h"
 #include "comm/mesh.h"
-#include "io/sharded_checkpoint_reader.h"
 #include "kernels/fp8_recipe.h"
 #include "parallel/fp8_tensor_ids.h"
-#include "train/state_pieces.h"
 #include "train/train_config.h"
 
 namespace ff {

@@ -8,20 +8,14 @@
 // and the scale halves once it reaches 0; after `window` clean steps in a row the scale doubles
 // and the hysteresis counter refills. With hysteresis 1 it is exactly PyTorch's GradScaler
 // (backoff 0.5 on every overflow, growth 2 after growth_interval clean steps).
+#include "ckpt/checkpoint_state.h"  // LossScaleState: what a checkpoint keeps of the scaler
+
 namespace ff {
 
 struct LossScaleConfig {
   float init = 65536.0f;  // 2^16
   int window = 2000;      // clean steps before the scale doubles
   int hysteresis = 2;     // overflows before the scale halves
-};
-
-// Everything the scaler carries from one step to the next: a checkpoint saves it so a resumed
-// fp16 run continues the same scale trajectory (train/checkpoint.h).
-struct LossScaleState {
-  float scale = 0;
-  int clean_steps = 0;      // clean steps since the last overflow or growth
-  int hysteresis_left = 0;  // overflows left before the scale halves (<= 0: every one halves)
 };
 
 class LossScaler {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "parallel/expert/expert_checkpoint.h"
+#include "ckpt/full_tensors.h"
 
 namespace ff {
 

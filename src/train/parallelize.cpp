@@ -2,9 +2,9 @@
 
 #include <string>
 
+#include "ckpt/full_tensors.h"
 #include "kernels/adamw.h"
 #include "kernels/gemm_precision.h"
-#include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/weight_copy_of_state.h"
 #include "train/dp_mode_config.h"
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/meta.h"
+#include "ckpt/saver.h"
 #include "comm/mesh.h"
 #include "io/data_loader.h"
 #include "io/trace.h"
 #include "kernels/gemm_precision.h"
-#include "train/checkpoint_meta.h"
-#include "train/checkpoint_saver.h"
 #include "train/dp_mode_config.h"
 #include "train/loss_scaler.h"
 #include "train/lr_schedule.h"

@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
-#include "io/sharded_checkpoint.h"
+#include "ckpt/meta.h"
+#include "ckpt/sharded.h"
+#include "ckpt/state_pieces.h"
 #include "io/tokenizer.h"
-#include "train/checkpoint_meta.h"
-#include "train/state_pieces.h"
 #include "train/trainer.h"
 
 // The trainer's checkpoints: each rank saves and loads only what it holds (its ZeRO chunks, tp

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "ckpt/sharded.h"
 #include "comm/comm_world.h"
-#include "io/sharded_checkpoint.h"
 #include "train/trainer.h"
 
 // Resuming a run folder: the checkpoint checked against this run before anything is built, then

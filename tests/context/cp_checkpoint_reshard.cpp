@@ -12,7 +12,7 @@
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
 #include "shared_data.h"
-#include "train/checkpoint.h"
+#include "ckpt/checkpoint_state.h"
 #include "train/trainer.h"
 #include "checkpoint_fixtures.h"
 #include "train_fixtures.h"

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "fuzz_util.h"
+#include "ckpt/checkpoint_state.h"
 #include "io/checkpoint_file.h"
 #include "model/parameters.h"
-#include "train/checkpoint.h"
 
 using namespace ff;
 using namespace ff::fuzz;

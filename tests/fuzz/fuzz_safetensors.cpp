@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "io/safetensors.h"
+#include "ckpt/safetensors.h"
 
 using namespace ff;
 using namespace ff::fuzz;

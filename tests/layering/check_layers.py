@@ -18,8 +18,9 @@ DIRECT = {
     "io": ["core"],
     "model": ["kernels"],
     "parallel": ["model", "comm", "io"],
+    "ckpt": ["parallel", "model", "comm", "io"],
     "plan": ["parallel"],
-    "train": ["plan", "parallel", "model", "io"],
+    "train": ["ckpt", "plan", "parallel", "model", "io"],
     "cli": ["train"],
 }
 

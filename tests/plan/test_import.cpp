@@ -8,9 +8,9 @@
 #include "cli_runner.h"
 #include "model/parameters.h"
 #include "test_data.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_meta.h"
-#include "train/state_pieces.h"
+#include "ckpt/checkpoint_state.h"
+#include "ckpt/meta.h"
+#include "ckpt/state_pieces.h"
 
 using namespace ff;
 using namespace ff::testkit;

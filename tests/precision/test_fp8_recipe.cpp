@@ -17,7 +17,7 @@
 #include <cmath>
 #include <vector>
 
-#include "io/sharded_checkpoint.h"
+#include "ckpt/sharded.h"
 #include "kernels/fp8_recipe.h"
 #include "kernels/gemm.h"
 #include "test_data.h"

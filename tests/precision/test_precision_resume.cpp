@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "io/safetensors.h"
+#include "ckpt/safetensors.h"
 #include "test_data.h"
-#include "train/export_hf.h"
+#include "ckpt/export_hf.h"
 #include "train/trainer.h"
 #include "train_fixtures.h"
 

@@ -7,11 +7,12 @@
 
 #include "model/parameters.h"
 #include "parallel/param_group.h"
-#include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
+#include "local_tensors.h"
 
 using namespace ff;
+using ff::testing::extract_local_tensors;
 
 namespace {
 ModelConfig gqa() {  // 4 query heads over 2 kv heads, like configs/tiny.toml

@@ -21,11 +21,12 @@
 #include "parallel/model_state.h"
 #include "parallel/pipeline/stage_chunks.h"
 #include "parallel/tensor/tensor_hooks.h"
-#include "parallel/tensor/tp_checkpoint.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
+#include "local_tensors.h"
 
 using namespace ff;
+using ff::testing::extract_local_tensors;
 using ff::test::world;
 
 namespace {

@@ -9,12 +9,12 @@
 #include <string>
 
 #include "comm/comm.h"
-#include "comm/mesh.h"
 #include "comm/comm_world.h"
+#include "comm/mesh.h"
 #include "shared_data.h"
 #include "checkpoint_fixtures.h"
 #include "train_fixtures.h"
-#include "train/checkpoint.h"
+#include "ckpt/checkpoint_state.h"
 #include "train/trainer.h"
 
 using namespace ff;

@@ -10,11 +10,11 @@
 #include <iterator>
 #include <string>
 
-#include "io/sharded_checkpoint.h"
+#include "ckpt/sharded.h"
 #include "test_data.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_saver.h"
-#include "train/trained_model.h"
+#include "ckpt/checkpoint_state.h"
+#include "ckpt/saver.h"
+#include "ckpt/trained_model.h"
 #include "train/trainer.h"
 
 using namespace ff;

@@ -1,7 +1,5 @@
 #include "parallel/pipeline/pipeline_stages.h"
 
-#include <stdexcept>
-
 namespace ff {
 
 StageSplit split_model(const ModelConfig& c, int ranks, int chunks) {
@@ -103,28 +101,6 @@ double pipeline_forward_loss(StageChunks& stage, ParamSource& params, const Comm
   }
   pipe.all_reduce(&loss, 1);
   return loss;
-}
-
-void copy_views_by_name(const ParamLayout& from, const float* src, const ParamLayout& to, float* dst) {
-  for (const ParamView& v : to.views())
-    for (const ParamView& w : from.views())
-      if (w.name == v.name) {
-        if (w.numel != v.numel) throw std::logic_error("copy_views_by_name: " + v.name + " differs in size");
-        std::copy(src + w.offset, src + w.offset + w.numel, dst + v.offset);
-      }
-}
-
-void assemble_stages(const Comm& pipe, const ModelConfig& c, const StageSplit& split, const float* mine,
-                     float* full) {
-  const ParamLayout whole(c);
-  for (int r = 0; r < pipe.size(); ++r) {
-    const ModelParts parts = parts_of_rank(split, r);
-    const ParamLayout theirs(c, nullptr, &parts);
-    std::vector<float> buf(theirs.total());
-    if (r == pipe.rank()) std::copy(mine, mine + buf.size(), buf.begin());
-    pipe.broadcast(buf.data(), buf.size(), r);
-    copy_views_by_name(theirs, buf.data(), whole, full);
-  }
 }
 
 }  // namespace ff

@@ -2,8 +2,7 @@
 // Pipeline parallelism applied to the model (Huang et al. 2019, Narayanan et al. 2021, Qi et al.
 // 2023): which chunks of the model a pipeline rank runs, the PipelineStageCompute that lets the
 // executor drive them (over StageChunks, stage_chunks.h, which keeps the per-micro-batch state),
-// a forward-only pass for evaluation, and moving checkpoints between the stages' layouts and the
-// whole model's.
+// and a forward-only pass for evaluation.
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +13,6 @@
 #include "parallel/pipeline/pipeline_executor.h"
 #include "parallel/pipeline/stage_chunks.h"
 #include "parallel/pipeline/stage_split.h"
-#include "parallel/tensor/tp_checkpoint.h"
 
 namespace ff {
 
@@ -67,12 +65,5 @@ class LlamaStages final : public PipelineStageCompute {
 // group calls it; the loss is summed onto every rank.
 double pipeline_forward_loss(StageChunks& stage, ParamSource& params, const Comm& pipe,
                              const int32_t* tokens, const int32_t* targets, int B, int T);
-
-// Whole tensors of `from`'s views into `to`'s views of the same name (those present in both).
-void copy_views_by_name(const ParamLayout& from, const float* src, const ParamLayout& to, float* dst);
-// Every stage's tensors (flat in its own unsliced layout) into the whole model's flat layout, on
-// every rank of `pipe` (collective).
-void assemble_stages(const Comm& pipe, const ModelConfig& c, const StageSplit& split,
-                     const float* mine, float* full);
 
 }  // namespace ff

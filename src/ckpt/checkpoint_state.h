@@ -1,0 +1,66 @@
+#pragma once
+// What a training checkpoint records beside its tensors (the step, the data position, the model,
+// the config, the tokenizer's checksum) and the checks it is read back with. Training saves
+// sharded checkpoints (meta.h, saver.h); save_checkpoint/load_checkpoint
+// are the old single-file format (io/checkpoint_file.h), kept only so tests can make one and
+// see it refused. The data loader's position plus the seed is the whole RNG state of training,
+// so resuming continues bit-identically.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/data_loader.h"
+#include "model/model_config.h"
+
+namespace ff {
+
+// Everything fp16's dynamic loss scaler (train/loss_scaler.h) carries from one step to the next:
+// a checkpoint saves it so a resumed fp16 run continues the same scale trajectory.
+struct LossScaleState {
+  float scale = 0;
+  int clean_steps = 0;      // clean steps since the last overflow or growth
+  int hysteresis_left = 0;  // overflows left before the scale halves (<= 0: every one halves)
+};
+
+struct CheckpointState {
+  ModelConfig model;
+  int step = 0;
+  DataLoader::Position data;
+  std::string config_toml;  // the resolved config of the run that wrote it, for humans
+  uint64_t tokenizer_checksum = 0;  // Tokenizer::checksum() of the run's tokenizer; 0 = unrecorded
+  std::vector<float> router_bias;   // MoE: the selection bias (n_layers x n_experts); empty = zero
+  std::optional<LossScaleState> loss_scale;  // fp16's dynamic loss scale; none for other precisions
+};
+
+// Bounds a checkpoint's fields must meet on top of ModelConfig::validate: a forged but
+// re-checksummed file must not resume at a negative step or allocate for a 2^31-token window.
+constexpr int kMaxCheckpointStep = 1'000'000'000;
+constexpr int kMaxSeqLen = 1 << 20;
+constexpr int kMaxVocab = 1 << 24;
+constexpr int kMaxDim = 1 << 16;
+constexpr int kMaxLayers = 1 << 12;
+// The loader gives each epoch's shuffle a 2^40 counter range of a 64-bit counter (data_loader.cpp).
+constexpr uint64_t kMaxDataEpoch = 1ull << 24;
+
+nlohmann::json model_config_to_json(const ModelConfig& c);
+// Checks every field's type and range (source names the file in messages), then validate().
+ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source = "checkpoint");
+// Names every field that differs, e.g. "dim 64 vs 128"; empty when equal.
+std::string describe_model_difference(const ModelConfig& a, const ModelConfig& b);
+
+void save_checkpoint(const std::string& path, const CheckpointState& state, const float* params,
+                     const float* adam_m, const float* adam_v, size_t n);
+
+// Every meta field of an opened checkpoint, validated as if a user had typed it; throws naming
+// the file and the field.
+CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std::string& path);
+
+// Opens and verifies the file (checksums, format), returns its state; copies the tensors into
+// the buffers that are non-null, each of n floats, after checking n against the file.
+CheckpointState load_checkpoint(const std::string& path, float* params, float* adam_m,
+                                float* adam_v, size_t n);
+
+}  // namespace ff
