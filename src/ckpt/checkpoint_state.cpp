@@ -1,14 +1,12 @@
 #include "ckpt/checkpoint_state.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "io/checkpoint_file.h"
 #include "model/parameters.h"
 
 namespace ff {
@@ -186,44 +184,6 @@ CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std
     s.loss_scale = LossScaleState{ls.real("scale", false, 3.4e38), int(ls.integer("clean_steps", 0, 1'000'000'000)),
                                   int(ls.integer("hysteresis_left", -1'000'000'000, 1'000'000'000))};
   }
-  return s;
-}
-
-void save_checkpoint(const std::string& path, const CheckpointState& s, const float* params,
-                     const float* adam_m, const float* adam_v, size_t n) {
-  CheckpointWriter w;
-  nlohmann::json meta = {{"format", "fivefold-train-checkpoint"},
-                         {"step", s.step},
-                         {"model", model_config_to_json(s.model)},
-                         {"data_epoch", s.data.epoch},
-                         {"data_cursor", s.data.cursor},
-                         {"num_params", n},
-                         {"config", s.config_toml},
-                         {"tokenizer_checksum", s.tokenizer_checksum}};
-  if (!s.router_bias.empty()) meta["router_bias"] = s.router_bias;
-  w.set_meta(meta);
-  w.add_section_view("params", params, n * sizeof(float));
-  w.add_section_view("adam_m", adam_m, n * sizeof(float));
-  w.add_section_view("adam_v", adam_v, n * sizeof(float));
-  w.write(path);
-}
-
-CheckpointState load_checkpoint(const std::string& path, float* params, float* adam_m,
-                                float* adam_v, size_t n) {
-  CheckpointReader r(path);
-  CheckpointState s = checkpoint_state_from_meta(r.meta(), path);
-  auto copy = [&](const char* name, float* dst) {
-    if (!dst) return;
-    auto bytes = r.section(name);
-    if (bytes.size() != n * sizeof(float))
-      throw std::runtime_error(fmt::format(
-          "checkpoint '{}': section '{}' holds {} floats but this model has {} parameters",
-          path, name, bytes.size() / sizeof(float), n));
-    std::memcpy(dst, bytes.data(), bytes.size());
-  };
-  copy("params", params);
-  copy("adam_m", adam_m);
-  copy("adam_v", adam_v);
   return s;
 }
 

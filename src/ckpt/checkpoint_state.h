@@ -1,11 +1,9 @@
 #pragma once
 // What a training checkpoint records beside its tensors (the step, the data position, the model,
-// the config, the tokenizer's checksum) and the checks it is read back with. Training saves
-// sharded checkpoints (meta.h, saver.h); save_checkpoint/load_checkpoint
-// are the old single-file format (io/checkpoint_file.h), kept only so tests can make one and
-// see it refused. The data loader's position plus the seed is the whole RNG state of training,
-// so resuming continues bit-identically.
-#include <cstddef>
+// the config, the tokenizer's checksum) and the checks it is read back with; meta.h puts it in a
+// sharded checkpoint's manifest. The data loader's position plus the seed is the whole RNG state
+// of training, so resuming continues bit-identically.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,16 +49,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
 // Names every field that differs, e.g. "dim 64 vs 128"; empty when equal.
 std::string describe_model_difference(const ModelConfig& a, const ModelConfig& b);
 
-void save_checkpoint(const std::string& path, const CheckpointState& state, const float* params,
-                     const float* adam_m, const float* adam_v, size_t n);
-
 // Every meta field of an opened checkpoint, validated as if a user had typed it; throws naming
 // the file and the field.
 CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std::string& path);
-
-// Opens and verifies the file (checksums, format), returns its state; copies the tensors into
-// the buffers that are non-null, each of n floats, after checking n against the file.
-CheckpointState load_checkpoint(const std::string& path, float* params, float* adam_m,
-                                float* adam_v, size_t n);
 
 }  // namespace ff

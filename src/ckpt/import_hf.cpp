@@ -11,10 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint_state.h"
-#include "ckpt/meta.h"
 #include "ckpt/safetensors.h"
 #include "ckpt/saver.h"
-#include "ckpt/state_pieces.h"
 #include "core/dtype.h"
 #include "io/tokenizer.h"
 #include "model/parameters.h"
@@ -115,13 +113,7 @@ size_t import_hugging_face(const std::string& hf_dir, const std::string& out_dir
   s.model = c;
   s.tokenizer_checksum = tokenizer.checksum();
   // A step-0 checkpoint of one serial rank: the moments are zero, as a fresh AdamW's are.
-  StateRuns runs;
-  runs.params = {{0, params.size(), params.data()}};
-  runs.m = runs.v = {{0, zeros.size(), zeros.data()}};
-  const nlohmann::json serial = {{"ranks", 1}, {"dp", 1}, {"cp", 1}, {"tp", 1}, {"pp", 1}, {"zero", 0}};
-  CheckpointSaver saver(out_dir, nullptr, 1, false);
-  saver.save(checkpoint_info(s, serial), state_save_pieces(layout, runs, {}));
-  saver.finish();
+  save_serial_checkpoint(out_dir, s, params.data(), zeros.data(), zeros.data());
   fs::copy_file(tok, fs::path(out_dir) / "tokenizer.model", fs::copy_options::overwrite_existing);
   return params.size();
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ckpt/meta.h"
 #include "comm/comm.h"
 
 namespace ff {
@@ -159,6 +160,21 @@ void CheckpointSaver::publish() {
     }
   }
   agree(world_, manifest_error, fmt::format("completing checkpoint {}", step_dir));
+}
+
+void save_serial_checkpoint(const std::string& run_dir, const CheckpointState& state, const float* params,
+                            const float* m, const float* v) {
+  const ParamLayout layout(state.model);
+  const size_t n = layout.total();
+  // StateRun's spans are writable because a load fills them; a save only reads them.
+  StateRuns runs;
+  runs.params = {{0, n, const_cast<float*>(params)}};
+  runs.m = {{0, n, const_cast<float*>(m)}};
+  runs.v = {{0, n, const_cast<float*>(v)}};
+  const nlohmann::json serial = {{"ranks", 1}, {"dp", 1}, {"cp", 1}, {"tp", 1}, {"pp", 1}, {"zero", 0}};
+  CheckpointSaver saver(run_dir, nullptr, 1, false);
+  saver.save(checkpoint_info(state, serial), state_save_pieces(layout, runs, {}));
+  saver.finish();
 }
 
 }  // namespace ff

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/checkpoint_state.h"
 #include "ckpt/sharded.h"
 #include "ckpt/state_pieces.h"
 #include "core/memory.h"
@@ -65,5 +66,11 @@ class CheckpointSaver {
   TrackedBuffer<float> staging_;
   double stall_s_ = 0;
 };
+
+// One process's whole state saved as step state.step of run_dir, as training saves a serial run
+// (import writes its step-0 checkpoint so): params, m and v each hold the model's whole flat
+// layout, and are only read.
+void save_serial_checkpoint(const std::string& run_dir, const CheckpointState& state, const float* params,
+                            const float* m, const float* v);
 
 }  // namespace ff

@@ -6,7 +6,7 @@
 
 namespace ff {
 
-// True when path is a file starting with the old format's magic (FFCHKPNT, checkpoint_file.h).
+// True when path is a file starting with the old format's magic (FFCHKPNT).
 bool is_single_file_checkpoint(const std::string& path);
 // Throws, with what to do, when path is an old-format checkpoint file or a folder holding one
 // (checkpoint.bin); returns quietly otherwise.

@@ -6,9 +6,8 @@
 #include <functional>
 #include <thread>
 
-#include "io/checkpoint_file.h"
-#include "io/checksum.h"
 #include "io_test_util.h"
+#include "rewrite_manifest.h"
 #include "sharded_test_model.h"
 
 using namespace ff;
@@ -35,20 +34,6 @@ std::vector<ShardFileRecord> write_data_only(const std::string& run, int64_t ste
 }
 
 std::string latest_of(const std::string& run) { return read_all((fs::path(run) / "latest").string()); }
-
-// Rewrites step's manifest body through edit, with a valid checksum: a manifest written by
-// other code, as a test of what the reader trusts beyond the checksum.
-void rewrite_manifest(const std::string& step, const std::function<void(nlohmann::json&)>& edit) {
-  const std::string path = (fs::path(step) / kManifestName).string();
-  const std::string raw = read_all(path);
-  const std::string head = "{\"checksum64\": \"0000000000000000\", \"manifest\": ";
-  auto body = nlohmann::json::parse(raw.substr(head.size(), raw.size() - head.size() - 2));
-  edit(body);
-  const std::string text = body.dump();
-  char sum[17];
-  std::snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)checksum64(text.data(), text.size()));
-  write_all(path, "{\"checksum64\": \"" + std::string(sum) + "\", \"manifest\": " + text + "}\n");
-}
 
 // Loads the whole model as one rank.
 void load_everything(const std::string& step_dir) {
@@ -209,9 +194,8 @@ TEST(ShardedCheckpointFaults, KeepsTheLastKAndDeletesOnlyAfterTheNewOneIsComplet
 
 TEST(ShardedCheckpointFaults, OldSingleFileFormatIsRefused) {
   TempDir dir;
-  CheckpointWriter old;
-  old.set_meta({{"step", 3}});
-  old.write(dir.file("checkpoint.bin"));
+  // The old format's magic and version 1, all of such a file that the refusal reads.
+  write_all(dir.file("checkpoint.bin"), std::string("FFCHKPNT\x01\0\0\0", 12));
   EXPECT_TRUE(is_single_file_checkpoint(dir.file("checkpoint.bin")));
   EXPECT_FALSE(is_single_file_checkpoint(dir.file("nothing.bin")));
   for (const std::string& p : {dir.path().string(), dir.file("checkpoint.bin")}) {
