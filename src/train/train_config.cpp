@@ -1,7 +1,6 @@
 #include "train/train_config.h"
 
 #include "parallel/tensor/tensor_plan.h"
-#include "train/zero3_gather.h"
 #include "train/moe_config_check.h"
 #include "train/dp_mode_config.h"
 #include "parallel/grad_wire.h"
@@ -208,6 +207,16 @@ void check_toml_type(const std::string& raw_key, const toml::node& node, const s
   else shown << "a " << node.type();
   throw std::runtime_error(fmt::format("config file '{}': key '{}' is {} but must be {}", path, raw_key,
                                        shown.str(), want));
+}
+
+// A 16-bit zero3_gather needs the precision of that dtype; throws naming both keys and the fix.
+void validate_zero3_gather(const TrainConfig& c) {
+  if (c.zero3_gather == DType::f32 || c.zero3_gather == gemm_input_dtype_of(c.precision)) return;
+  const char* gather = dtype_option_names().name(c.zero3_gather);
+  throw std::runtime_error(fmt::format(
+      "config key 'zero3_gather' = '{}' needs precision = '{}' (got '{}'): parameters are gathered in the dtype "
+      "the GEMMs read; set zero3_gather = fp32",
+      gather, gather, precision_name(c.precision)));
 }
 
 }  // namespace

@@ -40,7 +40,13 @@ struct TrainConfig {
   Recompute recompute = Recompute::none;
   Precision precision = Precision::fp32;  // fp32 | bf16 | fp16 | fp8 (model/precision.h)
   LossScaleConfig loss_scale;      // fp16 only (train/loss_scaler.h)
-  DType zero3_gather = DType::f32;  // fp32 | bf16 | fp16: ZeRO-3's gather dtype (train/zero3_gather.h)
+  // ZeRO-3's gather dtype, fp32 | bf16 | fp16. fp32: the fp32 master weights, so a ZeRO-3 run
+  // equals the serial run of its precision (norm weights and the embedding stay fp32). bf16 /
+  // fp16: the run's 16-bit GEMM dtype (precision must be that dtype), half the bytes per gather;
+  // every gathered parameter is then the 16-bit value, the norm weights and the embedding rows
+  // included (FSDP's MixedPrecision(param_dtype=bf16)), so the losses leave the serial bf16 run's
+  // by about bf16's rounding of those weights.
+  DType zero3_gather = DType::f32;
   DType grad_reduce_dtype = DType::f32;  // fp32 | bf16: data-parallel gradient reduction (parallel/grad_wire.h)
   bool packed_weights = true;   // 16-bit runs: weights also kept packed for oneDNN (kernels/packed_weights.h)
   bool wgrad_rows = true;       // 16-bit runs: dW's rows dealt out to the threads (kernels/wgrad_rows.h)

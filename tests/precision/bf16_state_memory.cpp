@@ -5,7 +5,7 @@
 //   once per step (kernels/weight_copy.h). Per rank:
 //     zero 0: 2Ψ + 16Ψ = 18Ψ     zero 1: 2Ψ + 8Ψ + 8Ψ/N     zero 2: 2Ψ + 4Ψ + 12Ψ/N
 //     zero 3: 16Ψ/N, and with zero3_gather = bf16 2Ψ/N + 16Ψ/N (the copy is of the shard: the
-//             rounded shard is what is all-gathered; train/zero3_gather.h)
+//             rounded shard is what is all-gathered; TrainConfig::zero3_gather)
 // Gradients are fp32 here (grad_reduce_dtype fp32): a bf16 gradient buffer would change the 4Ψ.
 // Checked two ways: the bf16 run's bytes minus the fp32 run's are the copy (exactly 2Ψ at zero
 // 0-2; 2Ψ/N within the uneven chunks' slack at zero 3), and the bf16 total is the formula within
