@@ -2,11 +2,11 @@
 #include <string>
 #include <thread>
 
+#include "calibrate/calibration.h"
+#include "calibrate/routing_run.h"
 #include "cli/commands.h"
-#include "cli/routing_run.h"
 #include "comm/comm_world.h"
 #include "io/atomic_file.h"
-#include "plan/calibrate.h"
 #include "train/train_config.h"
 
 namespace ff::cli {

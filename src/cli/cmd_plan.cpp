@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/this_machine.h"
 #include "cli/commands.h"
 #include "plan/cluster.h"
 #include "plan/search.h"

@@ -60,8 +60,4 @@ bool group_spans_nodes(int stride, int n, int world, int per_node);
 // Reads a cluster.toml; unknown keys and missing required ones throw naming the file and key.
 ClusterSpec load_cluster(const std::string& path);
 std::string cluster_to_toml(const ClusterSpec& c);
-// This machine as the engine runs on it: FMA peak and sgemm share from the cached measurement,
-// MemAvailable shared by `ranks`, shared-memory links with defaults until calibrated.
-ClusterSpec this_machine(int ranks);
-
 }  // namespace ff

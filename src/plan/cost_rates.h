@@ -62,7 +62,7 @@ struct EngineRates {
   // arrive apart after their own compute; the waiting one spins, yields or sleeps), measured by
   // calibrate when the ranks fit the cores (0 otherwise: waiting ranks then lend their core).
   double collective_overhead = 0;
-  // The engine's non-GEMM kernels as calibrate times them (plan/calibrate_kernels.h), per core;
+  // The engine's non-GEMM kernels as calibrate times them (calibrate/kernel_rates.h), per core;
   // absent from older files, which cost those kernels as bytes over `bandwidth`.
   RateCurve optimizer;      // s per parameter: zero the gradient, its norm, the clip, AdamW; by parameters
   RateCurve rmsnorm;        // s per element, forward + backward, by elements

@@ -9,11 +9,11 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/hardware_peak.h"
 #include "core/memory.h"
 #include "io/atomic_file.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
-#include "plan/hardware_peak.h"
 #include "train/dp_mode_config.h"
 
 namespace ff {

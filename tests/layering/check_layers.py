@@ -20,7 +20,8 @@ DIRECT = {
     "parallel": ["model", "comm", "io"],
     "ckpt": ["parallel", "model", "comm", "io"],
     "plan": ["parallel"],
-    "train": ["ckpt", "plan", "parallel", "model", "io"],
+    "calibrate": ["plan"],
+    "train": ["ckpt", "calibrate", "plan", "parallel", "model", "io"],
     "cli": ["train"],
 }
 

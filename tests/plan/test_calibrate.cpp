@@ -9,8 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "calibrate/calibration.h"
+#include "calibrate/this_machine.h"
 #include "cli_runner.h"
-#include "plan/calibrate.h"
 #include "plan/cluster.h"
 #include "test_data.h"
 

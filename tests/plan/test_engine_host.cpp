@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "calibrate/this_machine.h"
 #include "plan/cluster.h"
 #include "plan/memory_model.h"
 #include "plan/step_time.h"

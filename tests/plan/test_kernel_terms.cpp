@@ -1,4 +1,4 @@
-// The step model's calibrated kernel terms (plan/calibrate_kernels.h): on a synthetic cluster whose
+// The step model's calibrated kernel terms (calibrate/kernel_rates.h): on a synthetic cluster whose
 // kernel rates are flat, each term must equal the count of the work it stands for (parameters,
 // norm elements, q/k elements, SwiGLU outputs, logits, attention units) times its rate, counted
 // here from the model's shapes; and a bf16 layout's MFU divides by the bf16 peak.

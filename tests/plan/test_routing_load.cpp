@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli/routing_run.h"
+#include "calibrate/routing_run.h"
 #include "model/model_config.h"
 #include "plan/cluster.h"
 #include "plan/search.h"
@@ -127,13 +127,13 @@ TEST(RoutingLoad, ASerialRunsFolderIsReadAndAParallelOneRefused) {
     m << R"({"event": "eval", "val_loss": 3.0})" << "\n";
   };
   write("data = \"d\"\nn_experts = 4\ntop_k = 2\ndp = 1\nep = 1\n");
-  const RoutingLoad r = cli::read_routing_run(dir.string());
+  const RoutingLoad r = read_routing_run(dir.string());
   EXPECT_EQ(r.steps, 2);
   // ep 2: blocks 1.2, 1, then 600 / 500 = 1.2 and 1: mean 1.1.
   EXPECT_NEAR(r.factor(2, 4, 2), 1.1, 1e-12);
   write("data = \"d\"\nn_experts = 4\ntop_k = 2\ndp = 2\nep = 2\n");
   try {
-    cli::read_routing_run(dir.string());
+    read_routing_run(dir.string());
     FAIL() << "an ep run must not calibrate the ep layouts it is validated against";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("serial"), std::string::npos) << e.what();

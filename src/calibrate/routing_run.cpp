@@ -1,4 +1,4 @@
-#include "cli/routing_run.h"
+#include "calibrate/routing_run.h"
 
 #include <filesystem>
 #include <fstream>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
-namespace ff::cli {
+namespace ff {
 
 RoutingLoad read_routing_run(const std::string& run_dir) {
   namespace fs = std::filesystem;
@@ -51,4 +51,4 @@ RoutingLoad read_routing_run(const std::string& run_dir) {
   return load;
 }
 
-}  // namespace ff::cli
+}  // namespace ff

@@ -1,4 +1,4 @@
-#include "plan/hardware_peak.h"
+#include "calibrate/hardware_peak.h"
 
 #include <algorithm>
 #include <cstdlib>

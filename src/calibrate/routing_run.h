@@ -6,9 +6,9 @@
 
 #include "plan/routing_load.h"
 
-namespace ff::cli {
+namespace ff {
 
 // Throws naming the file when RUN is not a finished serial run of a MoE model.
 RoutingLoad read_routing_run(const std::string& run_dir);
 
-}  // namespace ff::cli
+}  // namespace ff

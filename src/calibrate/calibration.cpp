@@ -1,4 +1,4 @@
-#include "plan/calibrate.h"
+#include "calibrate/calibration.h"
 
 #include <omp.h>
 
@@ -9,14 +9,14 @@
 
 #include <fmt/format.h>
 
+#include "calibrate/hardware_peak.h"
+#include "calibrate/kernel_rates.h"
+#include "calibrate/this_machine.h"
 #include "core/memory.h"
 #include "kernels/bf16_peak.h"
 #include "kernels/flash_attention.h"
 #include "kernels/gemm_precision.h"
 #include "model/linear.h"
-#include "plan/calibrate_kernels.h"
-#include "plan/hardware_peak.h"
-#include "plan/memory_fit.h"
 
 namespace ff {
 

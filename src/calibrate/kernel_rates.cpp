@@ -1,4 +1,4 @@
-#include "plan/calibrate_kernels.h"
+#include "calibrate/kernel_rates.h"
 
 #include <algorithm>
 #include <chrono>
