@@ -2,8 +2,8 @@
 # Installs what is missing, builds, and runs every test (unit, oracle against PyTorch, end to end).
 #
 # scripts/test.sh --sanitize: an AddressSanitizer + UndefinedBehaviorSanitizer build in
-# build-asan/ of only what the unit, io, kernel, fuzz and CLI tests need; runs those tests and a
-# 2-rank `train` under dp, tp and pp. Any report fails it (halt_on_error): nothing is suppressed.
+# build-asan/ of only what the unit, io, checkpoint, kernel, fuzz and CLI tests need; runs those
+# tests and a 2-rank `train` under dp, tp and pp. Any report fails it (halt_on_error): nothing is suppressed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +21,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   flags="-O0 -g1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" \
     -DCMAKE_UNITY_BUILD=ON -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-  tests=(test_core test_kernels test_io test_fuzz test_cli)
+  tests=(test_core test_kernels test_io test_ckpt test_fuzz test_cli)
   cmake --build build-asan -j "$jobs" --target fivefold "${tests[@]}" 2>&1 | grep -E "error|warning" || true
   t_built=$(date +%s)
   export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1:detect_leaks=1}
