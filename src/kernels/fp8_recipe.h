@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "kernels/fp8.h"
@@ -79,11 +80,8 @@ class Fp8Recipe {
   int64_t ids_ = 0;
   bool recording_ = true;
   std::map<Key, Slot> slots_;
+  // GEMMs run on the caller's thread, but a model may call from several.
+  mutable std::mutex mu_;
 };
-
-// The recipe fp8 GEMMs use (process-wide, like gemm_fp8()); null: current scaling, each operand
-// scaled by its own amax (the GEMM-level default of gemm_precision.h).
-void set_fp8_recipe(Fp8Recipe* r);
-Fp8Recipe* fp8_recipe();
 
 }  // namespace ff

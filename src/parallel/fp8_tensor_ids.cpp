@@ -108,6 +108,7 @@ class NotingState final : public ModelState {
   bool lockstep() const override { return s_->lockstep(); }
   bool applies_gradient() const override { return s_->applies_gradient(); }
   std::vector<std::pair<std::string, float*>> extra_state() override { return s_->extra_state(); }
+  std::vector<const WeightTwinSource*> weight_twins() const override { return s_->weight_twins(); }
 
  private:
   std::unique_ptr<ModelState> s_;

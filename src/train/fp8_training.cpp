@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "comm/comm.h"
-#include "kernels/gemm_precision.h"
 #include "train/moe_training.h"
 
 namespace ff {
@@ -53,11 +52,6 @@ Fp8Training::Fp8Training(const TrainConfig& c, const ParamLayout& local, const M
     if (g.size() > 1) group_ = &g;
   }
   recipe_.set_identity([this](const void* p) { return ids_.id_of(p); }, ids_.count());
-  set_fp8_recipe(&recipe_);
-}
-
-Fp8Training::~Fp8Training() {
-  if (fp8_recipe() == &recipe_) set_fp8_recipe(nullptr);
 }
 
 void Fp8Training::end_step() {

@@ -27,10 +27,9 @@ namespace ff {
 
 class Fp8Training {
  public:
-  // local: this rank's layout; parts: its stage's parts. Installs the recipe for its life.
-  // Collective over the mesh (creates the reduction group).
+  // local: this rank's layout; parts: its stage's parts. The recipe is for the run's GEMM context
+  // (kernels/gemm_context.h). Collective over the mesh (creates the reduction group).
   Fp8Training(const TrainConfig& c, const ParamLayout& local, const ModelParts& parts, const Mesh* mesh);
-  ~Fp8Training();
   Fp8Training(const Fp8Training&) = delete;
   Fp8Training& operator=(const Fp8Training&) = delete;
 
@@ -40,6 +39,7 @@ class Fp8Training {
   }
   void end_step();  // collective over the reduction group
   const Fp8Recipe& recipe() const { return recipe_; }
+  Fp8Recipe& recipe() { return recipe_; }
 
   // Recording off for its life (evaluation). Null: nothing.
   class NotRecording {

@@ -24,8 +24,6 @@
 #include "comm/flight_recorder.h"
 #include "train/checkpoint_meta.h"
 #include "train/resume_check.h"
-#include "kernels/packed_weights.h"
-#include "kernels/wgrad_rows.h"
 #include "train/memory_check.h"
 #include "plan/hardware_peak.h"
 #include "train/dp_mode_config.h"
@@ -85,9 +83,12 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     throw std::runtime_error(fmt::format("config: simulate_straggler names rank {} but the job has {} ranks",
                                          straggler_.rank, world_size()));
   omp_set_num_threads(cfg_.threads);
-  precision_.emplace(gemm_input_dtype_of(parse_precision(cfg_.precision)));
   fp8_ = parse_precision(cfg_.precision) == Precision::fp8;
-  set_gemm_fp8(fp8_);
+  gemm_.input_dtype = gemm_input_dtype_of(parse_precision(cfg_.precision));
+  gemm_.fp8 = fp8_;
+  gemm_.packed_weights = cfg_.packed_weights;
+  gemm_.wgrad_rows = cfg_.wgrad_rows;
+  gemm_.counts = &gemm_counts_;
   if (parse_precision(cfg_.precision) == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
@@ -102,8 +103,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         cfg_.model.vocab_size, tok_path, tok_vocab, tok_vocab, cfg_.model.vocab_size));
   cfg_.model.validate();
   validate_tensor_parallel(cfg_.model, cfg_.tp, cfg_.sp);
-  set_packed_weights_enabled(cfg_.packed_weights);  // before the estimate, which counts the packed copies
-  set_wgrad_rows_enabled(cfg_.wgrad_rows);
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
@@ -148,7 +147,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   }
   model_ = std::make_unique<Llama>(cp_ ? cp_->local_model(cfg_.model) : cfg_.model, cfg_.micro_batch,
                                    cfg_.recompute, slicer_.get(), hooks,
-                                   pp_size_ > 1 || parts_.expert_count >= 0 ? &parts_ : nullptr);
+                                   pp_size_ > 1 || parts_.expert_count >= 0 ? &parts_ : nullptr, &gemm_);
   if (cp_) model_->set_positions(cp_->layout().positions());
   if (cfg_.model.moe.enabled()) moe_ = std::make_unique<MoeTraining>(*model_, cfg_, mesh_, tracer_.get());
   if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
@@ -161,10 +160,15 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                                                parse_grad_reduce_dtype(cfg_.grad_reduce_dtype)},
                             mesh_,
                             tracer_.get(), replicas);
-  if (fp8_)  // the scales follow each parameter tensor through whatever buffer holds it
-    fp8_training_ = std::make_unique<Fp8Training>(cfg_, model_->layout(), parts_, mesh_),
+  if (fp8_) {  // the scales follow each parameter tensor through whatever buffer holds it
+    fp8_training_ = std::make_unique<Fp8Training>(cfg_, model_->layout(), parts_, mesh_);
     state_ = fp8_training_->wrap(std::move(state_));
-  weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8_, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);  // 16-bit runs
+    gemm_.fp8_recipe = &fp8_training_->recipe();
+  }
+  // 16-bit runs: the weights rounded once per step, or ZeRO-3's gathered 16-bit buffers.
+  weight_copy_ = make_weight_copy(*state_, gemm_.input_dtype, fp8_, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);
+  if (weight_copy_) gemm_.twins.push_back(weight_copy_.get());
+  for (const WeightTwinSource* t : state_->weight_twins()) gemm_.twins.push_back(t);
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
@@ -220,10 +224,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     const int cores = cores_in_use(world_size(), ranks_on_this_machine(), cfg_.threads, peak.cores);
     peak_flops_ = peak.fma_flops_per_core * cores, gemm_ceiling_flops_ = peak.sgemm_flops_per_core * cores;
   }
-}
-
-Trainer::~Trainer() {
-  if (fp8_) set_gemm_fp8(false), set_fp8_recipe(nullptr);
 }
 
 double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {

@@ -16,7 +16,7 @@
 #include "io/data_loader.h"
 #include "io/metrics.h"
 #include "io/trace.h"
-#include "kernels/gemm_precision.h"
+#include "kernels/gemm_context.h"
 #include "kernels/weight_copy.h"
 #include "model/llama.h"
 #include "parallel/context/context_parallel.h"
@@ -54,7 +54,6 @@ class Trainer {
   // mesh: the ranks and their axes (null: one process); cfg.dp, cp, tp, pp must equal its
   // degrees. The mesh must outlive the trainer.
   Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh = nullptr);
-  ~Trainer();
   // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
   void run();
   // One optimizer step on the next global batch; returns its record (loss over all ranks).
@@ -69,6 +68,9 @@ class Trainer {
   const Llama& model() const { return *model_; }
   // precision = fp8 only: the delayed scales of every tensor
   const Fp8Recipe* fp8_scaling() const { return fp8_training_ ? &fp8_training_->recipe() : nullptr; }
+  // What the model's GEMMs compute, and (tests) how many took which path.
+  const GemmContext& gemm_context() const { return gemm_; }
+  const GemmCounts& gemm_counts() const { return gemm_counts_; }
   ContextParallel* context() { return cp_.get(); }  // null unless cp > 1
   // The full parameters (gathered from the ZeRO-3 shards and tensor-parallel blocks; collective;
   // for tests and inspection, never used by checkpoints).
@@ -120,9 +122,12 @@ class Trainer {
   ModelParts parts_;                                 // this rank's parts of the model
   std::shared_ptr<const std::vector<int32_t>> train_tokens_, val_tokens_;
   std::unique_ptr<LossScaler> scaler_;               // precision = fp16
-  std::optional<GemmInputDtypeScope> precision_;     // the run's GEMM inputs; restored on destruction
-  bool fp8_ = false;                                 // precision = fp8: set_gemm_fp8 for the trainer's life
-  std::unique_ptr<Fp8Training> fp8_training_;        // precision = fp8: scales by tensor, installed for its life
+  // What the run's GEMMs compute (precision, fp8 scaling, weight twins, packing), read by the
+  // model at every GEMM: it outlives the model. The counts are for tests.
+  GemmContext gemm_;
+  GemmCounts gemm_counts_;
+  bool fp8_ = false;                                 // precision = fp8
+  std::unique_ptr<Fp8Training> fp8_training_;        // precision = fp8: scales by tensor, the context's recipe
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<PlanSlicer> slicer_;               // tp > 1
   std::unique_ptr<TensorParallelHooks> tp_group_;    // tp > 1

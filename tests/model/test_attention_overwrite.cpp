@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "kernels/flash_attention_bf16.h"
-#include "kernels/gemm_precision.h"
+#include "kernels/gemm_context.h"
 #include "model_fixture.h"
 
 using namespace ff;
@@ -19,7 +19,7 @@ namespace {
 
 // The serial hooks, but the attention backward adds into zeroed gradients as before.
 struct AccumulatingHooks : ModelHooks {
-  bool attention_backward_overwrites() const override { return false; }
+  bool attention_backward_overwrites(const GemmContext&) const override { return false; }
 };
 
 struct Pass {
@@ -31,9 +31,9 @@ struct Pass {
 Pass run(DType precision, Recompute policy, bool overwrite) {
   const ModelConfig c = testkit::small_gqa_config();
   const int B = 4, T = c.seq_len;
-  const GemmInputDtypeScope scope(precision);
+  const GemmContext gemm{.input_dtype = precision};
   AccumulatingHooks accumulating;
-  Llama model(c, B, policy, nullptr, overwrite ? nullptr : &accumulating);
+  Llama model(c, B, policy, nullptr, overwrite ? nullptr : &accumulating, nullptr, &gemm);
   const size_t n = model.layout().total();
   std::vector<float> params(n), grads(n, 0.0f);
   init_parameters(params.data(), model.layout(), c, 9);
