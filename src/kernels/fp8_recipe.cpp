@@ -25,11 +25,11 @@ Fp8Recipe::Slot& Fp8Recipe::slot(const Key& k, Fp8Format f) {
   return it->second;
 }
 
-void Fp8Recipe::quantise(const void* key, GemmRole role, int operand, Fp8Format f, float* x, size_t n) {
+void Fp8Recipe::quantise(int64_t param_at, GemmRole role, int operand, Fp8Format f, float* x, size_t n) {
   Slot* s;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const int64_t id = identity_ ? identity_(key) : int64_t(reinterpret_cast<intptr_t>(key));
+    const int64_t id = identity_ ? identity_(param_at) : param_at;
     s = &slot(Key{id, int(role), operand}, f);
   }
   const float amax = fake_quantise_fp8(x, n, s->scale.scale(), f);

@@ -20,7 +20,7 @@ namespace {
 // format's largest value; A is a gradient (e5m2) in the backward GEMMs.
 // `recipe` null: current scaling, each operand by its own amax.
 void fp8_gemm(Fp8Recipe* recipe, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-              int lda, const float* B, int ldb, float beta, float* C, int ldc, GemmRole role) {
+              int lda, const float* B, int ldb, float beta, float* C, int ldc, GemmRole role, int64_t param_at) {
   const size_t na = size_t(trans_a ? K : M) * lda, nb = size_t(trans_b ? N : K) * ldb;
   const size_t b_at = (na + 15) / 16 * 16;
   float* a = detail::thread_scratch<float>(b_at + nb);
@@ -32,12 +32,11 @@ void fp8_gemm(Fp8Recipe* recipe, bool trans_a, bool trans_b, int M, int N, int K
     fake_quantise_fp8(dst, n, amax > 0.0f && std::isfinite(amax) ? fp8_max(f) / amax : 1.0f, f);
   };
   const Fp8Format fa = role == GemmRole::forward ? Fp8Format::e4m3 : Fp8Format::e5m2;
-  if (recipe) {  // delayed scaling: the layer's tensors by its weight (fp8_recipe.h)
-    const void* key = role == GemmRole::wgrad ? static_cast<const void*>(C) : static_cast<const void*>(B);
+  if (recipe) {  // delayed scaling: the layer's tensors by its weight's parameter (fp8_recipe.h)
     std::copy(A, A + na, a);
-    recipe->quantise(key, role, 0, fa, a, na);
+    recipe->quantise(param_at, role, 0, fa, a, na);
     std::copy(B, B + nb, b);
-    recipe->quantise(key, role, 1, Fp8Format::e4m3, b, nb);
+    recipe->quantise(param_at, role, 1, Fp8Format::e4m3, b, nb);
   } else {
     quantise(a, A, na, fa);
     quantise(b, B, nb, Fp8Format::e4m3);
@@ -71,10 +70,10 @@ DType gemm_dtype_for(const GemmContext& g, ConstTypedPtr activation) {
 
 void gemm_run_precision(const GemmContext& g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                         ConstTypedPtr A, int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                        GemmRole role) {
+                        GemmRole role, int64_t param_at) {
   const DType t = gemm_dtype_for(g, A);
   if (g.fp8 && M > 0 && N > 0) {  // fp8 runs store every activation fp32 (model/activations.h)
-    fp8_gemm(g.fp8_recipe, trans_a, trans_b, M, N, K, alpha, A.f32(), lda, B, ldb, beta, C, ldc, role);
+    fp8_gemm(g.fp8_recipe, trans_a, trans_b, M, N, K, alpha, A.f32(), lda, B, ldb, beta, C, ldc, role, param_at);
     return;
   }
   if (t == DType::f32) {
@@ -102,11 +101,13 @@ void gemm_run_precision(const GemmContext& g, bool trans_a, bool trans_b, int M,
 }
 
 void linear_backward_run_precision(const GemmContext& g, float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x,
-                                   const float* W, int N, int in, int out) {
+                                   WeightRef weight, int N, int in, int out) {
   const DType t = gemm_dtype_for(g, x);
+  const float* W = weight.data;
   if (t == DType::f32 || g.fp8 || N <= 0) {
-    gemm_run_precision(g, false, false, N, in, out, 1.0f, dy.f32(), out, W, in, 0.0f, dx, in, GemmRole::dgrad);
-    if (dW) accumulate_weight_grad(g, dW, dy.f32(), x, N, in, out);
+    gemm_run_precision(g, false, false, N, in, out, 1.0f, dy.f32(), out, W, in, 0.0f, dx, in, GemmRole::dgrad,
+                       weight.at);
+    if (dW) accumulate_weight_grad(g, WeightGradRef(dW, weight.at), dy.f32(), x, N, in, out);
     return;
   }
   if (dy.dtype() != DType::f32 && dy.dtype() != t)
@@ -134,15 +135,17 @@ void linear_backward_run_precision(const GemmContext& g, float* dx, float* dW, C
   weight_grad_16bit(g, dW, dy16, x_stored ? x : ConstTypedPtr(x16), N, in, out);
 }
 
-void accumulate_weight_grad(const GemmContext& g, float* dW, const float* dy, ConstTypedPtr x, int N, int in,
-                            int out) {
+void accumulate_weight_grad(const GemmContext& g, WeightGradRef grad, const float* dy, ConstTypedPtr x, int N,
+                            int in, int out) {
+  float* dW = grad.data;
   if (gemm_dtype_for(g, x) == DType::f32 && !g.fp8) {
     linear_backward(nullptr, dW, dy, x.f32(), nullptr, N, in, out);
     return;
   }
   const DType t = gemm_dtype_for(g, x);
   if (g.fp8 || x.dtype() != t) {  // x fp32: both operands rounded on the way in
-    gemm_run_precision(g, true, false, out, in, N, 1.0f, dy, out, x.f32(), in, 1.0f, dW, in, GemmRole::wgrad);
+    gemm_run_precision(g, true, false, out, in, N, 1.0f, dy, out, x.f32(), in, 1.0f, dW, in, GemmRole::wgrad,
+                       grad.at);
     return;
   }
   // x stored in the GEMM's type: only dy is rounded.

@@ -138,9 +138,13 @@ class Llama {
 
  private:
   struct HeadParams {
-    const float* norm;    // final norm weight (C)
-    const float* weight;  // LM head (V, C): its own or, tied, the embedding
+    const float* norm;  // final norm weight (C)
+    WeightRef weight;   // LM head (V, C): its own or, tied, the embedding
   };
+  // Block l's tensor at `offset` in its segment (acquired at P; its gradients at G) as a GEMM
+  // operand that knows its parameter (kernels/gemm_precision.h).
+  WeightRef block_weight(const float* P, int l, size_t offset) const;
+  WeightGradRef block_grad(float* G, int l, size_t offset) const;
   HeadParams acquire_head(ParamSource& params, const ParamSegment& next);
   void release_head(ParamSource& params);
   // Final norm over the rows up to first_row + rows, LM head for `rows` rows from first_row into

@@ -9,8 +9,8 @@
 
 namespace ff {
 
-void ModelHooks::row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x,
-                            const float* W, int N, int in, int C) {
+void ModelHooks::row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, WeightRef W,
+                            int N, int in, int C) {
   // The residual add rides on the GEMM's beta = 1.
   copy_rows(out, resid, size_t(N) * size_t(C));
   matmul_xwt_add(g, out, x, W, N, in, C);

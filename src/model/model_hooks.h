@@ -18,6 +18,7 @@
 
 #include "kernels/flash_attention.h"
 #include "kernels/gemm_context.h"
+#include "kernels/gemm_precision.h"
 #include "model/activations.h"
 #include "model/expert_exchange.h"
 #include "model/moe_stats.h"
@@ -54,6 +55,15 @@ struct MlpCall {
   MoeLayerStats* stats = nullptr;      // the step's routing statistics of this layer
   float loss_scale = 0;                // gradient scale of the balancing losses (the CE's)
   float* moe_scratch = nullptr;        // backward scratch, moe_scratch_floats(w, N)
+  // Where P and PE start in the model's flat parameter layout: their tensors' identity.
+  int64_t at = -1, experts_at = -1;
+
+  // The block's tensor at `offset` in P (expert_*: in PE) as a GEMM operand that knows its
+  // parameter (kernels/gemm_precision.h), and its gradient in G (GE).
+  WeightRef weight(size_t offset) const { return {P + offset, at + int64_t(offset)}; }
+  WeightGradRef grad(float* G, size_t offset) const { return {G + offset, at + int64_t(offset)}; }
+  WeightRef expert_weight(size_t offset) const { return {PE + offset, experts_at + int64_t(offset)}; }
+  WeightGradRef expert_grad(size_t offset) const { return {GE + offset, experts_at + int64_t(offset)}; }
 };
 
 // What the input pass of a zero-bubble split keeps for the weight pass, per block: the output
@@ -107,7 +117,7 @@ class ModelHooks {
 
   // A row-parallel GEMM and the residual: out (R, C) = resid + x (N, in) W^T, W (C, in); x may be a
   // 16-bit activation.
-  virtual void row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, const float* W,
+  virtual void row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, WeightRef W,
                           int N, int in, int C);
   // Dual: dy (R, C) -> the (N, C) gradient of the GEMM's output.
   virtual const float* row_output_backward(const float* dy, size_t /*N*/, int /*C*/) { return dy; }

@@ -51,7 +51,7 @@ Fp8Training::Fp8Training(const TrainConfig& c, const ParamLayout& local, const M
                                         : mesh->group({MeshAxis::tp, MeshAxis::cp});
     if (g.size() > 1) group_ = &g;
   }
-  recipe_.set_identity([this](const void* p) { return ids_.id_of(p); }, ids_.count());
+  recipe_.set_identity([this](int64_t at) { return ids_.id_at(at); }, ids_.count());
 }
 
 void Fp8Training::end_step() {

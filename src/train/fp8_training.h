@@ -1,7 +1,7 @@
 #pragma once
 // What `precision = fp8` adds to a training run beyond the GEMMs (kernels/fp8_recipe.h):
-//   - tensor identity: the model state the trainer drives notes every segment it hands the model,
-//     so each GEMM's scales belong to a parameter tensor, not to a buffer (ZeRO-2/3 work);
+//   - tensor identity: the model hands each GEMM its weight's place in the parameter layout, so
+//     each GEMM's scales belong to a parameter tensor, not to a buffer (parallel/fp8_tensor_ids.h);
 //   - amax reduction: each step's amaxes are reduced (max) over the ranks of the pipeline stage
 //     (tp x cp x dp), as Transformer Engine reduces over its amax-reduction group, before they
 //     enter the histories, so every replica and every tp rank scales alike, and alike the serial
@@ -33,10 +33,6 @@ class Fp8Training {
   Fp8Training(const Fp8Training&) = delete;
   Fp8Training& operator=(const Fp8Training&) = delete;
 
-  // The state to hand the model: `s` with its segments noted for tensor identity.
-  std::unique_ptr<ModelState> wrap(std::unique_ptr<ModelState> s) {
-    return note_fp8_segments(std::move(s), ids_);
-  }
   void end_step();  // collective over the reduction group
   const Fp8Recipe& recipe() const { return recipe_; }
   Fp8Recipe& recipe() { return recipe_; }

@@ -162,7 +162,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                             tracer_.get(), replicas);
   if (fp8_) {  // the scales follow each parameter tensor through whatever buffer holds it
     fp8_training_ = std::make_unique<Fp8Training>(cfg_, model_->layout(), parts_, mesh_);
-    state_ = fp8_training_->wrap(std::move(state_));
     gemm_.fp8_recipe = &fp8_training_->recipe();
   }
   // 16-bit runs: the weights rounded once per step, or ZeRO-3's gathered 16-bit buffers.

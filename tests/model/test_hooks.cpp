@@ -29,8 +29,8 @@ class CountingHooks final : public ModelHooks {
     ++calls["column_input_backward"];
     return ModelHooks::column_input_backward(d, N, width);
   }
-  void row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, const float* W, int N,
-                  int in, int C) override {
+  void row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, WeightRef W, int N, int in,
+                  int C) override {
     ++calls["row_output"];
     ModelHooks::row_output(g, out, resid, x, W, N, in, C);
   }

@@ -48,7 +48,7 @@ const float* TensorParallelHooks::sum_partial(size_t n_full) {
 }
 
 void TensorParallelHooks::row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x,
-                                     const float* W, int N, int in, int C) {
+                                     WeightRef W, int N, int in, int C) {
   const size_t n = resid_rows(size_t(N)) * size_t(C), n_full = size_t(N) * size_t(C);
   matmul_xwt(g, row_full_.data(), x, W, N, in, C);
   const float* y = sum_partial(n_full);
