@@ -6,7 +6,7 @@
 // own. Nothing here is process-wide: two models with two contexts in one process (a test's serial
 // reference beside a parallel trainer) compute each their own way.
 //
-// The default context is fp32 with nothing registered: every GEMM is gemm() (gemm.h) unchanged.
+// The default context is fp32 with no twin sources: every GEMM is gemm() (gemm.h) unchanged.
 #include <atomic>
 #include <cstddef>
 #include <vector>

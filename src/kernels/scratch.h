@@ -20,6 +20,8 @@ T* thread_scratch(size_t n) {
       MemoryLedger::instance().sub(MemCategory::workspace, int64_t(cap * sizeof(T)));
     }
   };
+  // Per thread and only ever grown: every caller writes the part it asked for before reading it,
+  // so what a kernel computes never depends on what an earlier call left here.
   thread_local Buffer buf;
   if (n > buf.cap) {
     std::free(buf.p);
