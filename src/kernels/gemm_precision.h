@@ -43,9 +43,9 @@ void gemm_run_precision(const GemmContext& g, bool trans_a, bool trans_b, int M,
 void accumulate_weight_grad(const GemmContext& g, WeightGradRef dW, const float* dy, ConstTypedPtr x, int N,
                             int in, int out);
 // A linear layer's backward: dx(N,in) = dy(N,out) W (overwriting), then, when dW is not null,
-// dW(out,in) += dy^T x (dW is W's gradient: the same parameter). A 16-bit context rounds dy once for both products instead of once per
-// product (not at all when dy arrives 16-bit already); the results are bitwise those of the two
-// calls made apart.
+// dW(out,in) += dy^T x (dW is W's gradient: the same parameter). A 16-bit context rounds dy once
+// for both products instead of once per product (not at all when dy arrives 16-bit already); the
+// results are bitwise those of the two calls made apart.
 void linear_backward_run_precision(const GemmContext& g, float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x,
                                    WeightRef W, int N, int in, int out);
 // The type a GEMM with this activation operand runs in: the operand's own when it is stored

@@ -63,8 +63,7 @@ size_t PackedWeights::packings() const { return impl_->packings; }
 
 bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, const PackedProduct& p) {
   namespace d = packed_weights_detail;
-  if ((t != DType::bf16 && t != DType::f16) || p.M <= 0 || p.N <= 0 || p.K <= 0)
-    return false;
+  if ((t != DType::bf16 && t != DType::f16) || p.M <= 0 || p.N <= 0 || p.K <= 0) return false;
   Impl& s = *impl_;
   // Held while looking up, building and packing, not while multiplying (nodes of std::map stay put).
   std::unique_lock<std::mutex> lock(s.mu);

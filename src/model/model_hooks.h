@@ -36,10 +36,10 @@ struct VocabRange {
 struct MlpCall {
   const GemmContext* gemm;  // the model's: what its GEMMs compute
   const float* P;           // the block's parameters (its segment)
-  const BlockOffsets* o;  // where its tensors are in P
+  const BlockOffsets* o;    // where its tensors are in P
   const BlockActs* a;
-  int N, C, F;            // F: this rank's FFN width
-  float *d_h, *d_gate_up; // backward scratch (N, F), (N, 2F)
+  int N, C, F;              // F: this rank's FFN width
+  float *d_h, *d_gate_up;   // backward scratch (N, F), (N, 2F)
   float* staging = nullptr;  // (N, 2F) fp32 gate/up output before its rounding into a 16-bit a->mlp.gate_up
   // The output gradient (R, C) of the block, rounded by the norm backward that made it (null:
   // none; read only while row_output_backward leaves d_resid where it is).

@@ -13,7 +13,6 @@
 //     a run of another precision ignores them, and an fp8 run from a checkpoint without them
 //     starts its scales afresh;
 //   - evaluation records no amax (held-out batches must not steer the training scales).
-#include <memory>
 #include <vector>
 
 #include "comm/mesh.h"
