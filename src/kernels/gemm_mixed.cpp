@@ -37,16 +37,14 @@ void widen_and_multiply(bool trans_a, bool trans_b, int M, int N, int K, float a
 #if defined(FIVEFOLD_GEMM_ONEDNN)
 // trans_a, trans_b, M, N, K, lda, ldb, ldc, dtype, alpha, beta, and the OpenMP threads: oneDNN
 // sizes a primitive's work split (and so its order of fp32 additions) by the thread count at its
-// creation, so a primitive made for another count is another computation.
+// creation, so a primitive made for another count is another computation: with the count in the
+// key, a cached primitive computes what a new one would.
 using Key = std::tuple<bool, bool, int, int, int, int, int, int, DType, float, float, int>;
 
 using MatmulCache = onednn::MatmulCache<Key>;
 
-// Process-wide, and safe so: a primitive is a pure function of its key (everything that decides
-// the product's arithmetic is in it), so whether it was made now or found here changes no bit,
-// only the ~100 us of making it.
 MatmulCache& cache() {
-  static MatmulCache c;
+  static MatmulCache c;  // memo: a primitive made for a shape computes what a new one would
   return c;
 }
 

@@ -20,9 +20,7 @@ T* thread_scratch(size_t n) {
       MemoryLedger::instance().sub(MemCategory::workspace, int64_t(cap * sizeof(T)));
     }
   };
-  // Per thread and only ever grown: every caller writes the part it asked for before reading it,
-  // so what a kernel computes never depends on what an earlier call left here.
-  thread_local Buffer buf;
+  thread_local Buffer buf;  // memo: scratch every kernel writes before it reads; only its size persists
   if (n > buf.cap) {
     std::free(buf.p);
     MemoryLedger::instance().sub(MemCategory::workspace, int64_t(buf.cap * sizeof(T)));

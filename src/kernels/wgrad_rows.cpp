@@ -28,10 +28,8 @@ constexpr int kRowAlign = 16;  // oneDNN's bf16 row blocking: no block straddles
 using Key = std::tuple<int, int, int, int, int, int, DType, float, int>;
 
 using Cache = onednn::MatmulCache<Key>;
-// Process-wide, and safe so: each primitive is made single-threaded (block_primitive) for the block
-// its key names, so whether it was made now or found here changes no bit, only the time to make it.
 Cache& cache() {
-  static Cache c;
+  static Cache c;  // memo: a primitive made for a shape computes what a new one would
   return c;
 }
 
