@@ -4,7 +4,7 @@
 # `fivefold train` (e.g. --steps 100 or --zero 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh fivefold  # the tests build in scripts/test.sh, not here
 ff=build/fivefold
 # Token shards of an older format (the u32 version at byte 8; src/io/token_shard.h) are refused by
 # training, so a data folder prepared by an earlier fivefold is prepared again.

@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from benchlib import mpi_env, publish, read_metrics  # noqa: E402
 
-SECTION = "## Issue 10: the cost of an asynchronous checkpoint save"
+SECTION = "## Checkpoints: the cost of an asynchronous save"
 STEPS, EVERY = 20, 10
 SAVES = (STEPS - 1) // EVERY  # periodic saves (step 10); the final one (step 20) is in every run
 

@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from benchlib import mpi_env, publish, read_metrics  # noqa: E402
 
-SECTION = "## Issue 10: sharded checkpoints: peak RSS against the ledger"
+SECTION = "## Sharded checkpoints: peak RSS against the ledger"
 MODEL_110M = ["dim=1024", "n_layers=8", "n_heads=16", "n_kv_heads=16", "ffn_dim=2816", "seq_len=128",
               "micro_batch=1", "vocab_size=4096"]
 GB = 1e9

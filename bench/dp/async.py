@@ -30,7 +30,7 @@ from benchlib import mpi_env, publish, read_metrics  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from scaling import prepare  # noqa: E402  (the same corpus: the first verses of the KJV, vocab 2048)
 
-SECTION = "## Issue 14: asynchronous DP, local SGD, DiLoCo, learning-rate scaling"
+SECTION = "## Data parallel modes: local SGD, DiLoCo, bounded-staleness async"
 PER_RANK, SEQ = 8, 128
 MODES = [("sync", []),
          ("local_sgd H=8", ["--dp-mode", "local_sgd", "--sync-every", "8"]),

@@ -79,7 +79,7 @@ def main():
     summary = " ".join(
         f"{r}: worst {100 * gap[r][0]:.1f}%, second half {100 * gap[r][1]:.1f}%, final {100 * gap[r][2]:+.1f}%."
         for r in rules)
-    title = f"### Issue 14: lr scaling with the global batch, {a.optimizer} at serial lr {a.lr:g}"
+    title = f"### lr scaling with the global batch, {a.optimizer} at serial lr {a.lr:g}"
     description = (f"`configs/small.toml` on the first {a.lines} KJV verses (vocab 2048), one thread per rank, "
                    f"{PER_RANK} sequences of 128 tokens per rank per step; serial {2 * n} steps, dp 2 {n} steps; "
                    f"optimizer {a.optimizer}, grad_clip {a.grad_clip:g}. Plot: `bench/dp/{name}`. Gaps are "

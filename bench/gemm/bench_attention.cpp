@@ -59,13 +59,10 @@ int main(int argc, char** argv) {
     const auto t2 = clock::now();
     ff::attention_forward_bf16(out.data(), lse.data(), q, k, v, s);
     const auto t3 = clock::now();
-    ff::set_attention_bf16_ds_terms(2);
-    ff::attention_backward_bf16(dq, dk, dv, dout.data(), q, k, v, out.data(), lse.data(), s);
+    ff::attention_backward_bf16(dq, dk, dv, dout.data(), q, k, v, out.data(), lse.data(), s, ff::DsTerms::two);
     const auto t4 = clock::now();
-    ff::set_attention_bf16_ds_terms(1);
-    ff::attention_backward_bf16(dq, dk, dv, dout.data(), q, k, v, out.data(), lse.data(), s);
+    ff::attention_backward_bf16(dq, dk, dv, dout.data(), q, k, v, out.data(), lse.data(), s, ff::DsTerms::one);
     const auto t5 = clock::now();
-    ff::set_attention_bf16_ds_terms(2);
     if (r >= 2) {
       fwd = std::min(fwd, secs(t0, t1));
       bwd = std::min(bwd, secs(t1, t2));

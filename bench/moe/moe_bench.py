@@ -203,7 +203,7 @@ def main():
             "configs/small.toml, micro-batch 8 (1024 tokens per step), data /work/main/data/kjv. Commands:\n\n"
             f"```\n{t['meta']['command']}\n{q['meta']['command']}\n```\n\nand this section from their results:")
     table = "\n".join(t_lines + [""] + [t_sum] + q_lines + ["", q_sum])
-    benchlib.publish("## Issue 13: mixture of experts and expert parallelism", desc, table, "", args.write)
+    benchlib.publish("## Mixture of experts and expert parallelism", desc, table, "", args.write)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 3, steps = argc > 4 ? std::atoi(argv[4]) : 8;
   TrainConfig c = load_train_config(argv[1], {});
   c.data = argv[2];
-  c.precision = "bf16";
+  c.precision = Precision::bf16;
   c.steps = 2 + rounds * steps + 1;
   const std::string out = (std::filesystem::temp_directory_path() / "ff_weight_copy_share").string();
   std::filesystem::remove_all(out);

@@ -144,9 +144,9 @@ def publish(a):
             f"calibration in the same lane call; its terms are the slowest pipeline stage's. Commands:\n\n```\n"
             f"/work/bin/bench-quiet sh -c '/usr/bin/python3 bench/plan/validate.py --data /work/main/data/kjv --measure "
             f"V.json && /usr/bin/python3 bench/plan/profile_terms.py --data /work/main/data/kjv --cluster V.json.c2.toml "
-            f"--save P.json'\n```\n\n(one lane call together with the measurements of \"Planner validation (issue 15)\", whose calibration it uses; V.json and P.json "
+            f"--save P.json'\n```\n\n(one lane call together with the measurements of \"Planner validation\", whose calibration it uses; V.json and P.json "
             f"are bench/plan/validation_measured.json and bench/plan/profile_terms.json), and the table from it:")
-    benchlib.publish("## Planner: a measured step by the model's terms (issue 15)", desc, table, "", a.write)
+    benchlib.publish("## Planner: a measured step by the model's terms", desc, table, "", a.write)
 
 
 def main():

@@ -209,7 +209,7 @@ def predict(a):
         own = [[q[k] for q in pass_pred] for k in range(n_pass)] if per_pass else [pred_t] * n_pass
         summary += (f" Per pass: Kendall tau against the prediction {', '.join(f'{kendall_tau(o, b):.2f}' for o, b in zip(own, by_pass))};"
                     f" between passes (measured against measured) {', '.join(f'{t:.2f}' for t in between)}; spread: median {100 * statistics.median((max(p) - min(p)) / statistics.median(p) for p in passes):.0f}%.")
-    benchlib.publish("## Planner validation (issue 15)", desc, table, summary, a.write)
+    benchlib.publish("## Planner validation", desc, table, summary, a.write)
 
 
 def main():

@@ -22,7 +22,7 @@ int cmd_schedule(const Args& a) {
   // A bare `--svg` parses as "true"; refuse it rather than write a file named "true".
   if (a.has("svg") && (svg.empty() || svg == "true"))
     throw std::runtime_error(std::string("--svg needs a file name\nusage: ") + usage);
-  PipeScheduleSpec spec{parse_pipe_schedule(a.require("schedule", usage)), a.get_int("pp", 2),
+  PipeScheduleSpec spec{pipe_schedule_names().parse(a.require("schedule", usage), "schedule"), a.get_int("pp", 2),
                         a.get_int("microbatches", 4), a.get_int("chunks", 1)};
   try {
     validate_schedule_spec(spec);

@@ -14,7 +14,7 @@ int cmd_train(const Args& a) {
   const char* usage = "[mpirun -np N] fivefold train --config FILE --out DIR [--key value ...]";
   if (a.help) {
     std::printf("%s\n\nconfig keys (TOML file or --key value, '_' may be written '-'):\n", usage);
-    for (const auto& k : config_keys()) std::printf("  %-16s %s\n", k.name, k.help);
+    for (const auto& k : config_keys()) std::printf("  %-16s %s\n", k.name, k.help.c_str());
     return 0;
   }
   const std::string out = a.require("out", usage);

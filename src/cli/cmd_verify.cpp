@@ -39,7 +39,7 @@ int cmd_verify(const Args& a) {
   if (given.count("m")) cfg.grad_accum = L.grad_accum;
   if (given.count("cp_comm")) cfg.cp_comm = L.cp_comm;
   if (given.count("ep")) cfg.ep = L.ep;
-  if (given.count("precision") && L.gemm != Precision::fp32) cfg.precision = precision_name(L.gemm);
+  if (given.count("precision") && L.gemm != Precision::fp32) cfg.precision = L.gemm;
   const int steps = a.get_int("steps", 5, 1, 100000, "steps to compare");
   const double tol = a.get_double("tolerance", 1e-5);
   const Comm& world = comm_world();

@@ -8,6 +8,8 @@
 #include <string>
 #include <stdexcept>
 
+#include "core/enum_table.h"
+
 namespace ff {
 
 enum class DType : uint32_t { f32 = 0, bf16 = 1, f16 = 2 };
@@ -21,6 +23,14 @@ inline const char* dtype_name(DType t) {
     case DType::f16: return "f16";
   }
   return "?";
+}
+
+// How config keys and command-line options spell a dtype: fp32 | bf16 | fp16, the words of the
+// `precision` key (dtype_name's f32 and f16 are the checkpoint files' spelling). A key that takes
+// only some dtypes uses subset().
+inline const EnumTable<DType>& dtype_option_names() {
+  static const EnumTable<DType> names{{DType::f32, "fp32"}, {DType::bf16, "bf16"}, {DType::f16, "fp16"}};
+  return names;
 }
 
 // Round-to-nearest-even, the conversion PyTorch uses, so exported bf16 weights match.

@@ -1,7 +1,6 @@
 #include "kernels/attention_block.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -19,8 +18,6 @@ using attn::Band;
 using attn::kTile;
 using attn::pack_rows;
 using attn::pack_transposed;
-
-std::atomic<double> g_flops{0.0};
 
 int round_up(int n, int m) { return (n + m - 1) / m * m; }
 
@@ -73,12 +70,12 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
 }
 
 template <class T>
-void forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionBlock& s) {
+double forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionBlock& s) {
   check_attention_block(s);
   const int tasks = s.B * s.H;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) forward_head(out, lse, q, k, v, s, task / s.H, task % s.H);
-  g_flops.fetch_add(block_forward_flops(s));
+  return block_forward_flops(s);
 }
 
 template <class T>
@@ -203,15 +200,15 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
 }
 
 template <class T>
-void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
+double backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const AttentionBlock& s) {
   check_attention_block(s);
-  if (s.mask == AttentionMask::none) return;
+  if (s.mask == AttentionMask::none) return 0;
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task)
     backward_group(dq, dk, dv, dout, q, k, v, out, lse, s, task / s.Hkv, task % s.Hkv);
-  g_flops.fetch_add(block_backward_flops(s));
+  return block_backward_flops(s);
 }
 
 }  // namespace
@@ -257,17 +254,14 @@ double block_forward_flops(const AttentionBlock& s) {
 double block_backward_flops(const AttentionBlock& s) {
   return 10.0 * s.D * double(visible_pairs(s)) * s.H * s.B;
 }
-double attention_block_flop_count() { return g_flops.load(); }
-void reset_attention_block_flops() { g_flops.store(0.0); }
-void count_attention_block_flops(double flops) { g_flops.fetch_add(flops); }
 
-void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                             const AttentionBlock& s) {
-  forward(out, lse, q, k, v, s);
+double attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                               const AttentionBlock& s) {
+  return forward(out, lse, q, k, v, s);
 }
-void attention_block_forward(double* out, double* lse, const double* q, const double* k, const double* v,
-                             const AttentionBlock& s) {
-  forward(out, lse, q, k, v, s);
+double attention_block_forward(double* out, double* lse, const double* q, const double* k, const double* v,
+                               const AttentionBlock& s) {
+  return forward(out, lse, q, k, v, s);
 }
 void attention_merge(float* out, float* lse, const MergeLayout& acc, const float* out_p, const float* lse_p,
                      const MergeLayout& part) {
@@ -277,15 +271,15 @@ void attention_merge(double* out, double* lse, const MergeLayout& acc, const dou
                      const double* lse_p, const MergeLayout& part) {
   merge(out, lse, acc, out_p, lse_p, part);
 }
-void attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                              const float* k, const float* v, const float* out, const float* lse,
-                              const AttentionBlock& s) {
-  backward(dq, dk, dv, dout, q, k, v, out, lse, s);
+double attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                                const float* k, const float* v, const float* out, const float* lse,
+                                const AttentionBlock& s) {
+  return backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
-void attention_block_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
-                              const double* k, const double* v, const double* out, const double* lse,
-                              const AttentionBlock& s) {
-  backward(dq, dk, dv, dout, q, k, v, out, lse, s);
+double attention_block_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
+                                const double* k, const double* v, const double* out, const double* lse,
+                                const AttentionBlock& s) {
+  return backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
 
 }  // namespace ff

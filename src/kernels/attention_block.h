@@ -49,18 +49,13 @@ uint64_t visible_pairs(const AttentionBlock& s);
 double block_forward_flops(const AttentionBlock& s);
 double block_backward_flops(const AttentionBlock& s);
 
-// The process-wide count of FLOPs the block kernels did (forward and backward), which a
-// context-parallel rank reads to show its share of the attention work.
-double attention_block_flop_count();
-void reset_attention_block_flops();
-// Adds to that count (the bf16 block kernels of flash_attention_bf16.h count there too).
-void count_attention_block_flops(double flops);
-
 // out, lse of the block (overwritten). A query row that sees no key gets out = 0, lse = -inf.
-void attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                             const AttentionBlock& s);
-void attention_block_forward(double* out, double* lse, const double* q, const double* k, const double* v,
-                             const AttentionBlock& s);
+// Returns the FLOPs done, block_forward_flops(s): the caller keeps its own count of the work (a
+// context-parallel rank shows its share of the attention that way), the kernel keeps none.
+double attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                               const AttentionBlock& s);
+double attention_block_forward(double* out, double* lse, const double* q, const double* k, const double* v,
+                               const AttentionBlock& s);
 
 // Merges a partial result into an accumulated one, both laid out as s's out/lse (the part may
 // use its own strides: p_*), in fp32 (double for the twin): lse' = log(e^lse + e^lse_p),
@@ -76,12 +71,12 @@ void attention_merge(double* out, double* lse, const MergeLayout& acc, const dou
 
 // Accumulates the block's share into dq, dk, dv (q/k/v strides). out and lse are the merged
 // output and log-sum-exp of the whole rows (out strides o_*, lse strides l_*); dout has out's
-// layout.
-void attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                              const float* k, const float* v, const float* out, const float* lse,
-                              const AttentionBlock& s);
-void attention_block_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
-                              const double* k, const double* v, const double* out, const double* lse,
-                              const AttentionBlock& s);
+// layout. Returns the FLOPs done: block_backward_flops(s), 0 for a block masked out (none).
+double attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                                const float* k, const float* v, const float* out, const float* lse,
+                                const AttentionBlock& s);
+double attention_block_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
+                                const double* k, const double* v, const double* out, const double* lse,
+                                const AttentionBlock& s);
 
 }  // namespace ff

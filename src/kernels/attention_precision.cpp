@@ -19,17 +19,17 @@ void attention_backward_run_precision(const GemmContext& g, float* dq, float* dk
   attention_backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
 
-void attention_block_forward_run_precision(const GemmContext& g, float* out, float* lse, const float* q,
-                                           const float* k, const float* v, const AttentionBlock& s) {
+double attention_block_forward_run_precision(const GemmContext& g, float* out, float* lse, const float* q,
+                                             const float* k, const float* v, const AttentionBlock& s) {
   if (attention_runs_bf16(g)) return attention_block_forward_bf16(out, lse, q, k, v, s);
-  attention_block_forward(out, lse, q, k, v, s);
+  return attention_block_forward(out, lse, q, k, v, s);
 }
 
-void attention_block_backward_run_precision(const GemmContext& g, float* dq, float* dk, float* dv,
-                                            const float* dout, const float* q, const float* k, const float* v,
-                                            const float* out, const float* lse, const AttentionBlock& s) {
+double attention_block_backward_run_precision(const GemmContext& g, float* dq, float* dk, float* dv,
+                                              const float* dout, const float* q, const float* k, const float* v,
+                                              const float* out, const float* lse, const AttentionBlock& s) {
   if (attention_runs_bf16(g)) return attention_block_backward_bf16(dq, dk, dv, dout, q, k, v, out, lse, s);
-  attention_block_backward(dq, dk, dv, dout, q, k, v, out, lse, s);
+  return attention_block_backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
 
 }  // namespace ff

@@ -20,10 +20,11 @@ void attention_forward_run_precision(const GemmContext& g, float* out, float* ls
 void attention_backward_run_precision(const GemmContext& g, float* dq, float* dk, float* dv, const float* dout,
                                       const float* q, const float* k, const float* v, const float* out,
                                       const float* lse, const AttentionShape& s);
-void attention_block_forward_run_precision(const GemmContext& g, float* out, float* lse, const float* q,
-                                           const float* k, const float* v, const AttentionBlock& s);
-void attention_block_backward_run_precision(const GemmContext& g, float* dq, float* dk, float* dv,
-                                            const float* dout, const float* q, const float* k, const float* v,
-                                            const float* out, const float* lse, const AttentionBlock& s);
+// The block forms return the FLOPs done, as attention_block.h's do.
+double attention_block_forward_run_precision(const GemmContext& g, float* out, float* lse, const float* q,
+                                             const float* k, const float* v, const AttentionBlock& s);
+double attention_block_backward_run_precision(const GemmContext& g, float* dq, float* dk, float* dv,
+                                              const float* dout, const float* q, const float* k, const float* v,
+                                              const float* out, const float* lse, const AttentionBlock& s);
 
 }  // namespace ff

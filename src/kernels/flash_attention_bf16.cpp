@@ -1,7 +1,6 @@
 #include "kernels/flash_attention_bf16.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -21,9 +20,6 @@ namespace flash_bf16 {
 using attn16::dot_rows;
 using attn16::GradOut;
 
-std::atomic<int> g_ds_terms{2};
-std::atomic<size_t> g_overwrites{0};  // calls of the overwriting entries, for the tests
-std::atomic<size_t> g_rope_rounded{0};  // of those, the one with RoPE's backward
 using attn16::kLanes;
 using attn16::kRows;
 using attn16::kTile;
@@ -199,8 +195,8 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
 
 // One (batch, KV head), key tiles outer and query tiles inner over every query head of the group:
 // dK and dV of this KV head are summed here in a fixed order and no other task writes them.
-FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s, int b,
-                            int kvh) {
+FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s,
+                            DsTerms ds, int b, int kvh) {
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp, Tqp = g.Tqp;
   float* base = detail::thread_scratch<float>(g.backward_floats());
@@ -227,7 +223,7 @@ FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* ls
   int* ncols = reinterpret_cast<int*>(dS + kTile * kTile);         // kTile ints in kTile floats
 
   const float scale = 1.0f / std::sqrt(float(s.D));
-  const bool two = attention_bf16_ds_terms() == 2;
+  const bool two = ds == DsTerms::two;
   const long kv_off = b * s.kv_batch + long(kvh) * s.D;
   pack(tmp, Dp, x.k.at(kv_off), s.kv_row, s.Tk, s.D, Tkp);
   attn16::pair_transpose(Kt, tmp, Tkp, Dp);
@@ -271,8 +267,8 @@ FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* ls
         transposed_times(dV + kj, Dp, Pr, nullptr, dOr + qp, keys4, rows, ncols);  // dV += P^T dO
         scores(dS, dOw + size_t(i0) * Dw, Dw, Vt + j0, Tkp, rows4, ncols);         // dP = dO V^T
         score_grad(dS, P, Dd + i0, rows4, ncols);
-        // dS as hi + lo bf16 terms unless set to one rounding (set_attention_bf16_ds_terms says
-        // why); the products read B once for both terms.
+        // dS as hi + lo bf16 terms unless asked for one rounding (DsTerms says why); the products
+        // read B once for both terms.
         Word* lo_w = two ? dSw2 : nullptr;
         Word* lo_r = two ? dSr2 : nullptr;
         attn16::tile_to_rows(dSw, dS, rows4, lo_w);
@@ -316,12 +312,12 @@ void forward(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& 
   for (int task = 0; task < tasks; ++task) forward_head(out, lse, x, s, task / s.H, task % s.H);
 }
 
-void backward(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s) {
+void backward(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s, DsTerms ds) {
   check_operands(x, s);
   if (s.mask == AttentionMask::none) return;
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
-  for (int task = 0; task < tasks; ++task) backward_group(o, x, lse, s, task / s.Hkv, task % s.Hkv);
+  for (int task = 0; task < tasks; ++task) backward_group(o, x, lse, s, ds, task / s.Hkv, task % s.Hkv);
 }
 
 uint16_t* bf16_out(TypedPtr p, const char* what) {
@@ -340,14 +336,13 @@ void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstType
 }
 void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                              ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
-                             const AttentionShape& s) {
-  flash_bf16::backward({dq, dk, dv, true}, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
+                             const AttentionShape& s, DsTerms ds) {
+  flash_bf16::backward({dq, dk, dv, true}, {q, k, v, dout, out}, lse, flash_bf16::block_of(s), ds);
 }
 void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                                   const AttentionShape& s) {
-  flash_bf16::backward({dq, dk, dv, false}, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
-  ++flash_bf16::g_overwrites;
+  flash_bf16::backward({dq, dk, dv, false}, {q, k, v, dout, out}, lse, flash_bf16::block_of(s), DsTerms::two);
 }
 void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, ConstTypedPtr dout,
                                           ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out,
@@ -356,30 +351,19 @@ void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv,
   flash_bf16::GradOut o;
   o.q16 = flash_bf16::bf16_out(dq, "dq"), o.k16 = flash_bf16::bf16_out(dk, "dk");
   o.v16 = flash_bf16::bf16_out(dv, "dv"), o.cos = cos, o.sin = sin;
-  flash_bf16::backward(o, {q, k, v, dout, out}, lse, flash_bf16::block_of(s));
-  ++flash_bf16::g_overwrites;
-  ++flash_bf16::g_rope_rounded;
+  flash_bf16::backward(o, {q, k, v, dout, out}, lse, flash_bf16::block_of(s), DsTerms::two);
 }
-size_t attention_backward_bf16_overwrites() { return flash_bf16::g_overwrites.load(); }
-size_t attention_backward_bf16_rope_roundings() { return flash_bf16::g_rope_rounded.load(); }
-void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
-                                  const AttentionBlock& s) {
+double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
+                                    const AttentionBlock& s) {
   flash_bf16::forward(out, lse, {q, k, v, {}, {}}, s);
-  count_attention_block_flops(block_forward_flops(s));
+  return block_forward_flops(s);
 }
-void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
-                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
-                                   const AttentionBlock& s) {
-  flash_bf16::backward({dq, dk, dv, true}, {q, k, v, dout, out}, lse, s);
-  if (s.mask != AttentionMask::none) count_attention_block_flops(block_backward_flops(s));
+double attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                     ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                     const AttentionBlock& s, DsTerms ds) {
+  flash_bf16::backward({dq, dk, dv, true}, {q, k, v, dout, out}, lse, s, ds);
+  return s.mask == AttentionMask::none ? 0 : block_backward_flops(s);
 }
-
-void set_attention_bf16_ds_terms(int terms) {
-  if (terms != 1 && terms != 2)
-    throw std::invalid_argument("bf16 attention: dS terms must be 1 or 2, not " + std::to_string(terms));
-  flash_bf16::g_ds_terms.store(terms, std::memory_order_relaxed);
-}
-int attention_bf16_ds_terms() { return flash_bf16::g_ds_terms.load(std::memory_order_relaxed); }
 
 AttentionScratchFloats attention_bf16_scratch_floats(int Tq, int Tk, int D) {
   const flash_bf16::Geometry g(Tq, Tk, D);

@@ -13,7 +13,7 @@
 //
 // Same shapes, layouts, GQA and masks as flash_attention.h (AttentionShape, causal) and
 // attention_block.h (AttentionBlock, any mask and positions: the unit context parallelism's
-// ring and all-gather attention are built from); the block forms count their FLOPs there too.
+// ring and all-gather attention are built from); the block forms return their FLOPs as those do.
 // Scratch: per thread, in the memory ledger's workspace (kernels/scratch.h), sizes below.
 #include <cstddef>
 
@@ -23,16 +23,25 @@
 
 namespace ff {
 
+// How dS enters the dQ and dK products of the backward: two (the default) as two bf16 terms,
+// hi + lo (about 16 bits); one rounded once, as FlashAttention-2 does. dq and dk are sums that
+// cancel (each row of dS sums to 0), so one rounding of dS is a large error relative to them: over
+// 20 steps of `tiny`, a parallel layout's last-bit differences then moved gradient norms by up to
+// 2.05e-3 against the serial run (the layout tests' bar is 2e-3), 1.64e-3 with two terms (fp32
+// attention: 9.2e-4). Two terms cost two more products of the backward's five (bench_attention
+// times both). Training always takes two; benchmarks and tests pass `one` to compare.
+enum class DsTerms { two, one };
+
 void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                             const AttentionShape& s);
 // Accumulates into dq, dk, dv (q/k/v strides, fp32).
 void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                              ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
-                             const AttentionShape& s);
-// The same, overwriting dq, dk, dv instead (whatever they held, NaN included): the bits of
-// zeroing them and accumulating, without the caller's pass over them and the kernel's read of
-// them. Every column of each head's rows is written (D columns per head; padding between head
-// blocks of a row is left alone). The count of calls is for the tests.
+                             const AttentionShape& s, DsTerms ds = DsTerms::two);
+// The same (dS as two terms), overwriting dq, dk, dv instead (whatever they held, NaN included):
+// the bits of zeroing them and accumulating, without the caller's pass over them and the kernel's
+// read of them. Every column of each head's rows is written (D columns per head; padding between
+// head blocks of a row is left alone).
 void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
                                   const AttentionShape& s);
@@ -44,25 +53,13 @@ void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv,
                                           ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out,
                                           const float* lse, const AttentionShape& s, const float* cos,
                                           const float* sin);
-// Calls of the two overwriting entries, and of the second alone (for the tests).
-size_t attention_backward_bf16_overwrites();
-size_t attention_backward_bf16_rope_roundings();
 
-void attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
-                                  const AttentionBlock& s);
-void attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
-                                   ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
-                                   const AttentionBlock& s);
-
-// How dS enters the dQ and dK products: 2 (the default) as two bf16 terms, hi + lo (about 16
-// bits); 1 rounded once, as FlashAttention-2 does. dq and dk are sums that cancel (each row of dS
-// sums to 0), so one rounding of dS is a large error relative to them: over 20 steps of `tiny`,
-// a parallel layout's last-bit differences then moved gradient norms by up to 2.05e-3 against
-// the serial run (the layout tests' bar is 2e-3), 1.64e-3 with two terms (fp32 attention: 9.2e-4).
-// Two terms cost two more products of the backward's five (bench_attention shows both).
-// Process-wide, like the GEMM input dtype; for benchmarks and tests.
-void set_attention_bf16_ds_terms(int terms);
-int attention_bf16_ds_terms();
+// The FLOPs done are returned, as attention_block.h's block kernels return theirs.
+double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
+                                    const AttentionBlock& s);
+double attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                     ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                     const AttentionBlock& s, DsTerms ds = DsTerms::two);
 
 // Floats of per-thread scratch one forward / backward task of the bf16 kernel takes for query
 // and key lengths Tq, Tk and head dim D (what the planner's memory model adds).

@@ -6,20 +6,10 @@
 
 namespace ff {
 
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "?";
-}
-
-Recompute parse_recompute(const std::string& s) {
-  if (s == "none") return Recompute::none;
-  if (s == "selective") return Recompute::selective;
-  if (s == "full") return Recompute::full;
-  throw std::runtime_error("recompute must be one of none | selective | full (got '" + s + "')");
+const EnumTable<Recompute>& recompute_names() {
+  static const EnumTable<Recompute> names{
+      {Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}};
+  return names;
 }
 
 BlockWidths block_widths(const ModelConfig& c) {

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/enum_table.h"
 #include "core/memory.h"
 #include "model/model_config.h"
 #include "model/parameters.h"
@@ -44,8 +45,8 @@
 namespace ff {
 
 enum class Recompute { none, selective, full };
-const char* recompute_name(Recompute r);
-Recompute parse_recompute(const std::string& s);  // throws listing the valid names
+const EnumTable<Recompute>& recompute_names();
+inline const char* recompute_name(Recompute r) { return recompute_names().name(r); }
 
 // A dense MLP's kept tensors; a mixture-of-experts block will keep its own (router scores,
 // dispatched tokens, expert activations) in their place.

@@ -4,7 +4,7 @@
 // well, in the same pass: the norms' backward (the residual gradient read by o's and down's
 // backward) and RoPE's backward (q/k/v's). The rounding is the same (nearest even, once, from the
 // same fp32 values), so the GEMMs see the same bits: tested against the unfused path.
-#include "kernels/flash_attention_bf16.h"
+#include "kernels/gemm_precision.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "model/llama.h"
@@ -66,9 +66,9 @@ ConstTypedPtr Llama::attention_backward_for_gemm(const BlockActs& a, ConstTypedP
   if (!keep_f32 && gemm_grad_dtype() == DType::bf16 && hooks_->attention_backward_overwrites(*gemm_) &&
       (n * 2 + 3) / 4 <= d_gate_up_.size()) {
     const TypedPtr out(d_gate_up_.data(), DType::bf16);
-    attention_backward_bf16_rope_rounded(out, out.at(size_t(A)), out.at(size_t(kv)), ConstTypedPtr(d_att_.data()),
-                                         a.qkv, a.qkv + A, a.qkv + kv, ConstTypedPtr(att), a.lse,
-                                         attention_shape(B, T), rope_cos_.data(), rope_sin_.data());
+    hooks_->attention_backward_rope_rounded(out, out.at(size_t(A)), out.at(size_t(kv)), d_att_.data(), a.qkv,
+                                            a.qkv + A, a.qkv + kv, att, a.lse, attention_shape(B, T),
+                                            rope_cos_.data(), rope_sin_.data());
     ++rounded_grad_uses_;
     return out;
   }

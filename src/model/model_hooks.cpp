@@ -46,6 +46,13 @@ bool ModelHooks::attention_backward_overwrites(const GemmContext& g) const {
   return !attention_op && attention_runs_bf16(g);
 }
 
+void ModelHooks::attention_backward_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, const float* d_att,
+                                                 const float* q, const float* k, const float* v, ConstTypedPtr att,
+                                                 const float* lse, const AttentionShape& s, const float* cos,
+                                                 const float* sin) {
+  attention_backward_bf16_rope_rounded(dq, dk, dv, ConstTypedPtr(d_att), q, k, v, att, lse, s, cos, sin);
+}
+
 void ModelHooks::embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange) {
   embedding_forward(x, tokens, E, N, C);
 }

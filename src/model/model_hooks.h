@@ -135,9 +135,17 @@ class ModelHooks {
                                   const float* lse, const AttentionShape& s, float* staging);
   // The serial bf16 kernel writes every element of dq, dk, dv once, so it overwrites them (a
   // hook returning false makes it add to them, zeroed by the caller: the test's reference). True
-  // also tells the model that the hooks' attention backward is that kernel, which it may then
-  // call itself with RoPE's backward fused in (model/llama_rounded_grads.cpp).
+  // also tells the model that the hooks' attention backward is that kernel, so that it may call
+  // attention_backward_rope_rounded instead (model/llama_rounded_grads.cpp).
   virtual bool attention_backward_overwrites(const GemmContext& g) const;
+  // That kernel with RoPE's backward and the rounding for a bf16 q/k/v GEMM fused into its last
+  // pass: dq, dk, dv (bf16, q/k/v strides) overwritten with q's and k's gradients rotated back
+  // (tables cos, sin (T, D/2)) and v's, all rounded. Called only where
+  // attention_backward_overwrites(); att as stored.
+  virtual void attention_backward_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, const float* d_att,
+                                               const float* q, const float* k, const float* v, ConstTypedPtr att,
+                                               const float* lse, const AttentionShape& s, const float* cos,
+                                               const float* sin);
 
   // The MLP sub-layer (out null: only the tensors its backward needs, for recomputation).
   virtual void mlp(const MlpCall& m, float* out) {

@@ -9,6 +9,11 @@
 
 namespace ff {
 
+const EnumTable<RouterKind>& router_names() {
+  static const EnumTable<RouterKind> names{{RouterKind::softmax, "softmax"}, {RouterKind::sigmoid, "sigmoid"}};
+  return names;
+}
+
 std::vector<int> parse_moe_layers(const std::string& spec, int n_layers) {
   std::vector<int> layers;
   if (spec == "all" || spec.empty()) {
@@ -53,8 +58,6 @@ void MoeConfig::validate(int n_layers) const {
                    n_experts));
   need(expert_ffn_dim >= 0, fmt::format("expert_ffn_dim must be >= 0 (got {}; 0 = ffn_dim)", expert_ffn_dim));
   need(shared_experts >= 0, fmt::format("shared_experts must be >= 0 (got {})", shared_experts));
-  need(router == "softmax" || router == "sigmoid",
-       fmt::format("config key 'router' = \"{}\": must be softmax or sigmoid", router));
   need(aux_loss_coeff >= 0 && std::isfinite(aux_loss_coeff),
        fmt::format("aux_loss_coeff must be a number >= 0 (got {}; 1e-2 is usual)", aux_loss_coeff));
   need(z_loss_coeff >= 0 && std::isfinite(z_loss_coeff),

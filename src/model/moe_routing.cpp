@@ -20,7 +20,7 @@ double logsumexp(const float* z, int E) {
 // p = what the aux loss averages: the softmax scores, or the sigmoid scores normalised per token.
 void balance_probs(const MoeConfig& m, const float* s, int E, double* p) {
   double sum = 1;
-  if (m.router_kind() == RouterKind::sigmoid) {
+  if (m.router == RouterKind::sigmoid) {
     sum = 0;
     for (int e = 0; e < E; ++e) sum += s[e];
   }
@@ -39,7 +39,7 @@ void route_tokens(const MoeConfig& m, const RouterShape& sh, const float* bias, 
   for (int t = 0; t < N; ++t) {
     const float* z = a.logits + size_t(t) * E;
     float* s = a.scores + size_t(t) * E;
-    if (m.router_kind() == RouterKind::softmax) {
+    if (m.router == RouterKind::softmax) {
       const double lse = logsumexp(z, E);
       for (int e = 0; e < E; ++e) s[e] = float(std::exp(double(z[e]) - lse));
     } else {
@@ -119,7 +119,7 @@ void route_backward(const MoeConfig& m, const RouterShape& sh, const MoeMlpActs&
     for (int j = 0; j < K; ++j) S += s[r[j]], dot += double(dg[j]) * g[j];
     for (int j = 0; j < K; ++j) ds[size_t(r[j])] += (dg[j] - dot) / S;
     // aux: d(N aux)/dp_ti = coeff * E * f_i, through p = s or s / sum(s).
-    if (m.router_kind() == RouterKind::softmax) {
+    if (m.router == RouterKind::softmax) {
       for (int e = 0; e < E; ++e) ds[size_t(e)] += aux_c * f[size_t(e)];
     } else {
       balance_probs(m, s, E, p.data());
@@ -128,7 +128,7 @@ void route_backward(const MoeConfig& m, const RouterShape& sh, const MoeMlpActs&
       for (int e = 0; e < E; ++e) ds[size_t(e)] += (aux_c * f[size_t(e)] - pdot) / sum;
     }
     float* dz = d_logits + size_t(t) * E;
-    if (m.router_kind() == RouterKind::softmax) {
+    if (m.router == RouterKind::softmax) {
       double sds = 0;
       for (int e = 0; e < E; ++e) sds += s[e] * ds[size_t(e)];
       for (int e = 0; e < E; ++e) dz[e] = float(s[e] * (ds[size_t(e)] - sds));

@@ -7,13 +7,10 @@
 
 namespace ff {
 
-DType parse_grad_reduce_dtype(const std::string& s) {
-  if (s == "fp32") return DType::f32;
-  if (s == "bf16") return DType::bf16;
-  throw std::runtime_error("config key 'grad_reduce_dtype' must be fp32 | bf16 (got '" + s + "')");
+const EnumTable<DType>& grad_reduce_dtype_names() {
+  static const EnumTable<DType> names = dtype_option_names().subset({DType::f32, DType::bf16});
+  return names;
 }
-
-const char* grad_reduce_dtype_name(DType t) { return t == DType::bf16 ? "bf16" : "fp32"; }
 
 GradWire::GradWire(DType wire, size_t n, MemCategory c) {
   if (wire == DType::f32) return;

@@ -9,16 +9,14 @@
 // buffer is the "fp32 gradient accumulation" of FORMULAS.md's 20Ψ (2Ψ bf16 + 4Ψ fp32 gradients).
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "core/dtype.h"
 #include "core/memory.h"
 
 namespace ff {
 
-// "fp32" -> f32, "bf16" -> bf16; anything else throws naming the key.
-DType parse_grad_reduce_dtype(const std::string& s);
-const char* grad_reduce_dtype_name(DType t);
+// The config key grad_reduce_dtype: fp32 | bf16.
+const EnumTable<DType>& grad_reduce_dtype_names();
 
 // The bf16 side of gradient reductions: n words accounted under a ledger category. Empty (and
 // every call a no-op) when the wire dtype is f32, so the fp32 path is the code it always was.

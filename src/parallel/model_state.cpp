@@ -8,20 +8,11 @@
 
 namespace ff {
 
-GradSync parse_grad_sync(const std::string& s) {
-  if (s == "overlap") return GradSync::overlap;
-  if (s == "after_backward") return GradSync::after_backward;
-  if (s == "none") return GradSync::none;
-  throw std::runtime_error("grad_sync must be overlap | after_backward | none (got '" + s + "')");
-}
-
-const char* grad_sync_name(GradSync g) {
-  switch (g) {
-    case GradSync::overlap: return "overlap";
-    case GradSync::after_backward: return "after_backward";
-    case GradSync::none: return "none";
-  }
-  return "?";
+const EnumTable<GradSync>& grad_sync_names() {
+  static const EnumTable<GradSync> names{{GradSync::overlap, "overlap", "with backward"},
+                                         {GradSync::after_backward, "after_backward"},
+                                         {GradSync::none, "none", "benchmarks only: replicas drift"}};
+  return names;
 }
 
 std::unique_ptr<ModelState> make_model_state(const ParamLayout& layout,

@@ -30,8 +30,8 @@ class Tracer;
 // When DDP's all-reduces run: overlapped with backward (the point of buckets), all after
 // backward (to measure what overlap saves), or never (benchmarks only: replicas drift apart).
 enum class GradSync { overlap, after_backward, none };
-GradSync parse_grad_sync(const std::string& s);
-const char* grad_sync_name(GradSync g);
+const EnumTable<GradSync>& grad_sync_names();
+inline const char* grad_sync_name(GradSync g) { return grad_sync_names().name(g); }
 
 struct DataParallelConfig {
   int zero = 0;              // ZeRO stage 0..3

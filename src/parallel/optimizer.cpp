@@ -6,10 +6,11 @@
 
 namespace ff {
 
-OptimizerKind parse_optimizer(const std::string& s) {
-  if (s == "adamw") return OptimizerKind::adamw;
-  if (s == "sgd") return OptimizerKind::sgd;
-  throw std::runtime_error("optimizer must be adamw | sgd (got '" + s + "')");
+const EnumTable<OptimizerKind>& optimizer_names() {
+  static const EnumTable<OptimizerKind> names{
+      {OptimizerKind::adamw, "adamw"},
+      {OptimizerKind::sgd, "sgd", "plain SGD with the same decoupled weight decay; betas and eps unused"}};
+  return names;
 }
 
 std::vector<OptimSpan> full_group_spans(const GroupLayout& layout) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/memory.h"
 #include "kernels/adamw.h"
 #include "parallel/param_group.h"
@@ -16,7 +17,7 @@ namespace ff {
 // local data-parallel modes can be checked bitwise against sync DP at H = 1 (issue 14): the mean
 // of the replicas' AdamW steps is not the AdamW step of the mean gradient, the mean of SGD steps is.
 enum class OptimizerKind { adamw, sgd };
-OptimizerKind parse_optimizer(const std::string& s);  // throws naming the choices
+const EnumTable<OptimizerKind>& optimizer_names();
 
 struct AdamWConfig {
   float beta1, beta2, eps, weight_decay;

@@ -130,10 +130,10 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
       }
       // Attention: each cp rank does 1/cp of the causal work; a2a splits heads, the others the queries.
       const double units = double(L.micro_batch) * w.H * double(c.seq_len) * c.seq_len * c.head_dim() / L.cp;
-      const double attn_T = L.cp_comm == "a2a" ? c.seq_len : double(c.seq_len) / L.cp;
+      const double attn_T = L.cp_comm == CpComm::a2a ? c.seq_len : double(c.seq_len) / L.cp;
       double attn = k.attention(units, attn_T, c.head_dim());
       double attn_fwd = k.attention_forward(units, attn_T, c.head_dim());
-      if (L.cp > 1 && L.cp_comm != "a2a" && k.cp_blocks()) {
+      if (L.cp > 1 && L.cp_comm != CpComm::a2a && k.cp_blocks()) {
         // The block form: a rank's two chunks of c = T / 2cp queries meet 2cp - 1 earlier chunks
         // (full blocks, the headtail balance) and themselves (two causal diagonals) at their
         // calibrated rates; the forward's share as the whole-sequence kernel's at that length.
@@ -166,10 +166,10 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
         const double kv = 2.0 * c.n_kv_heads * c.head_dim() / L.tp * N * kF;
         // K/V fwd; K/V + dK/dV bwd. Each ring step is posted before the previous piece's attention
         // and waited after it: no blocking overhead.
-        if (L.cp_comm == "ring") t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);
-        if (L.cp_comm == "allgather")
+        if (L.cp_comm == CpComm::ring) t.comm += 3 * (L.cp - 1) * g.cp->seconds(Coll::p2p, kv, 2);
+        if (L.cp_comm == CpComm::allgather)
           t.comm += 2 * k.coll(g.cp, Coll::all_gather, kv * L.cp, L.cp) + k.coll(g.cp, Coll::reduce_scatter, kv * L.cp, L.cp);
-        if (L.cp_comm == "a2a") {  // five blocking all-to-alls and the reshuffles around them
+        if (L.cp_comm == CpComm::a2a) {  // five blocking all-to-alls and the reshuffles around them
           const UlyssesWork u = ulysses_work(N, double(w.Q), double(w.H), c.head_dim());
           for (double bytes : u.fwd_sends) t.comm += k.coll(g.cp, Coll::all_to_all, bytes, L.cp);
           for (double bytes : u.bwd_sends) t.comm += k.coll(g.cp, Coll::all_to_all, bytes, L.cp);
@@ -271,7 +271,10 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   const double slowest = *std::max_element(stage.begin(), stage.end());
   double fill = 0;  // the first micro-batch's way through the other stages, by schedule
   for (double s : stage) fill += s;
-  fill = (fill - slowest) * (L.schedule == "interleaved" ? 1.0 / L.chunks : L.schedule == "zb-h1" ? fwd_share : 1.0);
+  const double fill_share = L.schedule == PipeSchedule::interleaved ? 1.0 / L.chunks
+                            : L.schedule == PipeSchedule::zb_h1     ? fwd_share
+                                                                    : 1.0;
+  fill = (fill - slowest) * fill_share;
   // The schedule's own timeline with every stage's costs, where it can be built (the closed
   // form above otherwise): its makespan less the slowest stage's work is what the step waits.
   if (L.pp > 1)

@@ -7,6 +7,8 @@
 
 #include "model/activations.h"
 #include "model/precision.h"
+#include "parallel/context/context_layout.h"
+#include "parallel/pipeline/pipeline_schedule.h"
 
 namespace ff {
 
@@ -19,9 +21,9 @@ const char* precision_name(StatePrecision p);
 struct LayoutSpec {
   int dp = 1, tp = 1, pp = 1;
   int cp = 1, ep = 1;  // context parallelism (a factor of the world), expert (divides dp x cp)
-  std::string cp_comm = "ring";  // ring | allgather | a2a (cp > 1)
+  CpComm cp_comm = CpComm::ring;  // ring | allgather | a2a (cp > 1)
   bool sp = false;
-  std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1 (pp > 1)
+  PipeSchedule schedule = PipeSchedule::one_f_one_b;  // gpipe | 1f1b | interleaved | zb-h1 (pp > 1)
   int chunks = 1;                 // model chunks per pipeline rank (interleaved)
   int micro_batch = 1;            // sequences per micro-batch
   int grad_accum = 1;             // micro-batches per step (the pipeline's m)
@@ -38,7 +40,8 @@ struct LayoutSpec {
 };
 
 // Parses "tp=2,pp=2,zero=1,sp,schedule=gpipe,mb=2,m=4,dp=1,recompute=full,chunks=2" (any order,
-// unnamed keys keep their defaults); throws naming the unknown key or the malformed value.
+// unnamed keys keep their defaults; schedule, cp_comm and recompute are named as the training
+// config names them); throws naming the unknown key or the malformed value.
 // given: the keys the text named (a schedule name counts as "schedule", "sp" as "sp").
 LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given = nullptr);
 

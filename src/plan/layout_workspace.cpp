@@ -64,14 +64,14 @@ int64_t context_workspace_bytes(const ModelConfig& c, const LayoutSpec& L, const
   const int64_t B = L.micro_batch, T = c.seq_len / L.cp, D = c.head_dim(), cp = L.cp;
   const int64_t H = w.H, Hkv = (w.Q - w.A) / (2 * D);
   int64_t floats = 0;
-  if (L.cp_comm == "a2a") {  // ulysses_attention.cpp: a2a_[0..5], part_ and part_lse_ reused
+  if (L.cp_comm == CpComm::a2a) {  // ulysses_attention.cpp: a2a_[0..5], part_ and part_lse_ reused
     const int64_t hq = H / cp, hk = Hkv / cp, rows = B * T, W = (hq + 2 * hk) * D, Wo = hq * D + hq;
     const int64_t wide = std::max(W, Wo), full = B * c.seq_len;
     floats = 2 * cp * rows * wide + 2 * full * wide + B * hq * c.seq_len + rows * H + 2 * full * hq * D;
   } else {  // context_attention.cpp: kv_ pieces, the partial block output and its lse
     const int64_t piece = B * T * 2 * Hkv * D;
     floats = B * (T / 2) * H * D + B * H * (T / 2) + piece;
-    if (L.cp_comm == "ring") floats += piece + 3 * piece;  // kv_[1]; dkv_[0..2]
+    if (L.cp_comm == CpComm::ring) floats += piece + 3 * piece;  // kv_[1]; dkv_[0..2]
     else floats += 2 * piece * cp + piece;                 // full_, dfull_; dkv_[0]
   }
   return floats * 4;
@@ -108,7 +108,7 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
       most = std::max({most, pad(x) + out * in, dy + pad(out * in) + x});
   };
   (void)R;  // under sp the projections read the gathered N rows
-  const bool zb = L.pp > 1 && L.schedule == "zb-h1", resid_rounded = !L.sp && !zb;
+  const bool zb = L.pp > 1 && L.schedule == PipeSchedule::zb_h1, resid_rounded = !L.sp && !zb;
   linear(N, w.C, w.Q, true, !zb && w.Q <= 4 * w.F), linear(N, w.A, w.C, true, resid_rounded);
   if (w.F > 0) linear(N, w.C, 2 * w.F, true, true), linear(N, w.F, w.C, true, resid_rounded && L.pp == 1);
   if (has_moe) {  // an MoE block's ln2 and expert activations stay fp32

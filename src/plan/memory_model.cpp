@@ -60,7 +60,7 @@ void add_model_states(RankMemory& m, const ParamLayout& layout, int ranks, int z
 // Per chunk of a pipeline rank, the most micro-batches whose stash is alive at once: a forward
 // takes a slot, the backward (ZB-H1: the weight pass) gives it back, as LlamaStages does.
 std::vector<int> stashes_in_flight(const LayoutSpec& L, int pp_rank) {
-  const PipeScheduleSpec spec{parse_pipe_schedule(L.schedule), L.pp, L.grad_accum, L.chunks};
+  const PipeScheduleSpec spec{L.schedule, L.pp, L.grad_accum, L.chunks};
   std::vector<int> live(size_t(L.chunks), 0), peak(size_t(L.chunks), 0);
   const auto lists = make_schedule(spec);
   for (const PipeAction& a : lists[size_t(pp_rank)]) {
@@ -125,7 +125,7 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
     const int64_t stashes = std::max(1, in_flight[k]);
     acts += stashes * f.kept, ws += stashes * f.scratch;  // every stash has its own scratch
     if (L.pp > 1 && ch.head && !ch.embedding) acts += stashes * R * C;  // the head's output gradient
-    if (L.pp > 1 && L.schedule == "zb-h1")
+    if (L.pp > 1 && L.schedule == PipeSchedule::zb_h1)
       acts += stashes * (int64_t(kinds.size()) * deferred_per_block + (ch.embedding ? R * C : 0));
   }
   // Llama's own scratch: RoPE tables, logits and losses (head), the backward's gradient buffers.

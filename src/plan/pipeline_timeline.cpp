@@ -7,7 +7,7 @@ namespace ff {
 double pipeline_makespan(const LayoutSpec& L, const std::vector<RankCosts>& costs) {
   PipeScheduleSpec spec{};
   try {
-    spec = PipeScheduleSpec{parse_pipe_schedule(L.schedule), L.pp, L.grad_accum, L.chunks};
+    spec = PipeScheduleSpec{L.schedule, L.pp, L.grad_accum, L.chunks};
     validate_schedule_spec(spec);
   } catch (const std::exception&) {
     return -1;

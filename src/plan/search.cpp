@@ -39,7 +39,7 @@ bool schedule_valid(const ModelConfig& c, const LayoutSpec& L) {
   if (L.pp == 1) return true;
   if (L.pp * L.chunks > c.n_layers) return false;
   try {
-    validate_schedule_spec({parse_pipe_schedule(L.schedule), L.pp, L.grad_accum, L.chunks});
+    validate_schedule_spec({L.schedule, L.pp, L.grad_accum, L.chunks});
   } catch (const std::exception&) {
     return false;
   }
@@ -49,7 +49,7 @@ bool schedule_valid(const ModelConfig& c, const LayoutSpec& L) {
 bool cp_valid(const ModelConfig& c, const LayoutSpec& L) {
   if (L.cp == 1) return true;
   try {
-    validate_context_parallel(L.cp, L.cp_comm, "headtail", c.seq_len, c.n_heads, c.n_kv_heads, L.tp);
+    validate_context_parallel(L.cp, L.cp_comm, c.seq_len, c.n_heads, c.n_kv_heads, L.tp);
   } catch (const std::exception&) {
     return false;
   }
@@ -60,14 +60,14 @@ bool cp_valid(const ModelConfig& c, const LayoutSpec& L) {
 // expert-parallel degrees (MoE models: dividing dp x cp and the experts) and the precisions.
 struct Variant {
   int cp;
-  std::string cp_comm;
+  CpComm cp_comm;
 };
 std::vector<Variant> cp_variants(int ranks_left, bool engine) {
-  std::vector<Variant> v = {{1, "ring"}};
+  std::vector<Variant> v = {{1, CpComm::ring}};
   if (!engine) return v;
   for (int cp : divisors(ranks_left))
     if (cp > 1)
-      for (const char* mode : {"ring", "allgather", "a2a"}) v.push_back({cp, mode});
+      for (CpComm mode : {CpComm::ring, CpComm::allgather, CpComm::a2a}) v.push_back({cp, mode});
   return v;
 }
 std::vector<int> ep_degrees(const ModelConfig& c, int dp_cp) {
@@ -82,7 +82,8 @@ std::vector<int> ep_degrees(const ModelConfig& c, int dp_cp) {
 
 PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const PlanRequest& req) {
   PlanResult out;
-  const std::vector<std::string> schedules = {"1f1b", "gpipe", "interleaved", "zb-h1"};
+  const std::vector<PipeSchedule> schedules = {PipeSchedule::one_f_one_b, PipeSchedule::gpipe,
+                                               PipeSchedule::interleaved, PipeSchedule::zb_h1};
   const std::vector<Precision> precisions =
       cl.engine ? std::vector<Precision>{Precision::fp32, Precision::bf16} : std::vector<Precision>{Precision::fp32};
   auto consider = [&](LayoutSpec L) {
@@ -112,8 +113,8 @@ PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const Pla
         const int per_replica = G / dp;
         for (int mb = 1; mb <= std::min(req.max_micro_batch, per_replica); mb *= 2) {
           if (per_replica % mb) continue;
-          for (const std::string& sched : pp > 1 ? schedules : std::vector<std::string>{"1f1b"})
-            for (int chunks : sched == "interleaved" ? std::vector<int>{2, 4} : std::vector<int>{1})
+          for (PipeSchedule sched : pp > 1 ? schedules : std::vector<PipeSchedule>{PipeSchedule::one_f_one_b})
+            for (int chunks : sched == PipeSchedule::interleaved ? std::vector<int>{2, 4} : std::vector<int>{1})
               for (int zero = 0; zero <= (dp * cv.cp > 1 ? 3 : 0); ++zero)
                 for (int ep : ep_degrees(c, dp * cv.cp)) {
                   LayoutSpec L;

@@ -29,8 +29,8 @@ double stage_parameters(const ModelConfig& c, const LayoutSpec& L) {
 double in_flight(const LayoutSpec& L) {
   if (L.pp == 1) return 1;
   const double m = L.grad_accum, p = L.pp;
-  if (L.schedule == "gpipe") return m;
-  if (L.schedule == "interleaved") return std::min(m, p) * (1 + (p - 1) / (p * L.chunks));
+  if (L.schedule == PipeSchedule::gpipe) return m;
+  if (L.schedule == PipeSchedule::interleaved) return std::min(m, p) * (1 + (p - 1) / (p * L.chunks));
   return std::min(m, p);
 }
 
@@ -89,8 +89,8 @@ LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const
   r.compute = flops / (cl.peak_flops * efficiency);
 
   if (L.pp > 1) {
-    const double share = (L.pp - 1) / m / (L.schedule == "interleaved" ? L.chunks : 1);
-    r.bubble = r.compute * share / (L.schedule == "zb-h1" ? 3 : 1);
+    const double share = (L.pp - 1) / m / (L.schedule == PipeSchedule::interleaved ? L.chunks : 1);
+    r.bubble = r.compute * share / (L.schedule == PipeSchedule::zb_h1 ? 3 : 1);
   }
   const double layers = double(c.n_layers) / L.pp;
   const double act = mb * s * h * cl.activation_bytes;  // one (b s, h) tensor

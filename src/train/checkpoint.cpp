@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -62,6 +63,12 @@ class MetaFields {
     if (!v.is_string()) fail(key, fmt::format("is {}, not a string", v.dump()));
     return v.get<std::string>();
   }
+  template <typename T>
+  T choice(const char* key, const EnumTable<T>& names) const {
+    const std::string name = text(key);
+    if (std::optional<T> value = names.find(name)) return *value;
+    fail(key, fmt::format("is \"{}\", not {}", name, names.choices()));
+  }
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
     const std::string field = prefix_ + (prefix_.empty() || key.empty() ? "" : ".") + key;
     throw std::runtime_error(fmt::format(
@@ -87,7 +94,8 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
   const MoeConfig& m = c.moe;
   if (m.enabled())
     j["moe"] = {{"n_experts", m.n_experts}, {"top_k", m.top_k}, {"expert_ffn_dim", m.expert_ffn_dim},
-                {"moe_layers", m.moe_layers}, {"shared_experts", m.shared_experts}, {"router", m.router},
+                {"moe_layers", m.moe_layers}, {"shared_experts", m.shared_experts},
+                {"router", router_names().name(m.router)},
                 {"aux_loss_coeff", m.aux_loss_coeff}, {"z_loss_coeff", m.z_loss_coeff},
                 {"router_bias_update", m.router_bias_update}, {"capacity_factor", m.capacity_factor}};
   return j;
@@ -114,7 +122,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     c.moe.expert_ffn_dim = int(m.integer("expert_ffn_dim", 0, 16 * kMaxDim));
     c.moe.moe_layers = m.text("moe_layers");
     c.moe.shared_experts = int(m.integer("shared_experts", 0, 1 << 16));
-    c.moe.router = m.text("router");
+    c.moe.router = m.choice("router", router_names());
     c.moe.aux_loss_coeff = m.real("aux_loss_coeff", true, 1e6);
     c.moe.z_loss_coeff = m.real("z_loss_coeff", true, 1e6);
     c.moe.router_bias_update = m.real("router_bias_update", true, 1e6);

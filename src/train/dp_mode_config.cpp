@@ -13,36 +13,26 @@ namespace {
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("config: " + msg); }
 
 double lr_factor(const TrainConfig& c) {
-  if (c.lr_scaling == "none") return 1.0;
+  if (c.lr_scaling == LrScaling::none) return 1.0;
   const double ratio = double(c.global_batch()) / c.lr_reference_batch;
-  return c.lr_scaling == "linear" ? ratio : std::sqrt(ratio);
+  return c.lr_scaling == LrScaling::linear ? ratio : std::sqrt(ratio);
 }
 }  // namespace
 
 DpModeConfig dp_mode_config(const TrainConfig& c) {
   DpModeConfig m;
-  m.mode = parse_dp_mode(c.dp_mode);
+  m.mode = c.dp_mode;
   m.sync_every = c.sync_every;
   m.outer_lr = c.outer_lr;
   m.outer_momentum = c.outer_momentum;
-  m.pseudo_grad = parse_pseudo_grad_dtype(c.diloco_pseudo_grad_dtype);
+  m.pseudo_grad = c.diloco_pseudo_grad_dtype;
   m.max_staleness = c.max_staleness;
   return m;
 }
 
 void validate_dp_mode_config(const TrainConfig& c) {
-  DpModeConfig m;
-  try {
-    m.mode = parse_dp_mode(c.dp_mode);
-  } catch (const std::exception& e) {
-    fail(fmt::format("key 'dp_mode': {}", e.what()));
-  }
-  try {
-    m.pseudo_grad = parse_pseudo_grad_dtype(c.diloco_pseudo_grad_dtype);
-  } catch (const std::exception& e) {
-    fail(fmt::format("key 'diloco_pseudo_grad_dtype': {}", e.what()));
-  }
-  const std::string mode = c.dp_mode;
+  const DpModeConfig m = dp_mode_config(c);
+  const char* mode = dp_mode_name(m.mode);
   const bool periodic = m.mode == DpMode::local_sgd || m.mode == DpMode::diloco;
   if (c.sync_every < 1) fail(fmt::format("sync_every must be >= 1 (got {})", c.sync_every));
   if (c.sync_every != 1 && !periodic)
@@ -72,24 +62,22 @@ void validate_dp_mode_config(const TrainConfig& c) {
       fail(fmt::format("grad_sync = {} is a DDP benchmarking setting; with dp_mode = {} leave it at overlap",
                        grad_sync_name(c.grad_sync), mode));
   }
-  if (c.lr_scaling != "none" && c.lr_scaling != "linear" && c.lr_scaling != "sqrt")
-    fail(fmt::format("lr_scaling must be none | linear | sqrt (got '{}')", c.lr_scaling));
-  if (c.lr_scaling != "none" && c.lr_reference_batch <= 0)
+  if (c.lr_scaling != LrScaling::none && c.lr_reference_batch <= 0)
     fail(fmt::format("lr_scaling = {} needs lr_reference_batch > 0: the global batch (sequences per step) "
-                     "that lr was tuned for", c.lr_scaling));
-  if (c.lr_scaling == "linear" && c.warmup_steps == 0)
+                     "that lr was tuned for", lr_scaling_names().name(c.lr_scaling)));
+  if (c.lr_scaling == LrScaling::linear && c.warmup_steps == 0)
     fail("lr_scaling = linear needs a gradual warm-up (Goyal et al. 2017): set warmup_steps > 0");
   if (c.lr_reference_batch < 0) fail("lr_reference_batch must be >= 0");
   parse_straggler(c.simulate_straggler);
 }
 
 std::string describe_dp_mode(const TrainConfig& c) {
-  switch (parse_dp_mode(c.dp_mode)) {
+  switch (c.dp_mode) {
     case DpMode::local_sgd: return fmt::format("dp_mode local_sgd: parameters averaged every {} steps", c.sync_every);
     case DpMode::diloco:
       return fmt::format("dp_mode diloco: outer Nesterov step every {} inner steps, outer lr {}, momentum {}, "
                          "pseudo-gradient {}", c.sync_every, c.outer_lr, c.outer_momentum,
-                         c.diloco_pseudo_grad_dtype);
+                         pseudo_grad_dtype_names().name(c.diloco_pseudo_grad_dtype));
     case DpMode::async:
       return fmt::format("dp_mode async: gradients applied {} steps late (max_staleness)", c.max_staleness);
     case DpMode::sync: break;
@@ -100,8 +88,9 @@ std::string describe_dp_mode(const TrainConfig& c) {
 void resolve_lr_scaling(TrainConfig& c) { c.scaled_lr = float(c.lr * lr_factor(c)); }
 
 std::string describe_lr_scaling(const TrainConfig& c) {
-  if (c.lr_scaling == "none") return "";
-  return fmt::format("lr {} x {:.4g} ({}: global batch {} / reference {}) = {}", c.lr, lr_factor(c), c.lr_scaling,
+  if (c.lr_scaling == LrScaling::none) return "";
+  return fmt::format("lr {} x {:.4g} ({}: global batch {} / reference {}) = {}", c.lr, lr_factor(c),
+                     lr_scaling_names().name(c.lr_scaling),
                      c.global_batch(), c.lr_reference_batch, c.scaled_lr);
 }
 

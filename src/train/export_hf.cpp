@@ -15,9 +15,8 @@ namespace ff {
 namespace fs = std::filesystem;
 
 DType parse_export_dtype(const std::string& s) {
-  if (s == "fp32") return DType::f32;
-  if (s == "bf16") return DType::bf16;
-  throw std::runtime_error("export --dtype must be fp32 or bf16 (got '" + s + "')");
+  static const EnumTable<DType> names = dtype_option_names().subset({DType::f32, DType::bf16});
+  return names.parse(s, "export dtype");
 }
 
 void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
@@ -31,7 +30,7 @@ void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
     // block MoE, softmax top-k renormalised, no shared experts and no selection bias, dropless.
     std::string why;
     if (parse_moe_layers(m.moe_layers, c.n_layers).size() != size_t(c.n_layers)) why = "moe_layers is not all";
-    else if (m.router != "softmax") why = "router is " + m.router;
+    else if (m.router != RouterKind::softmax) why = std::string("router is ") + router_names().name(m.router);
     else if (m.shared_experts > 0) why = "shared_experts > 0";
     else if (m.router_bias_update > 0) why = "router_bias_update > 0 (a selection bias)";
     if (!why.empty())

@@ -47,7 +47,7 @@ Fp8Training::Fp8Training(const TrainConfig& c, const ParamLayout& local, const M
   if (mesh) {
     const MeshCoords& at = mesh->coords();
     saver_ = at.tp == 0 && at.cp == 0 && at.dp == 0;
-    const Comm& g = c.dp_mode == "sync" ? mesh->group({MeshAxis::tp, MeshAxis::cp, MeshAxis::dp})
+    const Comm& g = c.dp_mode == DpMode::sync ? mesh->group({MeshAxis::tp, MeshAxis::cp, MeshAxis::dp})
                                         : mesh->group({MeshAxis::tp, MeshAxis::cp});
     if (g.size() > 1) group_ = &g;
   }

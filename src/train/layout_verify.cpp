@@ -54,7 +54,7 @@ VerifyReport verify_layout(const TrainConfig& cfg, const Mesh& mesh, int steps, 
   if (world.rank() == 0) {
     TrainConfig serial = run_cfg;
     serial.dp = serial.tp = serial.pp = serial.cp = 1;
-    serial.sp = false, serial.zero = 0, serial.chunks = 1, serial.schedule = "1f1b";
+    serial.sp = false, serial.zero = 0, serial.chunks = 1, serial.schedule = PipeSchedule::one_f_one_b;
     serial.grad_accum = cfg.grad_accum * dp;  // the same global batch in the same micro-batches
     const std::string out = scratch_dir("serial");
     Trainer ref(serial, out, nullptr);

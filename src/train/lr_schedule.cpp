@@ -5,6 +5,12 @@
 
 namespace ff {
 
+const EnumTable<LrScaling>& lr_scaling_names() {
+  static const EnumTable<LrScaling> names{
+      {LrScaling::none, "none"}, {LrScaling::linear, "linear"}, {LrScaling::sqrt, "sqrt"}};
+  return names;
+}
+
 float LrSchedule::at(int step) const {
   if (warmup > 0 && step <= warmup) return peak * float(step) / float(warmup);
   const int decay_steps = total - warmup;

@@ -10,7 +10,7 @@ LayoutSpec layout_of(const TrainConfig& c) {
   LayoutSpec L;
   L.dp = c.dp, L.tp = c.tp, L.pp = c.pp, L.cp = c.cp, L.ep = c.ep, L.sp = c.sp;
   L.cp_comm = c.cp_comm;
-  L.gemm = parse_precision(c.precision);  // bf16 keeps activations and a weight copy in 16 bits
+  L.gemm = c.precision;  // bf16 keeps activations and a weight copy in 16 bits
   L.schedule = c.schedule, L.chunks = c.chunks;
   L.micro_batch = c.micro_batch, L.grad_accum = c.grad_accum;
   L.zero = c.zero, L.recompute = c.recompute;

@@ -28,7 +28,7 @@ void validate_moe_layout(const TrainConfig& c) {
     }
   }
   if (!m.enabled()) return;
-  need(c.schedule != "zb-h1" || c.pp == 1,
+  need(c.schedule != PipeSchedule::zb_h1 || c.pp == 1,
        "MoE blocks have no split backward: schedule = zb-h1 needs n_experts = 0; use 1f1b, gpipe or interleaved");
 }
 

@@ -12,6 +12,12 @@
 
 namespace ff {
 
+const EnumTable<NonfiniteAction>& nonfinite_action_names() {
+  static const EnumTable<NonfiniteAction> names{{NonfiniteAction::stop, "stop", "locate it, no update"},
+                                                {NonfiniteAction::skip, "skip", "the step"}};
+  return names;
+}
+
 bool step_is_nonfinite(double loss, double grad_norm, bool expect_gradient) {
   return !std::isfinite(loss) || !std::isfinite(grad_norm) || (expect_gradient && grad_norm == 0);
 }

@@ -12,11 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "model/llama.h"
 
 namespace ff {
 
 class Comm;
+
+// The config key on_nonfinite: stop the run (after locating the first bad value; no update) or
+// skip the step (the batch is consumed, the weights and optimizer state stay as they were).
+enum class NonfiniteAction { stop, skip };
+const EnumTable<NonfiniteAction>& nonfinite_action_names();
 
 // True when a step with this (reduced) loss and gradient norm must not update the weights.
 // expect_gradient false: a norm of 0 is legitimate (async DP applies nothing during its first

@@ -1,10 +1,7 @@
 #include "train/train_config.h"
 
-#include "parallel/context/context_layout.h"
-#include "model/precision.h"
-#include "train/zero3_gather.h"
-#include "parallel/pipeline/pipeline_schedule.h"
 #include "parallel/tensor/tensor_plan.h"
+#include "train/zero3_gather.h"
 #include "train/moe_config_check.h"
 #include "train/dp_mode_config.h"
 #include "parallel/grad_wire.h"
@@ -14,6 +11,7 @@
 #include <cstdlib>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <variant>
@@ -25,12 +23,31 @@ namespace ff {
 
 namespace {
 
-using FieldRef = std::variant<int*, float*, bool*, uint64_t*, std::string*, Recompute*, GradSync*>;
+// An enum field seen as text through its enum's table: the one way a key's names are read,
+// printed and listed.
+struct EnumRef {
+  std::function<const char*()> name;                             // the value, as the table names it
+  std::function<void(const std::string& text, const std::string& key)> set;  // throws for a name the table lacks
+};
+using FieldRef = std::variant<int*, float*, bool*, uint64_t*, std::string*, EnumRef>;
 struct Binding {
   ConfigKey key;
-  FieldRef (*ref)(TrainConfig&);
+  std::function<FieldRef(TrainConfig&)> ref;
 };
 #define FF_FIELD(expr) [](TrainConfig& c) -> FieldRef { return &c.expr; }
+#define FF_ENUM(expr) [](TrainConfig& c) { return &c.expr; }
+
+// An enum key: its help line is `before`, the table's names with their help, then `after`.
+template <typename T, typename Field>
+Binding enum_key(const char* name, const char* before, const EnumTable<T>& table, const char* after, Field field) {
+  return {{name, before + table.described() + after}, [&table, field](TrainConfig& c) -> FieldRef {
+            T* value = field(c);
+            return EnumRef{[&table, value] { return table.name(*value); },
+                           [&table, value](const std::string& text, const std::string& key) {
+                             *value = table.parse(text, key);
+                           }};
+          }};
+}
 
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = {
@@ -51,7 +68,7 @@ const std::vector<Binding>& bindings() {
       {{"expert_ffn_dim", "SwiGLU width of one expert (0 = ffn_dim)"}, FF_FIELD(model.moe.expert_ffn_dim)},
       {{"moe_layers", "which blocks are MoE: \"all\" or a comma list such as \"1,3\" (others dense)"}, FF_FIELD(model.moe.moe_layers)},
       {{"shared_experts", "always-active experts per MoE block (their SwiGLU is shared_experts x expert_ffn_dim wide)"}, FF_FIELD(model.moe.shared_experts)},
-      {{"router", "router scores: softmax | sigmoid (gates renormalised over the chosen top_k)"}, FF_FIELD(model.moe.router)},
+      enum_key("router", "router scores: ", router_names(), " (gates renormalised over the chosen top_k)", FF_ENUM(model.moe.router)),
       {{"aux_loss_coeff", "Switch load-balancing loss coefficient (coeff * E * sum f_i P_i)"}, FF_FIELD(model.moe.aux_loss_coeff)},
       {{"z_loss_coeff", "router z-loss coefficient (coeff * mean logsumexp(logits)^2)"}, FF_FIELD(model.moe.z_loss_coeff)},
       {{"router_bias_update", "aux-loss-free balancing (DeepSeek-V3): selection-bias step per optimizer step (0 = off)"}, FF_FIELD(model.moe.router_bias_update)},
@@ -65,14 +82,14 @@ const std::vector<Binding>& bindings() {
       {{"min_lr_ratio", "cosine schedule ends at lr * min_lr_ratio"}, FF_FIELD(min_lr_ratio)},
       {{"warmup_steps", "linear warmup steps from 0"}, FF_FIELD(warmup_steps)},
       {{"weight_decay", "AdamW decoupled weight decay on matrices (norms are not decayed)"}, FF_FIELD(weight_decay)},
-      {{"optimizer", "adamw | sgd (plain SGD with the same decoupled weight decay; betas and eps unused)"}, FF_FIELD(optimizer)},
+      enum_key("optimizer", "", optimizer_names(), "", FF_ENUM(optimizer)),
       {{"beta1", "AdamW first-moment decay"}, FF_FIELD(beta1)},
       {{"beta2", "AdamW second-moment decay"}, FF_FIELD(beta2)},
       {{"adam_eps", "AdamW epsilon"}, FF_FIELD(adam_eps)},
       {{"grad_clip", "clip the global gradient L2 norm to this (0 = off)"}, FF_FIELD(grad_clip)},
-      {{"recompute", "activation recomputation: none | selective | full"}, FF_FIELD(recompute)},
-      {{"precision", "fp32 | bf16 | fp16 | fp8 (experimental, emulated): low-precision GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW"}, FF_FIELD(precision)},
-      {{"zero3_gather", "fp32 | bf16 | fp16: dtype of ZeRO-3's parameter all-gathers (16-bit: half the bytes, every gathered parameter rounded; needs that precision)"}, FF_FIELD(zero3_gather)},
+      enum_key("recompute", "activation recomputation: ", recompute_names(), "", FF_ENUM(recompute)),
+      enum_key("precision", "", precision_names(), ": low-precision GEMM inputs with fp32 accumulation; fp32 norms, softmax, loss, master weights, gradients, AdamW", FF_ENUM(precision)),
+      enum_key("zero3_gather", "", dtype_option_names(), ": dtype of ZeRO-3's parameter all-gathers (16-bit: half the bytes, every gathered parameter rounded; needs that precision)", FF_ENUM(zero3_gather)),
       {{"loss_scale_init", "fp16: initial dynamic loss scale"}, FF_FIELD(loss_scale.init)},
       {{"loss_scale_window", "fp16: clean steps before the loss scale doubles"}, FF_FIELD(loss_scale.window)},
       {{"loss_scale_hysteresis", "fp16: overflows (skipped steps) before the loss scale halves"}, FF_FIELD(loss_scale.hysteresis)},
@@ -89,35 +106,36 @@ const std::vector<Binding>& bindings() {
       {{"ep", "expert-parallel degree: n_experts split over blocks of ep ranks of dp x cp (divides dp x cp and n_experts)"}, FF_FIELD(ep)},
       {{"ep_overlap", "expert parallel all-to-alls asynchronous, overlapped with the shared experts and the router backward (same results)"}, FF_FIELD(ep_overlap)},
       {{"pp", "pipeline-parallel stages (layers split by cost; grad_accum = micro-batches per step)"}, FF_FIELD(pp)},
-      {{"schedule", "pipeline schedule: gpipe | 1f1b | interleaved | zb-h1"}, FF_FIELD(schedule)},
+      enum_key("schedule", "pipeline schedule: ", pipe_schedule_names(), "", FF_ENUM(schedule)),
       {{"chunks", "model chunks per pipeline rank (> 1 only with the interleaved schedule)"}, FF_FIELD(chunks)},
       {{"cp", "context-parallel degree: each sequence split over cp ranks (seq_len divides by 2 x cp)"}, FF_FIELD(cp)},
-      {{"cp_comm", "context-parallel attention: ring (K/V passed around) | allgather (K/V gathered) | a2a (heads)"}, FF_FIELD(cp_comm)},
-      {{"cp_balance", "sequence chunks per cp rank: headtail (r and 2cp-1-r: equal causal work) | contiguous"}, FF_FIELD(cp_balance)},
+      enum_key("cp_comm", "context-parallel attention: ", cp_comm_names(), "", FF_ENUM(cp_comm)),
+      enum_key("cp_balance", "sequence chunks per cp rank: ", cp_balance_names(), "", FF_ENUM(cp_balance)),
       {{"zero", "ZeRO stage over the data-parallel group: 0 (DDP), 1, 2 or 3 (FSDP)"}, FF_FIELD(zero)},
       {{"bucket_mb", "DDP gradient bucket size in MiB"}, FF_FIELD(bucket_mb)},
-      {{"grad_reduce_dtype", "fp32 | bf16: dtype of the data-parallel gradient reduction (bf16: half the bytes, fp32 sums)"}, FF_FIELD(grad_reduce_dtype)},
+      enum_key("grad_reduce_dtype", "", grad_reduce_dtype_names(), ": dtype of the data-parallel gradient reduction (bf16: half the bytes, fp32 sums)", FF_ENUM(grad_reduce_dtype)),
       {{"packed_weights", "bf16 | fp16: GEMM weights also kept in oneDNN's blocked layout, packed once per step (faster products; 4 bytes per weight element more; false saves them)"}, FF_FIELD(packed_weights)},
       {{"wgrad_rows", "bf16 | fp16, 2+ threads: each thread computes its own rows of a weight gradient with a single-threaded oneDNN matmul (faster; fp32 sums in another order; false: one matmul over all threads)"}, FF_FIELD(wgrad_rows)},
-      {{"grad_sync", "DDP all-reduce: overlap (with backward) | after_backward | none (benchmarks only: replicas drift)"}, FF_FIELD(grad_sync)},
+      enum_key("grad_sync", "DDP all-reduce: ", grad_sync_names(), "", FF_ENUM(grad_sync)),
       {{"trace", "write a Chrome trace (open in Perfetto) of the run to this file"}, FF_FIELD(trace)},
-      {{"on_nonfinite", "a non-finite or vanished gradient norm: stop (locate it, no update) | skip (the step)"}, FF_FIELD(on_nonfinite)},
+      enum_key("on_nonfinite", "a non-finite or vanished gradient norm: ", nonfinite_action_names(), "", FF_ENUM(on_nonfinite)),
       {{"loss_spike", "warn (and defer the checkpoint) when the loss exceeds this x its recent median; 0 = off"}, FF_FIELD(loss_spike)},
       {{"collective_timeout", "seconds a collective may wait; then every rank dumps run_dir/flight/ and the job ends"}, FF_FIELD(collective_timeout)},
-      {{"dp_mode", "data parallelism: sync (DDP) | local_sgd | diloco | async (needs dp >= 2, zero 0, tp = pp = 1)"}, FF_FIELD(dp_mode)},
+      enum_key("dp_mode", "data parallelism: ", dp_mode_names(), " (needs dp >= 2, zero 0, tp = pp = 1)", FF_ENUM(dp_mode)),
       {{"sync_every", "local_sgd, diloco: local optimizer steps between averagings (H)"}, FF_FIELD(sync_every)},
       {{"outer_lr", "diloco: outer Nesterov learning rate"}, FF_FIELD(outer_lr)},
       {{"outer_momentum", "diloco: outer Nesterov momentum (0 = plain SGD)"}, FF_FIELD(outer_momentum)},
-      {{"diloco_pseudo_grad_dtype", "diloco: pseudo-gradient all-reduce type, fp32 | bf16"}, FF_FIELD(diloco_pseudo_grad_dtype)},
+      enum_key("diloco_pseudo_grad_dtype", "diloco: pseudo-gradient all-reduce type, ", pseudo_grad_dtype_names(), "", FF_ENUM(diloco_pseudo_grad_dtype)),
       {{"max_staleness", "async: gradients are applied this many steps late (0 = sync)"}, FF_FIELD(max_staleness)},
       {{"simulate_straggler", "RANK:FACTOR: that rank sleeps (FACTOR-1) x its compute time per step (tests, benchmarks)"}, FF_FIELD(simulate_straggler)},
-      {{"lr_scaling", "scale lr with the global batch: none | linear | sqrt (of global batch / lr_reference_batch)"}, FF_FIELD(lr_scaling)},
+      enum_key("lr_scaling", "scale lr with the global batch: ", lr_scaling_names(), " (of global batch / lr_reference_batch)", FF_ENUM(lr_scaling)),
       {{"lr_reference_batch", "sequences per step that lr was tuned for (lr_scaling linear, sqrt)"}, FF_FIELD(lr_reference_batch)},
       {{"scaled_lr", "set at start, not read: the peak lr after lr_scaling (= lr with none)"}, FF_FIELD(scaled_lr)},
   };
   return table;
 }
 #undef FF_FIELD
+#undef FF_ENUM
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -215,17 +233,11 @@ void set_config_key(TrainConfig& c, const std::string& raw_key, const std::strin
   else if (auto p = std::get_if<uint64_t*>(&ref)) **p = parse_number<uint64_t>(key, value, source);
   else if (auto p = std::get_if<float*>(&ref)) **p = parse_number<float>(key, value, source);
   else if (auto p = std::get_if<std::string*>(&ref)) **p = value;
-  else if (auto p = std::get_if<Recompute*>(&ref)) {
+  else if (auto p = std::get_if<EnumRef>(&ref)) {
     try {
-      **p = parse_recompute(value);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("config key 'recompute' ({}): {}", source, e.what()));
-    }
-  } else if (auto p = std::get_if<GradSync*>(&ref)) {
-    try {
-      **p = parse_grad_sync(value);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("config key 'grad_sync' ({}): {}", source, e.what()));
+      p->set(value, key);
+    } catch (const std::runtime_error& e) {  // "unknown precision 'fp64'; use one of fp32 | bf16 | ..."
+      throw std::runtime_error(fmt::format("config key '{}': {} ({})", key, e.what(), source));
     }
   } else if (auto p = std::get_if<bool*>(&ref)) {
     if (value == "true" || value == "1") **p = true;
@@ -265,7 +277,7 @@ TrainConfig load_train_config(const std::string& toml_path,
             "config file '{}': key '{}' must be a number, string or boolean (keys are flat, no "
             "tables)",
             toml_path, key));
-      set_config_key(c, key, text, "in " + toml_path);
+      set_config_key(c, key, text, fmt::format("in {}:{}", toml_path, node.source().begin.line));
     }
   }
   for (const auto& [k, v] : overrides) set_config_key(c, k, v, "on the command line");
@@ -285,8 +297,7 @@ std::string config_to_toml(const TrainConfig& src) {
       if (v.find_first_of(".en") == std::string::npos) v += ".0";  // keep it a TOML float
     } else if (auto p = std::get_if<bool*>(&ref)) v = **p ? "true" : "false";
     else if (auto p = std::get_if<std::string*>(&ref)) v = fmt::format("\"{}\"", **p);
-    else if (auto p = std::get_if<Recompute*>(&ref)) v = fmt::format("\"{}\"", recompute_name(**p));
-    else if (auto p = std::get_if<GradSync*>(&ref)) v = fmt::format("\"{}\"", grad_sync_name(**p));
+    else if (auto p = std::get_if<EnumRef>(&ref)) v = fmt::format("\"{}\"", p->name());
     out += fmt::format("{} = {}  # {}\n", b.key.name, v, b.key.help);
   }
   return out;
@@ -305,8 +316,6 @@ void validate_train_config(const TrainConfig& c) {
   need(c.lr > 0 && std::isfinite(c.lr), fmt::format("lr must be a positive number (got {})", c.lr));
   need(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1]");
   need(c.warmup_steps >= 0, "warmup_steps must be >= 0");
-  need(c.optimizer == "adamw" || c.optimizer == "sgd",
-       fmt::format("key 'optimizer' must be adamw | sgd (got '{}')", c.optimizer));
   need(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "beta1 and beta2 must be in [0, 1)");
   // Each of these passed before and ended in "loss became nan ... lower lr", the wrong advice.
   need(c.adam_eps > 0 && std::isfinite(c.adam_eps),
@@ -334,22 +343,17 @@ void validate_train_config(const TrainConfig& c) {
   need(c.dp >= 0, fmt::format("dp must be >= 0 (got {}; 0 means all ranks)", c.dp));
   need(c.tp >= 1, fmt::format("tp must be >= 1 (got {})", c.tp));
   need(!c.sp || c.tp > 1, "sp = true needs tp > 1: sequence parallelism splits tokens over the tp group");
-  validate_context_parallel(c.cp, c.cp_comm, c.cp_balance, c.model.seq_len, c.model.n_heads, c.model.n_kv_heads, c.tp);
+  validate_context_parallel(c.cp, c.cp_comm, c.model.seq_len, c.model.n_heads, c.model.n_kv_heads, c.tp);
   need(c.pp >= 1, fmt::format("pp must be >= 1 (got {})", c.pp));
-  PipeSchedule schedule;
-  try {
-    schedule = parse_pipe_schedule(c.schedule);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("config key 'schedule': ") + e.what());
-  }
   if (c.pp > 1) {
     try {
-      validate_schedule_spec({schedule, c.pp, c.grad_accum, c.chunks});
+      validate_schedule_spec({c.schedule, c.pp, c.grad_accum, c.chunks});
     } catch (const std::exception& e) {
       throw std::runtime_error(fmt::format("config: pipeline (pp = {}, schedule = {}, grad_accum = {} micro-batches, "
-                                           "chunks = {}): {}", c.pp, c.schedule, c.grad_accum, c.chunks, e.what()));
+                                           "chunks = {}): {}", c.pp, pipe_schedule_names().name(c.schedule),
+                                           c.grad_accum, c.chunks, e.what()));
     }
-    need(schedule != PipeSchedule::one_f_one_b || c.grad_accum >= c.pp,
+    need(c.schedule != PipeSchedule::one_f_one_b || c.grad_accum >= c.pp,
          fmt::format("the 1f1b schedule needs grad_accum (micro-batches, {}) >= pp ({}) to fill the pipeline; "
                      "raise grad_accum or use schedule = gpipe", c.grad_accum, c.pp));
     need(c.model.n_layers >= c.pp * c.chunks,
@@ -358,12 +362,7 @@ void validate_train_config(const TrainConfig& c) {
   } else {
     need(c.chunks == 1, fmt::format("chunks = {} needs pp > 1 and the interleaved schedule", c.chunks));
   }
-  try {
-    parse_precision(c.precision);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("config key 'precision': ") + e.what());
-  }
-  zero3_gather_dtype(c);  // throws naming the key
+  validate_zero3_gather(c);
   need(c.loss_scale.init > 0 && std::isfinite(c.loss_scale.init) && c.loss_scale.window > 0 &&
            c.loss_scale.hysteresis > 0,
        fmt::format("loss_scale_init ({}) must be a positive number, loss_scale_window ({}) and "
@@ -371,9 +370,6 @@ void validate_train_config(const TrainConfig& c) {
                    c.loss_scale.init, c.loss_scale.window, c.loss_scale.hysteresis));
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
-  parse_grad_reduce_dtype(c.grad_reduce_dtype);  // throws naming the key
-  need(c.on_nonfinite == "stop" || c.on_nonfinite == "skip",
-       fmt::format("on_nonfinite must be stop or skip (got '{}')", c.on_nonfinite));
   need(c.loss_spike >= 0 && std::isfinite(c.loss_spike),
        fmt::format("loss_spike must be a number >= 0 (got {}; 0 turns the warning off)", c.loss_spike));
   need(c.collective_timeout > 0 && std::isfinite(c.collective_timeout),

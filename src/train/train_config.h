@@ -2,15 +2,23 @@
 // Everything a training run is told, as one plain struct. Every field is a key of the TOML
 // config file and can be overridden on the command line as --key value (with '_' spelled '-').
 // The table in train_config.cpp gives each key its comment, so `fivefold train --help` and the
-// saved resolved config explain themselves.
+// saved resolved config explain themselves. A key with a closed set of values is an enum field,
+// named in text by its enum's table (core/enum_table.h): set_config_key parses the text once, and
+// config_to_toml prints the table's name, so the rest of the code never sees the strings.
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/dtype.h"
 #include "model/activations.h"
 #include "model/model_config.h"
+#include "model/precision.h"
+#include "parallel/context/context_layout.h"
 #include "parallel/model_state.h"
+#include "parallel/pipeline/pipeline_schedule.h"
 #include "train/loss_scaler.h"
+#include "train/lr_schedule.h"
+#include "train/nonfinite.h"
 
 namespace ff {
 
@@ -27,13 +35,13 @@ struct TrainConfig {
   int warmup_steps = 10;        // linear warmup from 0
   float weight_decay = 0.1f;    // AdamW decoupled decay on matrices
   float beta1 = 0.9f, beta2 = 0.95f, adam_eps = 1e-8f;
-  std::string optimizer = "adamw";  // adamw | sgd (plain SGD, same decoupled weight decay)
+  OptimizerKind optimizer = OptimizerKind::adamw;  // adamw | sgd (plain SGD, same decoupled weight decay)
   float grad_clip = 1.0f;       // global L2 norm; 0 disables
   Recompute recompute = Recompute::none;
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (model/precision.h)
+  Precision precision = Precision::fp32;  // fp32 | bf16 | fp16 | fp8 (model/precision.h)
   LossScaleConfig loss_scale;      // fp16 only (train/loss_scaler.h)
-  std::string zero3_gather = "fp32";  // fp32 | bf16 | fp16: ZeRO-3's gather dtype (train/zero3_gather.h)
-  std::string grad_reduce_dtype = "fp32";  // fp32 | bf16: data-parallel gradient reduction (parallel/grad_wire.h)
+  DType zero3_gather = DType::f32;  // fp32 | bf16 | fp16: ZeRO-3's gather dtype (train/zero3_gather.h)
+  DType grad_reduce_dtype = DType::f32;  // fp32 | bf16: data-parallel gradient reduction (parallel/grad_wire.h)
   bool packed_weights = true;   // 16-bit runs: weights also kept packed for oneDNN (kernels/packed_weights.h)
   bool wgrad_rows = true;       // 16-bit runs: dW's rows dealt out to the threads (kernels/wgrad_rows.h)
   int threads = 0;              // OpenMP threads per rank; 0 = this machine's cores / its ranks
@@ -49,26 +57,26 @@ struct TrainConfig {
   bool sp = false;              // sequence parallelism over the tp group (norms on 1/tp of rows)
   int ep = 1;                   // expert parallel: experts split over blocks of ep ranks of dp x cp
   bool ep_overlap = false;      // ep's all-to-alls in flight while the MoE block computes what it can
-  std::string schedule = "1f1b";  // pipeline schedule: gpipe | 1f1b | interleaved | zb-h1
+  PipeSchedule schedule = PipeSchedule::one_f_one_b;  // gpipe | 1f1b | interleaved | zb-h1
   int chunks = 1;               // model chunks per pipeline rank (interleaved schedule)
-  std::string cp_comm = "ring";         // context parallel attention: ring | allgather | a2a
-  std::string cp_balance = "headtail";  // chunks per cp rank: headtail (balanced) | contiguous
+  CpComm cp_comm = CpComm::ring;              // context parallel attention: ring | allgather | a2a
+  CpBalance cp_balance = CpBalance::headtail;  // chunks per cp rank: headtail (balanced) | contiguous
   int zero = 0;                 // ZeRO stage 0..3 over the data-parallel group
   float bucket_mb = 4.0f;       // DDP gradient bucket size
   GradSync grad_sync = GradSync::overlap;  // DDP: overlap | after_backward | none (benchmarks)
   std::string trace;            // write a Chrome trace (Perfetto) of the run to this file
-  std::string on_nonfinite = "stop";  // a non-finite (or vanished) gradient norm: stop | skip the step
+  NonfiniteAction on_nonfinite = NonfiniteAction::stop;  // a non-finite (or vanished) gradient norm: stop | skip
   float loss_spike = 5.0f;      // warn when the loss exceeds this x its recent median (0 = off)
   float collective_timeout = 300.0f;  // seconds a communication may wait before the job is ended
   // Asynchronous data parallelism, local SGD, DiLoCo (parallel/data/dp_mode.h) and lr scaling
   // (train/dp_mode_config.h).
-  std::string dp_mode = "sync";  // sync | local_sgd | diloco | async
+  DpMode dp_mode = DpMode::sync;  // sync | local_sgd | diloco | async
   int sync_every = 1;           // H: local steps between averagings (local_sgd, diloco)
   float outer_lr = 0.7f, outer_momentum = 0.9f;  // diloco's outer Nesterov step
-  std::string diloco_pseudo_grad_dtype = "fp32";  // fp32 | bf16
+  DType diloco_pseudo_grad_dtype = DType::f32;  // fp32 | bf16
   int max_staleness = 0;        // async: a gradient is applied this many steps late
   std::string simulate_straggler;  // "RANK:FACTOR": that rank sleeps (FACTOR-1) x its compute
-  std::string lr_scaling = "none";  // none | linear | sqrt in global batch / lr_reference_batch
+  LrScaling lr_scaling = LrScaling::none;  // none | linear | sqrt in global batch / lr_reference_batch
   int lr_reference_batch = 0;   // sequences per step that `lr` was tuned for
   float scaled_lr = 0;          // resolved at start: lr x the scaling factor (the schedule's peak)
 
@@ -78,20 +86,24 @@ struct TrainConfig {
 
 struct ConfigKey {
   const char* name;
-  const char* help;
+  std::string help;  // an enum key's lists its values: "pipeline schedule: gpipe | 1f1b | interleaved | zb-h1"
 };
 // Every key with its one-line explanation, in file order.
 const std::vector<ConfigKey>& config_keys();
 
 // Reads a TOML file (flat keys) and applies overrides in order. Unknown keys, wrong types and
-// malformed values throw naming the key, the source and the fix.
+// malformed values (an enum key's name its table lacks) throw naming the key, the source (the
+// file and line, or the command line) and the fix.
 TrainConfig load_train_config(const std::string& toml_path,
                               const std::vector<std::pair<std::string, std::string>>& overrides);
 // Sets one key from text; throws for unknown keys (suggesting the nearest) and bad values.
 void set_config_key(TrainConfig& c, const std::string& key, const std::string& value,
                     const std::string& source);
 std::string config_to_toml(const TrainConfig& c);
-// Cheap checks that must pass before any data is read or memory allocated.
+// Cheap checks that must pass before any data is read or memory allocated: each key's range and
+// every check across keys, those of the features included (context parallelism, the pipeline
+// schedule, ZeRO-3's gather dtype, the data-parallel modes, the model's shape, MoE's layout).
+// The one entry point: nothing else validates a TrainConfig before a run.
 void validate_train_config(const TrainConfig& c);
 // The most OpenMP threads a process may ask for: 4 per core of this machine. Beyond that the
 // threads time-slice and OpenMP's barriers spin against each other (threads = 1000 ran 12x slower).

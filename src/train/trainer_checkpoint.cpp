@@ -17,35 +17,13 @@ namespace ff {
 
 namespace fs = std::filesystem;
 
-std::vector<float> Trainer::full_params() {
-  // Tests and inspection only: checkpoints never gather.
-  const size_t n = model_->layout().total();
-  std::vector<float> p(n), m(n), v(n);
-  state_->gather_full(p.data(), m.data(), v.data());
-  // This rank's experts -> every expert -> its stage's whole tensors -> the whole model.
-  const ModelParts parts = MoeTraining::all_experts(parts_);
-  const ParamLayout stage(cfg_.model, nullptr, &parts), sliced(cfg_.model, slicer_.get(), &parts);
-  if (moe_) moe_->assemble(p, sliced);  // collective over ep
-  if (slicer_) {
-    std::vector<float> whole(stage.total());
-    assemble_full_tensors(*tp_, cfg_.model, sliced, p.data(), whole.data(), &parts);
-    p.swap(whole);
-  }
-  if (pp_size_ > 1) {
-    std::vector<float> whole(ParamLayout(cfg_.model).total());
-    assemble_stages(*pp_, cfg_.model, split_, p.data(), whole.data());
-    p.swap(whole);
-  }
-  return p;
-}
-
 void Trainer::load_checkpoint_state(const std::string& step_dir) {
   ShardedCheckpointReader reader(step_dir);
-  read_state_pieces(reader, model_->layout(), state_->checkpoint_runs(false));
-  if (fp8_training_) fp8_training_->load(reader);  // fp8 scales; none (another precision's): afresh
+  read_state_pieces(reader, par_->layout(), par_->state().checkpoint_runs(false));
+  if (par_->fp8()) par_->fp8()->load(reader);  // fp8 scales; none (another precision's): afresh
   // Replicated state beside the model's (DiLoCo's global weights and outer momentum), whole.
-  const int64_t n = int64_t(model_->layout().total());
-  for (auto& [name, dst] : state_->extra_state()) {
+  const int64_t n = int64_t(par_->layout().total());
+  for (auto& [name, dst] : par_->state().extra_state()) {
     const std::string tensor = "extra/" + name;
     if (!reader.has(tensor))
       throw std::runtime_error(fmt::format("checkpoint '{}' has no {}, which this run's dp_mode keeps; resume "
@@ -59,7 +37,7 @@ void Trainer::save() {
   if (step_ == saved_step_) return;  // resumed at the last step: that checkpoint is this state
   CheckpointState s;
   s.model = cfg_.model, s.step = step_, s.data = loader_->position(), s.config_toml = config_to_toml(cfg_);
-  if (moe_) s.router_bias = moe_->router_bias();
+  if (par_->moe()) s.router_bias = par_->moe()->router_bias();
   if (scaler_) s.loss_scale = scaler_->state();
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only
   // rank 0's info reaches the manifest.
@@ -67,16 +45,16 @@ void Trainer::save() {
     s.tokenizer_checksum = Tokenizer((fs::path(out_dir_) / "tokenizer.model").string()).checksum();
   const nlohmann::json layout = {{"ranks", world_size()}, {"dp", cfg_.dp}, {"cp", cfg_.cp},
                                  {"tp", cfg_.tp},         {"pp", cfg_.pp}, {"zero", cfg_.zero}};
-  const auto skip = saved_elsewhere(cfg_.model, model_->layout(), tp_size_, tp_rank_,
-                                    pp_size_ > 1 ? &split_ : nullptr, pp_rank_);
-  std::vector<SavePiece> pieces = state_save_pieces(model_->layout(), state_->checkpoint_runs(true), skip);
+  const auto skip = saved_elsewhere(cfg_.model, par_->layout(), par_->tp_size(), par_->tp_rank(), par_->split(),
+                                    par_->pp_rank());
+  std::vector<SavePiece> pieces = state_save_pieces(par_->layout(), par_->state().checkpoint_runs(true), skip);
   // Replicated state beside the model's (DiLoCo's): every rank holds the same copy, so the leader
   // saves it whole.
-  const int64_t n = int64_t(model_->layout().total());
+  const int64_t n = int64_t(par_->layout().total());
   if (leader())
-    for (const auto& [name, data] : state_->extra_state())
+    for (const auto& [name, data] : par_->state().extra_state())
       pieces.push_back({"extra/" + name, {n}, Box{0, 1, 0, n}, 0, n, data});
-  if (fp8_training_) fp8_training_->add_save_pieces(pieces);  // one rank per pipeline stage
+  if (par_->fp8()) par_->fp8()->add_save_pieces(pieces);  // one rank per pipeline stage
   saver_->save(checkpoint_info(s, layout), pieces);
   saved_step_ = step_;
 }

@@ -12,11 +12,11 @@ namespace ff {
 StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
                                    std::chrono::steady_clock::time_point t0) {
   const std::string what = describe_nonfinite(loss, norm);
-  if (cfg_.on_nonfinite == "skip") {
+  if (cfg_.on_nonfinite == NonfiniteAction::skip) {
     // The batch is consumed and the schedule moves on; the weights and AdamW moments stay as they
     // were, so the state stays the last healthy one.
     ++step_;
-    if (fp8_training_) fp8_training_->end_step();  // fp8: finite amaxes recorded, a non-finite one ignored
+    if (par_->fp8()) par_->fp8()->end_step();  // fp8: finite amaxes recorded, a non-finite one ignored
     if (leader())
       std::fprintf(stderr, "warning: step %d skipped (on_nonfinite = skip): %s\n", step_, what.c_str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -26,8 +26,8 @@ StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
     return r;
   }
   std::string where;
-  if (pp_size_ == 1) {
-    where = locate_nonfinite(*model_, state_->params(), mesh_ ? &mesh_->world() : nullptr,
+  if (cfg_.pp == 1) {
+    where = locate_nonfinite(par_->model(), par_->state().params(), mesh_ ? &mesh_->world() : nullptr,
                              batch_inputs_.data(), batch_targets_.data(), cfg_.grad_accum, cfg_.micro_batch,
                              cfg_.model.seq_len, grad_scale);
   } else {

@@ -72,7 +72,7 @@ CheckpointMeta Trainer::load_resume(CheckpointMeta resume, uint64_t tokenizer_ch
     check_resume(*previous, tokenizer_checksum, tok_path);
     resume = std::move(*previous);
   }
-  state_->after_load();
+  par_->state().after_load();
   if (leader())
     for (const std::string& kept : set_aside_damaged(out_dir_, resume.state.step))
       std::fprintf(stderr,

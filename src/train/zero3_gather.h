@@ -6,12 +6,11 @@
 //                   gather. Every gathered parameter is then the 16-bit value, the norm weights and
 //                   the embedding rows included (FSDP's MixedPrecision(param_dtype=bf16)), so the
 //                   losses leave the serial bf16 run's by about bf16's rounding of those weights.
-#include "core/dtype.h"
 #include "train/train_config.h"
 
 namespace ff {
 
-// Throws naming the key, its valid values and the precision it needs.
-DType zero3_gather_dtype(const TrainConfig& c);
+// A 16-bit zero3_gather needs the precision of that dtype; throws naming both keys and the fix.
+void validate_zero3_gather(const TrainConfig& c);
 
 }  // namespace ff

@@ -7,7 +7,7 @@
 //   dv[c]   = sum_r P[r][c] dO[r]           P rounded:                          <= u sum |P dO|
 //   dq[r]   = scale sum_c dS[r][c] k[c]     dS as hi + lo bf16 terms:           <= u^2 scale sum |dS k|
 //   dk[c]   = scale sum_r dS[r][c] q[r]     the same:                           <= u^2 scale sum |dS q|
-//   (dS rounded once, set_attention_bf16_ds_terms(1): u instead of u^2)
+//   (dS rounded once, ff::DsTerms::one: u instead of u^2)
 // and dS = P (dP - D_i) itself moves with D_i = dO.out where out carries P's rounding: that adds
 // u scale sum P (sum_d |dO| sum |P v|) |k| (and |q|) to dq (dk), a loose worst case, so the
 // representable-input test gives both backwards the fp32 forward's out and checks the forward's
@@ -176,6 +176,7 @@ std::vector<uint16_t> bits_bf16(const std::vector<float>& x) {
 
 struct Result {
   std::vector<float> out, lse, grad;
+  double flops = 0;  // what the block entries returned (forward and backward)
 };
 
 // The fp32 kernel (plain entries for a plain case, block entries otherwise).
@@ -194,10 +195,10 @@ Result run_fp32(const Case& c, const std::vector<float>& x, const std::vector<fl
 }
 
 // The bf16 kernel on q/k/v and dout of either type; out is fp32 and fed back to the backward
-// unless `given` (out and lse) is.
+// unless `given` (out and lse) is; dS enters the backward's products as `ds` says.
 template <class X, class G>
 Result run_bf16(const Case& c, const std::vector<X>& x, const std::vector<G>& dout, bool plain,
-                const Result* given = nullptr) {
+                const Result* given = nullptr, ff::DsTerms ds = ff::DsTerms::two) {
   constexpr ff::DType tx = sizeof(X) == 2 ? ff::DType::bf16 : ff::DType::f32;
   constexpr ff::DType tg = sizeof(G) == 2 ? ff::DType::bf16 : ff::DType::f32;
   Result r{std::vector<float>(out_size(c.s)), std::vector<float>(lse_size(c.s)), std::vector<float>(c.size)};
@@ -208,10 +209,10 @@ Result run_bf16(const Case& c, const std::vector<X>& x, const std::vector<G>& do
   const float* lse = given ? given->lse.data() : r.lse.data();
   if (plain) {
     ff::attention_forward_bf16(r.out.data(), r.lse.data(), q, k, v, shape(c.s));
-    ff::attention_backward_bf16(dq, dk, dv, d, q, k, v, out, lse, shape(c.s));
+    ff::attention_backward_bf16(dq, dk, dv, d, q, k, v, out, lse, shape(c.s), ds);
   } else {
-    ff::attention_block_forward_bf16(r.out.data(), r.lse.data(), q, k, v, c.s);
-    ff::attention_block_backward_bf16(dq, dk, dv, d, q, k, v, out, lse, c.s);
+    r.flops = ff::attention_block_forward_bf16(r.out.data(), r.lse.data(), q, k, v, c.s);
+    r.flops += ff::attention_block_backward_bf16(dq, dk, dv, d, q, k, v, out, lse, c.s, ds);
   }
   return r;
 }
@@ -243,26 +244,19 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 // Exactly representable inputs: only P and dS rounding (and summation order) separate the kernels.
 // (Seen: worst error / bound 0.26 - 0.74 over the cases.)
-// Scoped set_attention_bf16_ds_terms.
-struct DsTerms {
-  int saved = ff::attention_bf16_ds_terms();
-  explicit DsTerms(int n) { ff::set_attention_bf16_ds_terms(n); }
-  ~DsTerms() { ff::set_attention_bf16_ds_terms(saved); }
-};
-
 TEST(FlashAttentionBf16, RepresentableInputsAgreeWithFp32WithinTheRoundingOfPAndDs) {
-  for (int terms : {2, 1})
+  for (ff::DsTerms terms : {ff::DsTerms::two, ff::DsTerms::one})
     for (const Case& c : cases()) {
-      const DsTerms scoped(terms);
-      SCOPED_TRACE(terms == 2 ? "dS as hi + lo" : "dS rounded once");
-      const double ds = terms == 2 ? kU * kU : kU;  // dS's relative rounding in dQ and dK
+      const bool two = terms == ff::DsTerms::two;
+      SCOPED_TRACE(two ? "dS as hi + lo" : "dS rounded once");
+      const double ds = two ? kU * kU : kU;  // dS's relative rounding in dQ and dK
       SCOPED_TRACE(c.name);
       const auto x = round_bf16(randn(c.size, 11)), dout = round_bf16(randn(out_size(c.s), 12));
       const Ref ref = reference(c, x, dout);
       const auto xf = fftest::to_float(x), df = fftest::to_float(dout);
       // The backward reads the fp32 kernel's out and lse, so D_i = dO.out is the same in both and
       // the gradients differ by the backward's own roundings alone.
-      const Result want = run_fp32(c, xf, df), got = run_bf16(c, xf, df, c.plain, &want);
+      const Result want = run_fp32(c, xf, df), got = run_bf16(c, xf, df, c.plain, &want, terms);
       const auto& r = ref;
       const double wo = expect_within(
           got.out, want.out, r.b_out, [&](size_t i) { return kU * r.b_out[i]; }, "out");
@@ -270,7 +264,8 @@ TEST(FlashAttentionBf16, RepresentableInputsAgreeWithFp32WithinTheRoundingOfPAnd
           got.grad, want.grad, r.b_grad, [&](size_t i) { return (r.is_v[i] ? kU : ds) * r.b_grad[i]; },
           "dq/dk/dv");
       EXPECT_LT(max_abs_diff(got.lse, want.lse), 1e-5);  // lse is fp32 state from fp32 scores
-      std::printf("  dS terms %d, %-55s worst error / bound: out %.2f, grads %.2f\n", terms, c.name, wo, wg);
+      std::printf("  dS terms %d, %-55s worst error / bound: out %.2f, grads %.2f\n", two ? 2 : 1, c.name, wo,
+                  wg);
     }
 }
 
@@ -339,8 +334,8 @@ TEST(FlashAttentionBf16, RefusesF16OperandsNamingThem) {
   }
 }
 
-// Results do not depend on the thread count; the block entries count FLOPs like the fp32 ones.
-TEST(FlashAttentionBf16, DeterministicAcrossThreadsAndCountsBlockFlops) {
+// Results do not depend on the thread count; the block entries return FLOPs like the fp32 ones.
+TEST(FlashAttentionBf16, DeterministicAcrossThreadsAndReturnsBlockFlops) {
   const Case c = cases()[2];
   const auto xf = fftest::to_float(randn(c.size, 51)), df = fftest::to_float(randn(out_size(c.s), 52));
   Result one, two;
@@ -348,15 +343,13 @@ TEST(FlashAttentionBf16, DeterministicAcrossThreadsAndCountsBlockFlops) {
     const fftest::ScopedThreads t(1);
     one = run_bf16(c, xf, df, false);
   }
-  ff::reset_attention_block_flops();
   {
     const fftest::ScopedThreads t(2);
     two = run_bf16(c, xf, df, false);
   }
   EXPECT_EQ(one.out, two.out);
   EXPECT_EQ(one.grad, two.grad);
-  EXPECT_DOUBLE_EQ(ff::attention_block_flop_count(),
-                   ff::block_forward_flops(c.s) + ff::block_backward_flops(c.s));
+  EXPECT_DOUBLE_EQ(two.flops, ff::block_forward_flops(c.s) + ff::block_backward_flops(c.s));
 }
 
 }  // namespace
@@ -375,15 +368,14 @@ TEST(FlashAttentionBf16, OverwritingBackwardIsBitwiseZeroingThenAccumulating) {
     std::vector<float> zeroed(c.size, 0.0f), poisoned(c.size, NAN), base = fftest::to_float(randn(c.size, 53));
     std::vector<float> added = base;
     auto grads = [&](std::vector<float>& g, bool into) {
-      (into ? ff::attention_backward_bf16_into : ff::attention_backward_bf16)(
-          g.data() + c.q_off, g.data() + c.k_off, g.data() + c.v_off, ff::ConstTypedPtr(dout.data()), q, k, v,
-          ff::ConstTypedPtr(out.data()), lse.data(), shape(c.s));
+      float *dq = g.data() + c.q_off, *dk = g.data() + c.k_off, *dv = g.data() + c.v_off;
+      const ff::ConstTypedPtr d(dout.data()), o(out.data());
+      if (into) ff::attention_backward_bf16_into(dq, dk, dv, d, q, k, v, o, lse.data(), shape(c.s));
+      else ff::attention_backward_bf16(dq, dk, dv, d, q, k, v, o, lse.data(), shape(c.s));
     };
-    const size_t calls = ff::attention_backward_bf16_overwrites();
     grads(zeroed, false);
     grads(poisoned, true);
     grads(added, false);
-    EXPECT_EQ(ff::attention_backward_bf16_overwrites(), calls + 1);
     ASSERT_EQ(std::memcmp(zeroed.data(), poisoned.data(), c.size * sizeof(float)), 0);
     // (The compiler may fuse the product into the addition: within a rounding of the sum.)
     for (size_t i = 0; i < c.size; ++i)
@@ -413,12 +405,10 @@ TEST(FlashAttentionBf16, RopeRoundedBackwardIsBitwiseOverwriteThenRopeBackwardRo
     ff::rope_backward_rounded(ff::TypedPtr(want.data(), ff::DType::bf16), g.data(), cos.data(), sin.data(), s.B,
                               s.Tq, H, Hkv, D, row);
     // One.
-    const size_t rope = ff::attention_backward_bf16_rope_roundings();
     const ff::TypedPtr g16(got.data(), ff::DType::bf16);
     ff::attention_backward_bf16_rope_rounded(g16.at(c.q_off), g16.at(c.k_off), g16.at(c.v_off),
                                              ff::ConstTypedPtr(dout.data()), q, k, v, ff::ConstTypedPtr(out.data()),
                                              lse.data(), shape(s), cos.data(), sin.data());
-    EXPECT_EQ(ff::attention_backward_bf16_rope_roundings(), rope + 1);
     EXPECT_EQ(got, want);
     // The rotation took part: unrotated, the q and k columns would differ.
     std::vector<uint16_t> plain(c.size);

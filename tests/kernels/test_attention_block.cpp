@@ -1,6 +1,6 @@
 // The block attention kernel (ring attention's unit): every mask mode with position offsets
 // against a naive double-precision reference, forward and backward; the blocks of a sequence
-// merged by log-sum-exp against the whole-sequence flash kernel; the FLOP counter.
+// merged by log-sum-exp against the whole-sequence flash kernel; the FLOPs each block returns.
 #include "check.h"
 #include "kernels/attention_block.h"
 #include "kernels/flash_attention.h"
@@ -155,7 +155,8 @@ TEST(AttentionBlock, EveryMaskModeMatchesNaiveForwardAndBackward) {
 // A causal sequence of T tokens cut into chunks: each query chunk attends to every key chunk
 // with its positions (diagonal, full before, none after), the partial results merge by
 // log-sum-exp and the backward of every block, with the merged out and lse, adds up to the
-// whole-sequence flash kernel's, in fp32, to 1e-6.
+// whole-sequence flash kernel's, in fp32, to 1e-6. The FLOPs the blocks return add up to the
+// causal triangle's, exactly, forward and backward.
 TEST(AttentionBlock, MergedChunksEqualWholeSequenceAttention) {
   const int B = 2, T = 96, H = 4, Hkv = 2, D = 16;
   const std::vector<int> cuts = {0, 24, 40, 77, 96};  // uneven, crossing tile edges
@@ -181,35 +182,36 @@ TEST(AttentionBlock, MergedChunksEqualWholeSequenceAttention) {
     s.mask = kj < qi ? AttentionMask::full : kj == qi ? AttentionMask::causal : AttentionMask::none;
     return s;
   };
-  ff::reset_attention_block_flops();
-  double expected_flops = 0;
+  double done_flops = 0, expected_flops = 0;
   for (size_t qi = 0; qi + 1 < cuts.size(); ++qi)
     for (size_t kj = 0; kj + 1 < cuts.size(); ++kj) {
       AttentionBlock s = block(qi, kj);
       const long qo = long(cuts[qi]), ko = long(cuts[kj]);
       // The part is written at the chunk's rows of full-size buffers, then merged there.
-      ff::attention_block_forward(part.data() + qo * H * D, part_lse.data() + qo, q + qo * w, k + ko * w,
-                                  v + ko * w, s);
+      done_flops += ff::attention_block_forward(part.data() + qo * H * D, part_lse.data() + qo, q + qo * w,
+                                                k + ko * w, v + ko * w, s);
       ff::MergeLayout lay{B, s.Tq, H, D, acc.o_batch, acc.o_row, acc.l_batch, acc.l_head};
       ff::attention_merge(out.data() + qo * H * D, lse.data() + qo, lay, part.data() + qo * H * D,
                           part_lse.data() + qo, lay);
       expected_flops += ff::block_forward_flops(s);
     }
-  EXPECT_EQ(ff::attention_block_flop_count(), expected_flops);
+  EXPECT_EQ(done_flops, expected_flops);
   EXPECT_EQ(expected_flops, 4.0 * D * H * B * (T * (T + 1) / 2));  // the causal triangle, exactly
   const std::vector<double> wd(want.begin(), want.end()), wl(want_lse.begin(), want_lse.end());
   EXPECT_LT(fftest::max_rel_err(out, wd), 1e-6);
   EXPECT_LT(fftest::max_rel_err(lse, wl), 1e-6);
 
   std::vector<float> g(x.size(), 0.0f);
+  double backward_flops = 0;
   for (size_t qi = 0; qi + 1 < cuts.size(); ++qi)
     for (size_t kj = 0; kj <= qi; ++kj) {
       AttentionBlock s = block(qi, kj);
       const long qo = long(cuts[qi]), ko = long(cuts[kj]);
-      ff::attention_block_backward(g.data() + qo * w, g.data() + ko * w + H * D, g.data() + ko * w + (H + Hkv) * D,
-                                   dout.data() + qo * H * D, q + qo * w, k + ko * w, v + ko * w,
-                                   out.data() + qo * H * D, lse.data() + qo, s);
+      backward_flops += ff::attention_block_backward(
+          g.data() + qo * w, g.data() + ko * w + H * D, g.data() + ko * w + (H + Hkv) * D, dout.data() + qo * H * D,
+          q + qo * w, k + ko * w, v + ko * w, out.data() + qo * H * D, lse.data() + qo, s);
     }
+  EXPECT_EQ(backward_flops, 10.0 * D * H * B * (T * (T + 1) / 2));
   EXPECT_LT(fftest::max_rel_err(g, std::vector<double>(want_g.begin(), want_g.end())), 1e-6);
 }
 

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
     c.moe.top_k = 2, c.moe.expert_ffn_dim = 48, c.moe.shared_experts = 1, c.moe.capacity_factor = 0.75f;
     c.moe.moe_layers = "1";
   } else {
-    c.moe.top_k = 1, c.moe.expert_ffn_dim = 40, c.moe.router = "sigmoid";
+    c.moe.top_k = 1, c.moe.expert_ffn_dim = 40, c.moe.router = RouterKind::sigmoid;
   }
   const int B = 3, T = c.seq_len, N = B * T, E = c.moe.n_experts;
   Llama model(c, B, Recompute::none);
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
                      {"top_k", c.moe.top_k},
                      {"expert_ffn_dim", c.moe.expert_width(c.ffn_dim)},
                      {"shared_experts", c.moe.shared_experts},
-                     {"router", c.moe.router},
+                     {"router", router_names().name(c.moe.router)},
                      {"aux_loss_coeff", c.moe.aux_loss_coeff},
                      {"z_loss_coeff", c.moe.z_loss_coeff},
                      {"capacity_factor", c.moe.capacity_factor},

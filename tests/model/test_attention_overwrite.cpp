@@ -3,13 +3,13 @@
 // rounding for the q/k/v GEMM in its last pass: a bf16 model's loss and every gradient are bitwise
 // those of zeroing, accumulating and rotating apart (a hook that asks for that), under each
 // recompute policy and over two micro-batches (the second finds the buffers holding the first's
-// leftovers), and the fused kernel really ran once per block (counted). fp32 runs never take it.
+// leftovers), and the fused backward really ran once per block (counted by the test's hooks,
+// whose base class calls the kernel). fp32 runs never take it.
 // (RoundedGrads in test_rounded_grads.cpp compares it with the unfused roundings as well.)
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "kernels/flash_attention_bf16.h"
 #include "kernels/gemm_context.h"
 #include "model_fixture.h"
 
@@ -17,8 +17,28 @@ using namespace ff;
 
 namespace {
 
-// The serial hooks, but the attention backward adds into zeroed gradients as before.
-struct AccumulatingHooks : ModelHooks {
+// The serial hooks, counting the attention backwards that overwrite q/k/v's gradient: the plain
+// one while attention_backward_overwrites() (it then runs the overwriting kernel) and the one
+// with RoPE's backward and the rounding fused in, which always overwrites.
+struct CountingHooks : ModelHooks {
+  size_t overwrites = 0, rope_roundings = 0;
+
+  void attention_backward(const GemmContext& g, float* dq, float* dk, float* dv, const float* d_att,
+                          const float* q, const float* k, const float* v, ConstTypedPtr att, const float* lse,
+                          const AttentionShape& s, float* staging) override {
+    overwrites += attention_backward_overwrites(g);
+    ModelHooks::attention_backward(g, dq, dk, dv, d_att, q, k, v, att, lse, s, staging);
+  }
+  void attention_backward_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, const float* d_att, const float* q,
+                                       const float* k, const float* v, ConstTypedPtr att, const float* lse,
+                                       const AttentionShape& s, const float* cos, const float* sin) override {
+    ++overwrites, ++rope_roundings;
+    ModelHooks::attention_backward_rope_rounded(dq, dk, dv, d_att, q, k, v, att, lse, s, cos, sin);
+  }
+};
+
+// The same, but the attention backward adds into zeroed gradients as before.
+struct AccumulatingHooks : CountingHooks {
   bool attention_backward_overwrites(const GemmContext&) const override { return false; }
 };
 
@@ -32,20 +52,21 @@ Pass run(DType precision, Recompute policy, bool overwrite) {
   const ModelConfig c = testkit::small_gqa_config();
   const int B = 4, T = c.seq_len;
   const GemmContext gemm{.input_dtype = precision};
+  CountingHooks overwriting;
   AccumulatingHooks accumulating;
-  Llama model(c, B, policy, nullptr, overwrite ? nullptr : &accumulating, nullptr, &gemm);
+  CountingHooks& hooks = overwrite ? overwriting : accumulating;
+  Llama model(c, B, policy, nullptr, &hooks, nullptr, &gemm);
   const size_t n = model.layout().total();
   std::vector<float> params(n), grads(n, 0.0f);
   init_parameters(params.data(), model.layout(), c, 9);
   const auto tokens = testkit::random_tokens(B * T, c.vocab_size, 4);
   const auto targets = testkit::random_tokens(B * T, c.vocab_size, 5);
-  const size_t before = attention_backward_bf16_overwrites(), rope = attention_backward_bf16_rope_roundings();
   Pass p;
   p.loss = model.forward_backward(params.data(), grads.data(), tokens.data(), targets.data(), B, T, 0.5f / (B * T));
   p.loss += model.forward_backward(params.data(), grads.data(), targets.data(), tokens.data(), B, T, 0.5f / (B * T));
   p.grads = std::move(grads);
-  p.overwrites = attention_backward_bf16_overwrites() - before;
-  p.rope_roundings = attention_backward_bf16_rope_roundings() - rope;
+  p.overwrites = hooks.overwrites;
+  p.rope_roundings = hooks.rope_roundings;
   return p;
 }
 

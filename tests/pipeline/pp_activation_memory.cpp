@@ -19,7 +19,7 @@ using namespace ff;
 
 namespace {
 
-double one_step_activations(const std::string& data, const Comm& pipe, const std::string& schedule, int m) {
+double one_step_activations(const std::string& data, const Comm& pipe, PipeSchedule schedule, int m) {
   using testkit::activation_bytes;
   TrainConfig c = testkit::tiny_config(data);
   c.model.n_layers = 4;
@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   double gpipe[3], one_f_one_b[3];
   const int ms[3] = {2, 4, 8};
   for (int i = 0; i < 3; ++i) {
-    gpipe[i] = one_step_activations(data, world, "gpipe", ms[i]);
-    one_f_one_b[i] = one_step_activations(data, world, "1f1b", ms[i]);
+    gpipe[i] = one_step_activations(data, world, PipeSchedule::gpipe, ms[i]);
+    one_f_one_b[i] = one_step_activations(data, world, PipeSchedule::one_f_one_b, ms[i]);
   }
   // The model's stashes (the executor's boundary buffers are communication workspace): one
   // micro-batch's worth on this rank, from the m = 2 GPipe run, which holds both.

@@ -42,10 +42,10 @@ int main(int argc, char** argv) {
   if (argc < 7 || argc > 9)
     return std::fprintf(stderr, "usage: pp_equivalence PP SCHEDULE CHUNKS DP ZERO TP [TIED [RECOMPUTE]]\n"), 2;
   const bool tied = argc >= 8 && std::atoi(argv[7]) != 0;
-  const Recompute recompute = argc == 9 ? parse_recompute(argv[8]) : Recompute::none;
+  const Recompute recompute = argc == 9 ? recompute_names().parse(argv[8], "RECOMPUTE") : Recompute::none;
   const int pp = std::atoi(argv[1]), chunks = std::atoi(argv[3]), dp = std::atoi(argv[4]),
             zero = std::atoi(argv[5]), tp = std::atoi(argv[6]);
-  const std::string schedule = argv[2];
+  const PipeSchedule schedule = pipe_schedule_names().parse(argv[2], "SCHEDULE");
   const int layers = pp == 2 ? 4 : 8, mb = 2, accum = 2 * pp;
   const Mesh mesh(world, MeshDegrees{.dp = dp, .tp = tp, .pp = pp});
   const std::string data = testkit::shared_tiny_data_dir(world);
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     const bool ok = s.ok();
     std::printf("pp=%d %s chunks=%d dp=%d zero=%d tp=%d tied=%d recompute=%s (%d layers, %d micro-batches): worst step-loss rel diff %.2e "
                 "(tol 1e-5), worst grad-norm rel diff %.2e (tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e: %s\n",
-                pp, schedule.c_str(), chunks, dp, zero, tp, int(tied), recompute_name(recompute), layers, accum, s.worst_loss, s.worst_grad_norm, s.worst_weight, s.val_diff,
+                pp, argv[2], chunks, dp, zero, tp, int(tied), recompute_name(recompute), layers, accum, s.worst_loss, s.worst_grad_norm, s.worst_weight, s.val_diff,
                 ok ? "ok" : "FAIL");
     failures += !ok;
   }

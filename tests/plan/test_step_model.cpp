@@ -132,9 +132,9 @@ TEST(PlanSearch, EnumeratesContextExpertParallelismAndPrecision) {
   const PlanResult r = search_layouts(model(4), gemm_only(4), req);
   bool cp_a2a = false, cp_ring = false, cp_ag = false, ep = false, bf16 = false;
   for (const LayoutPrediction& p : r.ranked) {
-    cp_ring |= p.layout.cp == 2 && p.layout.cp_comm == "ring";
-    cp_ag |= p.layout.cp == 2 && p.layout.cp_comm == "allgather";
-    cp_a2a |= p.layout.cp == 2 && p.layout.cp_comm == "a2a";
+    cp_ring |= p.layout.cp == 2 && p.layout.cp_comm == CpComm::ring;
+    cp_ag |= p.layout.cp == 2 && p.layout.cp_comm == CpComm::allgather;
+    cp_a2a |= p.layout.cp == 2 && p.layout.cp_comm == CpComm::a2a;
     ep |= p.layout.ep == 4;
     bf16 |= p.layout.gemm == Precision::bf16;
   }

@@ -42,7 +42,7 @@ constexpr double kLossTol = 1e-4, kNormTol = 0x1p-8, kFirstStepTol = 1e-4;
 // in 20 steps: see the printed line; bench/RESULTS.md records it).
 constexpr double kWireLossTol = 2e-3, kWireNormTol = 2e-2;
 
-TrainConfig tiny_bf16(const std::string& data, int micro_batch, int accum, const std::string& precision) {
+TrainConfig tiny_bf16(const std::string& data, int micro_batch, int accum, Precision precision) {
   TrainConfig c = testkit::tiny_config(data);
   c.model.n_layers = 4;  // two per stage at pp = 2
   c.steps = 20;
@@ -79,7 +79,7 @@ struct Layout {
   int pp;
   bool bf16_wire = false;  // grad_reduce_dtype = bf16
   int cp = 1;
-  const char* cp_comm = "ring";
+  CpComm cp_comm = CpComm::ring;
 };
 
 }  // namespace
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   if (ranks == 2)
     layouts = {{2, 0, 1, false, 1}, {2, 1, 1, false, 1}, {2, 3, 1, false, 1}, {1, 0, 2, true, 1},
                {1, 0, 1, false, 2}, {2, 0, 1, false, 1, true}, {2, 3, 1, false, 1, true},
-               {1, 0, 1, false, 1, false, 2, "ring"}, {1, 0, 1, false, 1, false, 2, "a2a"}};
+               {1, 0, 1, false, 1, false, 2, CpComm::ring}, {1, 0, 1, false, 1, false, 2, CpComm::a2a}};
   else if (ranks == 4)
     layouts = {{2, 1, 2, true, 1}, {1, 0, 2, true, 2}, {2, 3, 1, false, 2}};
   else
@@ -106,19 +106,19 @@ int main(int argc, char** argv) {
   for (const Layout& l : layouts) {
     const Mesh mesh(world, MeshDegrees{.dp = l.dp, .cp = l.cp, .tp = l.tp, .pp = l.pp});
     const int accum = l.pp > 1 ? 2 : 1, mb = 8 / accum / l.dp;
-    TrainConfig c = tiny_bf16(data, mb, accum, "bf16");
+    TrainConfig c = tiny_bf16(data, mb, accum, Precision::bf16);
     c.dp = l.dp, c.zero = l.zero, c.tp = l.tp, c.sp = l.sp, c.pp = l.pp, c.cp = l.cp, c.cp_comm = l.cp_comm;
-    if (l.bf16_wire) c.grad_reduce_dtype = "bf16";
+    if (l.bf16_wire) c.grad_reduce_dtype = DType::bf16;
     Trainer parallel(c, testkit::temp_dir("bf16"), &mesh);
     parallel.quiet = true;
     parallel.run();
     if (world.rank() != 0) continue;
     std::vector<StepRecord>& serial = serial_bf16[accum];
-    if (serial.empty()) serial = serial_history(tiny_bf16(data, 8 / accum, accum, "bf16"));
+    if (serial.empty()) serial = serial_history(tiny_bf16(data, 8 / accum, accum, Precision::bf16));
     const Gap g = gap(parallel.history(), serial);
     std::vector<StepRecord>& fp32 = serial_fp32[accum];
     if (fp32.empty()) {  // only its first step is compared: loss and norm come before any update
-      TrainConfig f = tiny_bf16(data, 8 / accum, accum, "fp32");
+      TrainConfig f = tiny_bf16(data, 8 / accum, accum, Precision::fp32);
       f.steps = 1;
       fp32 = serial_history(f);
     }
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d cp=%d%s%s grad_reduce_dtype=%s vs serial bf16, %d steps: worst "
                 "step-loss rel diff %.2e (tol %.1e), worst grad-norm rel diff %.2e (tol %.1e); step 1: loss %.1e, "
                 "norm %.1e (tol %.0e; serial fp32 %.1e, %.1e: must exceed it): %s\n",
-                l.dp, l.zero, l.tp, int(l.sp), l.pp, l.cp, l.cp > 1 ? " " : "", l.cp > 1 ? l.cp_comm : "",
+                l.dp, l.zero, l.tp, int(l.sp), l.pp, l.cp, l.cp > 1 ? " " : "", l.cp > 1 ? cp_comm_names().name(l.cp_comm) : "",
                 l.bf16_wire ? "bf16" : "fp32", c.steps, g.loss, loss_tol, g.norm, norm_tol, first.loss, first.norm,
                 kFirstStepTol, first_fp32.loss, first_fp32.norm, ok ? "ok" : "FAIL");
     failures += !ok;
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
     // fp16 under ZeRO-1: an inf injected into rank 1's gradient shard alone at step 3 must make
     // both ranks skip step 3 (and only it) and back off the scale alike.
     const Mesh mesh(world, MeshDegrees{.dp = 2});
-    TrainConfig c = tiny_bf16(data, 4, 1, "fp16");
+    TrainConfig c = tiny_bf16(data, 4, 1, Precision::fp16);
     c.dp = 2, c.zero = 1, c.steps = 5, c.loss_scale = {1024.0f, 1000, 1};
     Trainer t(c, testkit::temp_dir("fp16"), &mesh);
     t.quiet = true;

@@ -48,12 +48,12 @@ struct StateBytes {
   double params = 0, total = 0, psi = 0;
 };
 
-StateBytes state_bytes(const std::string& data, const Mesh& mesh, int zero, const char* precision) {
+StateBytes state_bytes(const std::string& data, const Mesh& mesh, int zero, Precision precision) {
   TrainConfig c = testkit::tiny_config(data);
   c.dp = mesh.degrees().dp;
   c.zero = zero;
   c.precision = precision;
-  if (zero == 3) c.zero3_gather = precision;  // bf16: gathers the rounded shard
+  if (zero == 3) c.zero3_gather = gemm_input_dtype_of(precision);  // bf16: gathers the rounded shard
   const auto before = MemoryLedger::instance().snapshot();
   Trainer t(c, testkit::temp_dir("bf16mem"), &mesh);
   const auto after = MemoryLedger::instance().snapshot();
@@ -72,7 +72,7 @@ struct GatherRun {
 
 constexpr int kGatherSteps = 6;
 
-TrainConfig gather_config(const std::string& data, int dp, const char* precision) {
+TrainConfig gather_config(const std::string& data, int dp, Precision precision) {
   TrainConfig c = testkit::tiny_config(data);
   c.steps = kGatherSteps;
   c.dp = dp;
@@ -81,10 +81,10 @@ TrainConfig gather_config(const std::string& data, int dp, const char* precision
   return c;
 }
 
-GatherRun zero3_run(const std::string& data, const Mesh& mesh, const char* precision) {
+GatherRun zero3_run(const std::string& data, const Mesh& mesh, Precision precision) {
   TrainConfig c = gather_config(data, mesh.degrees().dp, precision);
   c.zero = 3;
-  c.zero3_gather = precision;
+  c.zero3_gather = gemm_input_dtype_of(precision);
   Trainer t(c, testkit::temp_dir("bf16gather"), &mesh);
   t.quiet = true;
   const Comm& dense = mesh.group(MeshGroup::dp_cp);
@@ -103,14 +103,14 @@ GatherRun zero3_run(const std::string& data, const Mesh& mesh, const char* preci
 // (seen on Zen 5 over 6 steps of tiny, dp 2: 1.6e-4 and 1.7e-3).
 int check_zero3_gather_bytes(const Mesh& mesh, const std::string& data) {
   const int n = mesh.degrees().dp;
-  const GatherRun f32 = zero3_run(data, mesh, "fp32"), b16 = zero3_run(data, mesh, "bf16");
+  const GatherRun f32 = zero3_run(data, mesh, Precision::fp32), b16 = zero3_run(data, mesh, Precision::bf16);
   const bool half = f32.all_gather_bytes > 0 && b16.all_gather_bytes * 2 == f32.all_gather_bytes;
   std::printf(
       "rank %d zero 3: all-gather bytes per step fp32 %.0f, bf16 %.0f (ratio %.3f, expected 0.5): %s\n",
       mesh.world().rank(), f32.all_gather_bytes, b16.all_gather_bytes,
       b16.all_gather_bytes / f32.all_gather_bytes, half ? "ok" : "FAIL");
   if (mesh.world().rank() != 0) return half ? 0 : 1;
-  TrainConfig sc = gather_config(data, 1, "bf16");
+  TrainConfig sc = gather_config(data, 1, Precision::bf16);
   sc.micro_batch *= n;
   Trainer serial(sc, testkit::temp_dir("bf16serial"), nullptr);
   serial.quiet = true;
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
   const Mesh mesh(world, MeshDegrees{.dp = n});
   int failures = 0;
   for (int zero = 0; zero <= 3; ++zero) {
-    const StateBytes f32 = state_bytes(data, mesh, zero, "fp32"), b16 = state_bytes(data, mesh, zero, "bf16");
+    const StateBytes f32 = state_bytes(data, mesh, zero, Precision::fp32), b16 = state_bytes(data, mesh, zero, Precision::bf16);
     const double psi = b16.psi, copy = zero < 3 ? 2 * psi : 2 * psi / n,
                  formula = bf16_formula_bytes(zero, psi, n);
     const double slack = zero < 3 ? 0.0 : 0.10 * copy;
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   failures += check_zero3_gather_bytes(mesh, data);
   // Bad input is refused by validation, naming the key: a 16-bit gather in an fp32 run.
   TrainConfig bad = testkit::tiny_config(data);
-  bad.zero3_gather = "bf16";
+  bad.zero3_gather = DType::bf16;
   std::string refused;
   try {
     validate_train_config(bad);

@@ -46,7 +46,7 @@ TrainConfig tiny_fp8(const std::string& data, int accum) {
   c.steps = 8;
   c.micro_batch = 4;
   c.grad_accum = accum;
-  c.precision = "fp8";
+  c.precision = Precision::fp8;
   return c;
 }
 

@@ -37,7 +37,7 @@ double expected_scale(const std::vector<float>& amaxes, size_t step, Fp8Format f
 TEST(Fp8Recipe, TrainingScalesFollowTheRecordedAmaxes) {
   TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
   c.steps = 6;
-  c.precision = "fp8";
+  c.precision = Precision::fp8;
   Trainer t(c, testkit::temp_dir("fp8_recipe"), nullptr);
   t.quiet = true;
   t.run();
@@ -91,7 +91,7 @@ TEST(Fp8Recipe, GemmUsesTheDelayedScales) {
 TrainConfig fp8_config(int steps) {
   TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
   c.steps = steps;
-  c.precision = "fp8";
+  c.precision = Precision::fp8;
   return c;
 }
 
@@ -146,8 +146,8 @@ TEST(Fp8Recipe, ResumeIsBitwise) {
 }
 
 TEST(Fp8Recipe, PrecisionChangesOnResume) {
-  for (const std::string from : {"fp8", "bf16"}) {
-    const std::string to = from == "fp8" ? "bf16" : "fp8";
+  for (const Precision from : {Precision::fp8, Precision::bf16}) {
+    const Precision to = from == Precision::fp8 ? Precision::bf16 : Precision::fp8;
     const std::string dir = testkit::temp_dir("fp8_change");
     TrainConfig first = fp8_config(5);
     first.precision = from, first.stop_at = 3;
@@ -162,12 +162,12 @@ TEST(Fp8Recipe, PrecisionChangesOnResume) {
     next.precision = to;
     Trainer t(next, dir, nullptr);
     t.quiet = true;
-    ASSERT_EQ(t.step(), 3) << from << " -> " << to;
+    ASSERT_EQ(t.step(), 3) << precision_name(from) << " -> " << precision_name(to);
     t.run();
     ASSERT_EQ(t.history().size(), 2u);
     for (const StepRecord& r : t.history()) EXPECT_TRUE(std::isfinite(r.loss) && std::isfinite(r.grad_norm));
-    EXPECT_LT(t.history().back().loss, loss3) << from << " -> " << to << " trains on";
-    if (to == "fp8") {
+    EXPECT_LT(t.history().back().loss, loss3) << precision_name(from) << " -> " << precision_name(to) << " trains on";
+    if (to == Precision::fp8) {
       ASSERT_EQ(t.fp8_scaling()->tensors(), 6 * (size_t(next.model.n_layers) * 4 + 1));
       for (const Fp8Recipe::Log& log : t.fp8_scaling()->logs()) EXPECT_EQ(log.scales.at(0), 1.0f);  // afresh
     }

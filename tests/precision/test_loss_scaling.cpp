@@ -107,7 +107,7 @@ TEST(LossScaling, ForcedOverflowSkipsExactlyThatStepAndBacksOff) {
   using namespace ff;
   TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
   c.steps = 10;
-  c.precision = "fp16";
+  c.precision = Precision::fp16;
   c.loss_scale = {1024.0f, 3, 1};  // hysteresis 1: every overflow halves, as GradScaler does
   const std::vector<int> poisoned = {3, 4, 8};
   std::vector<bool> inf(c.steps, false);
@@ -141,9 +141,8 @@ TEST(LossScaling, ForcedOverflowSkipsExactlyThatStepAndBacksOff) {
 TEST(PrecisionConfig, BadValuesNameTheKey) {
   using namespace ff;
   auto refusal = [](const char* key, const char* value) {
-    TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {{key, value}});
-    try {
-      validate_train_config(c);
+    try {  // a name the key's table lacks is refused as the config is read, a bad number by validation
+      validate_train_config(load_train_config(testkit::config_path("tiny.toml"), {{key, value}}));
     } catch (const std::exception& e) {
       return std::string(e.what());
     }
@@ -153,7 +152,7 @@ TEST(PrecisionConfig, BadValuesNameTheKey) {
   EXPECT_NE(refusal("loss_scale_window", "0").find("loss_scale_window (0)"), std::string::npos);
   EXPECT_NE(refusal("loss_scale_init", "-1").find("loss_scale_init (-1)"), std::string::npos);
   EXPECT_EQ(refusal("precision", "bf16"), "accepted");
-  EXPECT_EQ(load_train_config(testkit::config_path("tiny.toml"), {}).precision, "fp32");  // the default
+  EXPECT_EQ(load_train_config(testkit::config_path("tiny.toml"), {}).precision, Precision::fp32);  // the default
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct Outcome {
 Outcome train(bool packed) {
   TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
   c.steps = 3;
-  c.precision = "bf16";
+  c.precision = Precision::bf16;
   c.packed_weights = packed;
   Trainer t(c, testkit::temp_dir(packed ? "packed_on" : "packed_off"), nullptr);
   t.quiet = true;

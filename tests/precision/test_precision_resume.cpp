@@ -41,7 +41,7 @@ void poison(Trainer& t, const std::vector<int>& steps) {
 TEST(PrecisionResume, Fp16ResumeContinuesTheLossScaleTrajectoryBitwise) {
   TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
   c.steps = 10;
-  c.precision = "fp16";
+  c.precision = Precision::fp16;
   // Overflows at 3 and 4 spend the hysteresis (2) and halve the scale at 4; at the save (step 5)
   // the scaler holds scale 512, one clean step, hysteresis 0: all three differ from a fresh
   // scaler's, so a resume that forgot any of them leaves the trajectory (growth at step 7,
@@ -90,7 +90,7 @@ TEST(PrecisionResume, Fp16ResumeContinuesTheLossScaleTrajectoryBitwise) {
 void change_precision(const std::string& from, const std::string& to) {
   TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
   c.steps = 6;
-  c.precision = from;
+  c.precision = precision_names().parse(from, "precision");
   c.stop_at = 3;
   const std::string dir = testkit::temp_dir("precision_" + from + "_" + to);
   std::vector<float> saved;
@@ -102,7 +102,7 @@ void change_precision(const std::string& from, const std::string& to) {
     saved = t.full_params();
     first_loss = t.history().front().loss;
   }
-  c.precision = to;
+  c.precision = precision_names().parse(to, "precision");
   c.stop_at = 0;
   c.loss_scale.init = 1024.0f;  // fp16: where a fresh trajectory starts
   Trainer t(c, dir, nullptr);

@@ -23,14 +23,15 @@ struct Outcome {
   long split_products = 0;  // weight gradients computed split during the run
 };
 
-Outcome train(const std::string& precision, bool rows) {
+Outcome train(Precision precision, bool rows) {
   TrainConfig c = testkit::tiny_config(testkit::tiny_data_dir());
   c.steps = 3;
   c.threads = 2;
   c.precision = precision;
   c.wgrad_rows = rows;
   Outcome o;
-  Trainer t(c, testkit::temp_dir("wgrad_rows_" + precision + (rows ? "_on" : "_off")), nullptr);
+  Trainer t(c, testkit::temp_dir(std::string("wgrad_rows_") + precision_name(precision) + (rows ? "_on" : "_off")),
+            nullptr);
   t.quiet = true;
   for (int s = 0; s < c.steps; ++s) t.train_step();
   o.history = t.history();
@@ -40,7 +41,7 @@ Outcome train(const std::string& precision, bool rows) {
 
 TEST(WgradRowsKey, OnSplitsTheWeightGradientsOffDoesNotAndTheyTrainAlike) {
   if (!native_16bit_gemm(DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is split";
-  const Outcome on = train("bf16", true), off = train("bf16", false);
+  const Outcome on = train(Precision::bf16, true), off = train(Precision::bf16, false);
   ASSERT_EQ(on.history.size(), 3u);
   ASSERT_EQ(off.history.size(), 3u);
   EXPECT_GT(on.split_products, 0);
@@ -51,7 +52,7 @@ TEST(WgradRowsKey, OnSplitsTheWeightGradientsOffDoesNotAndTheyTrainAlike) {
     EXPECT_NEAR(on.history[i].grad_norm, off.history[i].grad_norm, 1e-3 * off.history[i].grad_norm)
         << "step " << i + 1;
   }
-  EXPECT_EQ(train("fp32", true).split_products, 0);  // fp32: the fp32 GEMM, untouched
+  EXPECT_EQ(train(Precision::fp32, true).split_products, 0);  // fp32: the fp32 GEMM, untouched
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ TEST(Nonfinite, LargeLrStopsLocatesAndKeepsTheLastHealthyCheckpoint) {
 
 TEST(Nonfinite, SkipKeepsTheWeightsAndGoesOn) {
   TrainConfig c = blow_up_config();
-  c.on_nonfinite = "skip";
+  c.on_nonfinite = NonfiniteAction::skip;
   c.steps = 5;
   c.ckpt_every = 0;
   Trainer t(c, testkit::temp_dir("skip"));

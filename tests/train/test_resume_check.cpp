@@ -79,7 +79,7 @@ TEST(ResumeCheck, AcceptsDeliberateChangesAndNamesThem) {
       {"zero", [](TrainConfig& c) { c.zero = 3; }, "0", "3"},
       {"tp", [](TrainConfig& c) { c.tp = 2; }, "1", "2"},
       {"pp", [](TrainConfig& c) { c.pp = 2; }, "1", "2"},
-      {"schedule", [](TrainConfig& c) { c.schedule = "gpipe"; }, "1f1b", "gpipe"},
+      {"schedule", [](TrainConfig& c) { c.schedule = PipeSchedule::gpipe; }, "1f1b", "gpipe"},
       {"recompute", [](TrainConfig& c) { c.recompute = Recompute::full; }, "none", "full"},
       {"threads", [](TrainConfig& c) { c.threads = 2; }, "1", "2"},
   };

@@ -89,7 +89,8 @@ void ContextAttention::attend_piece(const GemmContext& gemm, float* att, float* 
       blk.l_head = c, blk.l_batch = long(s.H) * c;
       const float* kp = piece + size_t(bk) * c * size_t(blk.kv_row);
       const float* qa = q + size_t(a) * c * s.q_stride;
-      attention_block_forward_run_precision(gemm, part, part_lse, qa, kp, kp + s.Hkv * s.D, blk);
+      block_flops_ +=
+          attention_block_forward_run_precision(gemm, part, part_lse, qa, kp, kp + s.Hkv * s.D, blk);
       const MergeLayout p{s.B, c, s.H, s.D, blk.o_batch, blk.o_row, blk.l_batch, blk.l_head};
       attention_merge(att + size_t(a) * c * s.H * s.D, lse + size_t(a) * c, acc, part, part_lse, p);
     }
@@ -108,9 +109,10 @@ void ContextAttention::attend_piece_backward(const GemmContext& gemm, float* dq,
       const AttentionBlock blk = chunk_block(s, c, q_pos, k_pos);
       const size_t qa = size_t(a) * c, kb = size_t(bk) * c * size_t(blk.kv_row);
       const size_t oa = qa * s.H * s.D;
-      attention_block_backward_run_precision(gemm, dq + qa * s.q_stride, dpiece + kb, dpiece + kb + s.Hkv * s.D,
-                                             d_att + oa, q + qa * s.q_stride, piece + kb,
-                                             piece + kb + s.Hkv * s.D, att + oa, lse + qa, blk);
+      block_flops_ += attention_block_backward_run_precision(gemm, dq + qa * s.q_stride, dpiece + kb,
+                                                             dpiece + kb + s.Hkv * s.D, d_att + oa,
+                                                             q + qa * s.q_stride, piece + kb,
+                                                             piece + kb + s.Hkv * s.D, att + oa, lse + qa, blk);
     }
 }
 

@@ -39,6 +39,11 @@ class ContextAttention final : public AttentionOp {
   // reset: the exposed communication.
   double exposed_seconds() const { return exposed_us_ * 1e-6; }
   void reset_exposed() { exposed_us_ = 0; }
+  // FLOPs of the attention blocks this rank computed (forward and backward) since the last reset,
+  // as the block kernels return them: its share of ring or all-gather attention's work. a2a runs
+  // the whole-sequence kernel on a share of the heads instead and counts nothing here.
+  double block_flops() const { return block_flops_; }
+  void reset_block_flops() { block_flops_ = 0; }
 
  private:
   float* buffer(TrackedBuffer<float>& b, size_t n);
@@ -66,6 +71,7 @@ class ContextAttention final : public AttentionOp {
   CpComm mode_;
   Tracer* tracer_;
   double exposed_us_ = 0;
+  double block_flops_ = 0;
   // Workspace, grown to the largest call: K/V pieces and their gradients (two each for the ring),
   // the all-gathered pieces, a partial block's out/lse, and the all-to-all's staging.
   TrackedBuffer<float> kv_[2], dkv_[3], full_, dfull_, part_, part_lse_, a2a_[6];

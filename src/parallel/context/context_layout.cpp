@@ -7,26 +7,21 @@
 
 namespace ff {
 
-CpBalance parse_cp_balance(const std::string& name) {
-  if (name == "headtail") return CpBalance::headtail;
-  if (name == "contiguous") return CpBalance::contiguous;
-  throw std::runtime_error(
-      fmt::format("config key 'cp_balance' is '{}'; use headtail (balanced causal work) or contiguous",
-                  name));
+const EnumTable<CpBalance>& cp_balance_names() {
+  static const EnumTable<CpBalance> names{{CpBalance::headtail, "headtail", "r and 2cp-1-r: equal causal work"},
+                                          {CpBalance::contiguous, "contiguous"}};
+  return names;
 }
 
-CpComm parse_cp_comm(const std::string& name) {
-  if (name == "ring") return CpComm::ring;
-  if (name == "allgather") return CpComm::allgather;
-  if (name == "a2a") return CpComm::a2a;
-  throw std::runtime_error(fmt::format("config key 'cp_comm' is '{}'; use ring, allgather or a2a", name));
+const EnumTable<CpComm>& cp_comm_names() {
+  static const EnumTable<CpComm> names{{CpComm::ring, "ring", "K/V passed around"},
+                                       {CpComm::allgather, "allgather", "K/V gathered"},
+                                       {CpComm::a2a, "a2a", "heads"}};
+  return names;
 }
 
-void validate_context_parallel(int cp, const std::string& cp_comm, const std::string& cp_balance, int seq_len,
-                               int n_heads, int n_kv_heads, int tp) {
+void validate_context_parallel(int cp, CpComm comm, int seq_len, int n_heads, int n_kv_heads, int tp) {
   if (cp < 1) throw std::runtime_error(fmt::format("config key 'cp' must be >= 1 (got {})", cp));
-  const CpComm comm = parse_cp_comm(cp_comm);
-  parse_cp_balance(cp_balance);
   if (cp == 1) return;
   if (seq_len % (2 * cp) != 0)
     throw std::runtime_error(fmt::format(

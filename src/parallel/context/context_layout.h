@@ -10,22 +10,21 @@
 // (B, T/cp) micro-batches unchanged; RoPE uses each row's global position (positions()).
 #include <array>
 #include <cstdint>
-#include <string>
 #include <vector>
+
+#include "core/enum_table.h"
 
 namespace ff {
 
 enum class CpBalance { headtail, contiguous };
 enum class CpComm { ring, allgather, a2a };
+// The config keys cp_balance and cp_comm (and the planner's layout key cp_comm).
+const EnumTable<CpBalance>& cp_balance_names();
+const EnumTable<CpComm>& cp_comm_names();
 
-CpBalance parse_cp_balance(const std::string& name);  // throws naming the key and the choices
-CpComm parse_cp_comm(const std::string& name);
-
-// Bad input before any work: seq_len divisible by 2·cp, all-to-all with the (per tensor rank)
-// query and key/value heads divisible by cp, the names of cp_comm and cp_balance. Errors name
-// the keys and the fix.
-void validate_context_parallel(int cp, const std::string& cp_comm, const std::string& cp_balance, int seq_len,
-                               int n_heads, int n_kv_heads, int tp);
+// Bad input before any work: cp >= 1, seq_len divisible by 2·cp, all-to-all with the (per tensor
+// rank) query and key/value heads divisible by cp. Errors name the keys and the fix.
+void validate_context_parallel(int cp, CpComm cp_comm, int seq_len, int n_heads, int n_kv_heads, int tp);
 
 class ContextLayout {
  public:

@@ -2,11 +2,9 @@
 
 namespace ff {
 
-ContextParallel::ContextParallel(const Mesh& mesh, int seq_len, const std::string& cp_comm,
-                                 const std::string& cp_balance, Tracer* tracer)
-    : layout_(mesh.degrees().cp, mesh.rank(MeshGroup::cp), seq_len, parse_cp_balance(cp_balance)),
-      attention_(std::make_unique<ContextAttention>(mesh.group(MeshGroup::cp), layout_,
-                                                    parse_cp_comm(cp_comm), tracer)) {}
+ContextParallel::ContextParallel(const Mesh& mesh, int seq_len, CpComm comm, CpBalance balance, Tracer* tracer)
+    : layout_(mesh.degrees().cp, mesh.rank(MeshGroup::cp), seq_len, balance),
+      attention_(std::make_unique<ContextAttention>(mesh.group(MeshGroup::cp), layout_, comm, tracer)) {}
 
 ModelConfig ContextParallel::local_model(const ModelConfig& full) const {
   ModelConfig m = full;

@@ -20,8 +20,7 @@ namespace ff {
 
 class ContextParallel {
  public:
-  ContextParallel(const Mesh& mesh, int seq_len, const std::string& cp_comm, const std::string& cp_balance,
-                  Tracer* tracer);
+  ContextParallel(const Mesh& mesh, int seq_len, CpComm comm, CpBalance balance, Tracer* tracer);
   const ContextLayout& layout() const { return layout_; }
   ContextAttention& attention() { return *attention_; }
   // The model one rank runs: seq_len / cp rows per sequence (RoPE positions set separately).

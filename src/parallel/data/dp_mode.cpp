@@ -1,31 +1,18 @@
 #include "parallel/data/dp_mode.h"
 
-#include <stdexcept>
-
 namespace ff {
 
-DpMode parse_dp_mode(const std::string& s) {
-  if (s == "sync") return DpMode::sync;
-  if (s == "local_sgd") return DpMode::local_sgd;
-  if (s == "diloco") return DpMode::diloco;
-  if (s == "async") return DpMode::async;
-  throw std::runtime_error("dp_mode must be sync | local_sgd | diloco | async (got '" + s + "')");
+const EnumTable<DpMode>& dp_mode_names() {
+  static const EnumTable<DpMode> names{{DpMode::sync, "sync", "DDP"},
+                                       {DpMode::local_sgd, "local_sgd"},
+                                       {DpMode::diloco, "diloco"},
+                                       {DpMode::async, "async"}};
+  return names;
 }
 
-const char* dp_mode_name(DpMode m) {
-  switch (m) {
-    case DpMode::sync: return "sync";
-    case DpMode::local_sgd: return "local_sgd";
-    case DpMode::diloco: return "diloco";
-    case DpMode::async: return "async";
-  }
-  return "?";
-}
-
-DType parse_pseudo_grad_dtype(const std::string& s) {
-  if (s == "fp32") return DType::f32;
-  if (s == "bf16") return DType::bf16;
-  throw std::runtime_error("diloco_pseudo_grad_dtype must be fp32 | bf16 (got '" + s + "')");
+const EnumTable<DType>& pseudo_grad_dtype_names() {
+  static const EnumTable<DType> names = dtype_option_names().subset({DType::f32, DType::bf16});
+  return names;
 }
 
 }  // namespace ff

@@ -7,17 +7,16 @@
 //              Δ = θ_global − mean(θ_local) (Douillard et al. 2023).
 //   async:     bounded staleness s: the gradient of step t is all-reduced in the background and
 //              applied at step t + s, so a replica runs up to s steps ahead of the slowest.
-#include <string>
-
 #include "core/dtype.h"
+#include "core/enum_table.h"
 
 namespace ff {
 
 enum class DpMode { sync, local_sgd, diloco, async };
-DpMode parse_dp_mode(const std::string& s);  // throws naming the choices
-const char* dp_mode_name(DpMode m);
+const EnumTable<DpMode>& dp_mode_names();
+inline const char* dp_mode_name(DpMode m) { return dp_mode_names().name(m); }
 // diloco_pseudo_grad_dtype: fp32 | bf16 (the all-reduce of Δ then moves half the bytes).
-DType parse_pseudo_grad_dtype(const std::string& s);
+const EnumTable<DType>& pseudo_grad_dtype_names();
 
 struct DpModeConfig {
   DpMode mode = DpMode::sync;

@@ -6,6 +6,15 @@
 
 namespace ff {
 
+const EnumTable<PipeSchedule>& pipe_schedule_names() {
+  static const EnumTable<PipeSchedule> names({{PipeSchedule::gpipe, "gpipe"},
+                                               {PipeSchedule::one_f_one_b, "1f1b"},
+                                               {PipeSchedule::interleaved, "interleaved"},
+                                               {PipeSchedule::zb_h1, "zb-h1"}},
+                                              {{PipeSchedule::zb_h1, "zb_h1"}});
+  return names;
+}
+
 const char* to_string(PipeSchedule kind) {
   switch (kind) {
     case PipeSchedule::gpipe: return "gpipe";
@@ -14,13 +23,6 @@ const char* to_string(PipeSchedule kind) {
     case PipeSchedule::zb_h1: return "zb_h1";
   }
   return "?";
-}
-
-PipeSchedule parse_pipe_schedule(const std::string& s) {
-  for (PipeSchedule k : {PipeSchedule::gpipe, PipeSchedule::one_f_one_b, PipeSchedule::interleaved, PipeSchedule::zb_h1})
-    if (s == to_string(k)) return k;
-  if (s == "zb-h1") return PipeSchedule::zb_h1;
-  throw std::runtime_error("schedule must be gpipe | 1f1b | interleaved | zb-h1 (got '" + s + "')");
 }
 
 const char* to_string(PipeOp op) {

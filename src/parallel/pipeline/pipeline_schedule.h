@@ -9,9 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
+
 namespace ff {
 
 enum class PipeSchedule { gpipe, one_f_one_b, interleaved, zb_h1 };
+// gpipe | 1f1b | interleaved | zb-h1 (the paper's spelling; zb_h1 is taken too): the config key
+// `schedule`, `fivefold schedule --schedule` and the planner's layouts.
+const EnumTable<PipeSchedule>& pipe_schedule_names();
 
 enum class PipeOp {
   forward,
@@ -45,9 +50,8 @@ void validate_schedule_spec(const PipeScheduleSpec& spec);
 // send directly after the compute that produces it, so an executor can post them asynchronously.
 std::vector<std::vector<PipeAction>> make_schedule(const PipeScheduleSpec& spec);
 
+// The enumerator's name (zb_h1), as the simulator's and the SVG's labels show it.
 const char* to_string(PipeSchedule kind);
-// The inverse of to_string, also taking "zb-h1" (the paper's spelling); throws listing the names.
-PipeSchedule parse_pipe_schedule(const std::string& name);
 const char* to_string(PipeOp op);
 
 }  // namespace ff

@@ -1,0 +1,133 @@
+#include "train/progress.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/memory.h"
+#include "io/atomic_file.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/gemm.h"
+#include "plan/hardware_peak.h"
+#include "train/dp_mode_config.h"
+
+namespace ff {
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  int total = int(s + 0.5);
+  if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, total / 60 % 60);
+  if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  return fmt::format("{}s", total);
+}
+}  // namespace
+
+ProgressReport::ProgressReport(const TrainConfig& cfg, const std::string& out_dir, const Mesh* mesh, int step)
+    : cfg_(cfg), mesh_(mesh) {
+  if (!leader()) return;  // only the leader reports MFU, so only it measures (once per machine: cached)
+  // Always continued from `step` (0 on a fresh start): a job the supervisor restarted before its
+  // first checkpoint keeps the restart rows it logged and loses only its step rows.
+  metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir) / "metrics.jsonl").string(), true, step);
+  flops_per_token_ = training_flops_per_token(cfg_.model);
+  static const HardwarePeak peak = machine_peak();
+  const int ranks = mesh_ ? mesh_->world().size() : 1;
+  const int cores = cores_in_use(ranks, ranks_on_this_machine(), cfg_.threads, peak.cores);
+  peak_flops_ = peak.fma_flops_per_core * cores, gemm_ceiling_flops_ = peak.sgemm_flops_per_core * cores;
+}
+
+ProgressReport::~ProgressReport() = default;
+
+bool ProgressReport::leader() const { return !mesh_ || mesh_->world().rank() == 0; }
+
+void ProgressReport::start(ParallelModel& par, const std::string& memory_line, bool quiet) const {
+  if (!leader() || quiet) return;
+  std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, tp %d%s, pp %d, zero %d, "
+              "recompute %s, %d threads per rank, %s GEMM\n",
+              ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len, cfg_.dp,
+              cfg_.tp, cfg_.sp ? " (sequence parallel)" : "", cfg_.pp, cfg_.zero, recompute_name(cfg_.recompute),
+              cfg_.threads, gemm_backend_name());
+  std::printf("%s\n", memory_line.c_str());
+  if (const ContextParallel* cp = par.context())
+    std::printf("context parallel: cp %d, %s attention, %s chunks, %d of the %d tokens of each sequence per rank\n",
+                cfg_.cp, cp_comm_names().name(cfg_.cp_comm), cp_balance_names().name(cfg_.cp_balance),
+                cp->layout().local_len(), cfg_.model.seq_len);
+  if (cfg_.precision != Precision::fp32)
+    std::printf("precision %s: %s\n", precision_name(cfg_.precision),
+                cfg_.precision == Precision::fp16  ? f16_path_description().c_str()
+                : cfg_.precision == Precision::fp8 ? "fp8 GEMM inputs emulated: each operand quantised to e4m3/e5m2 and "
+                                                     "back, then an fp32 GEMM (slower than fp32: no fp8 units here)"
+                                                   : bf16_path_description().c_str());
+  if (const std::string lr = describe_lr_scaling(cfg_); !lr.empty()) std::printf("%s\n", lr.c_str());
+  if (cfg_.dp_mode != DpMode::sync) std::printf("%s\n", describe_dp_mode(cfg_).c_str());
+  if (const StageSplit* split = par.split())
+    std::printf("pipeline: %s schedule, %d micro-batches per step\n%s", pipe_schedule_names().name(cfg_.schedule),
+                cfg_.grad_accum,
+                describe_split(*split).c_str());
+}
+
+void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet) {
+  // The first step pays for page faults and library warm-up; ETA and averages skip it.
+  if (++steps_seen_ > 1) run_seconds_ += r.seconds, ++steps_timed_;
+  if (!leader()) return;
+  const double tokens_per_s = double(cfg_.global_batch()) * cfg_.model.seq_len / r.seconds;
+  // Over the hardware's FMA peak of the cores in use (MFU), and over what the GEMM library reaches
+  // on them (the share of the GEMM ceiling): the first is the honest figure, the second says how
+  // much of the gap is the library's.
+  const double achieved = tokens_per_s * flops_per_token_;
+  const double mfu = achieved / peak_flops_, gemm_share = achieved / gemm_ceiling_flops_;
+  const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
+  const double eta = steps_timed_ > 0 ? run_seconds_ / steps_timed_ * (last - r.step) : NAN;
+  nlohmann::json rec = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
+                        {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
+                        {"mfu", mfu}, {"gemm_ceiling_share", gemm_share}, {"peak_flops", peak_flops_},
+                        {"flops_per_token", flops_per_token_}, {"step_seconds", r.seconds}};
+  if (std::isfinite(val_loss)) rec["val_loss"] = val_loss;
+  if (r.skipped) rec["skipped"] = true;
+  if (r.spike_median > 0) rec["loss_spike_median"] = r.spike_median;
+  if (r.loss_scale > 0) rec["loss_scale"] = r.loss_scale, rec["skipped"] = r.skipped;
+  const MemorySnapshot mem = MemoryLedger::instance().snapshot();
+  nlohmann::json bytes;
+  for (int i = 0; i < kMemCategories; ++i) bytes[mem_category_name(MemCategory(i))] = mem.current[i];
+  bytes["peak_total"] = mem.total_peak;
+  rec["bytes"] = bytes;
+  if (moe) rec["moe"] = moe->metrics();
+  metrics_->write(rec);
+  if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
+  std::string line = fmt::format(
+      "step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% (GEMM ceiling {:.0f}%) | ETA {}", r.step,
+      cfg_.steps, r.loss, r.lr, tokens_per_s, 100 * mfu, 100 * gemm_share, format_duration(eta));
+  if (moe) line += moe->progress();
+  if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f}", val_loss);
+  if (r.loss_scale > 0) line += fmt::format(" | scale {:g}{}", r.loss_scale, r.skipped ? " (overflow: skipped)" : "");
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void ProgressReport::write_trace(const Tracer* tracer, bool quiet) const {
+  if (!tracer) return;
+  // Each rank writes its part next to the target; rank 0 merges them into one file.
+  const int rank = mesh_ ? mesh_->world().rank() : 0, ranks = mesh_ ? mesh_->world().size() : 1;
+  write_file_atomic(cfg_.trace + ".rank" + std::to_string(rank), tracer->events_json());
+  // Once the leader passes the barrier, every rank's part is written.
+  if (mesh_) mesh_->world().barrier();
+  if (!leader()) return;
+  std::vector<std::string> parts;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string path = cfg_.trace + ".rank" + std::to_string(r);
+    std::ifstream f(path);
+    parts.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    fs::remove(path);
+  }
+  Tracer::write_file(cfg_.trace, parts);
+  if (!quiet) std::printf("trace written to %s (open it in https://ui.perfetto.dev)\n", cfg_.trace.c_str());
+}
+
+}  // namespace ff

@@ -1,0 +1,56 @@
+#pragma once
+// What a run tells its user: the start-up summary, one progress line and one metrics.jsonl record
+// per step (loss, lr, gradient norm, tokens/s, MFU over the FMA peak of the cores in use beside the
+// share of the GEMM ceiling, memory by ledger category, MoE routing), and the merged Chrome trace.
+// Only the leader (world rank 0) prints and writes; the others pass through.
+#include <memory>
+#include <string>
+
+#include "comm/mesh.h"
+#include "io/metrics.h"
+#include "io/trace.h"
+#include "train/moe_training.h"
+#include "train/parallelize.h"
+#include "train/train_config.h"
+
+namespace ff {
+
+struct StepRecord {
+  int step;
+  double loss;
+  double grad_norm;
+  float lr;
+  double seconds;
+  float loss_scale = 0;       // fp16: the scale this step's gradients carried (0: no loss scaling)
+  bool skipped = false;       // not applied: an fp16 overflow, or non-finite with on_nonfinite = skip
+  double spike_median = 0;    // > 0: the loss exceeded loss_spike x this recent median
+};
+
+class ProgressReport {
+ public:
+  // Leader only: measures (once per machine, cached) the peaks MFU divides by and opens
+  // OUT/metrics.jsonl continued from `step` (0 on a fresh start).
+  ProgressReport(const TrainConfig& cfg, const std::string& out_dir, const Mesh* mesh, int step);
+  ~ProgressReport();
+  // The lines printed before the first step: parameters, batch, layout, memory estimate, and what
+  // context parallelism, precision, lr scaling, dp_mode and the pipeline do.
+  void start(ParallelModel& par, const std::string& memory_line, bool quiet) const;
+  // A step's metrics record (every step) and progress line (every log_every, the last, and with a
+  // validation loss); val_loss is NaN when the step was not evaluated.
+  void step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet);
+  // Each rank's trace part written beside cfg.trace, merged by the leader (collective).
+  void write_trace(const Tracer* tracer, bool quiet) const;
+
+ private:
+  bool leader() const;
+  const TrainConfig& cfg_;
+  const Mesh* mesh_;
+  std::unique_ptr<MetricsWriter> metrics_;
+  double flops_per_token_ = 0;
+  // The job's FMA peak and GEMM ceiling: per-core rates times the cores its ranks keep busy.
+  double peak_flops_ = 0, gemm_ceiling_flops_ = 0;
+  double run_seconds_ = 0;  // over the timed steps: the first pays for page faults and warm-up
+  int steps_timed_ = 0, steps_seen_ = 0;
+};
+
+}  // namespace ff
