@@ -51,13 +51,14 @@ Timing attention_layer(const Comm& group, int T, CpComm mode, int reps, Tracer* 
   for (float& x : qkv) x = dist(gen);
   for (float& x : datt) x = dist(gen);
   const AttentionShape s{1, Tl, H, Hkv, D, w, w};
+  const GemmContext fp32;  // the fp32 attention kernels
   std::vector<double> secs, exposed;
   for (int r = 0; r <= reps; ++r) {  // the first is a warm-up
     group.barrier();
     op.reset_exposed();
     const auto t0 = std::chrono::steady_clock::now();
-    op.forward(att.data(), lse.data(), qkv.data(), qkv.data() + H * D, qkv.data() + (H + Hkv) * D, s);
-    op.backward(dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + Hkv) * D, datt.data(), qkv.data(),
+    op.forward(fp32, att.data(), lse.data(), qkv.data(), qkv.data() + H * D, qkv.data() + (H + Hkv) * D, s);
+    op.backward(fp32, dqkv.data(), dqkv.data() + H * D, dqkv.data() + (H + Hkv) * D, datt.data(), qkv.data(),
                 qkv.data() + H * D, qkv.data() + (H + Hkv) * D, att.data(), lse.data(), s);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) secs.push_back(dt), exposed.push_back(op.exposed_seconds());

@@ -18,7 +18,6 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_precision.h"
-#include "kernels/packed_weights.h"
 #include "kernels/weight_copy.h"
 
 namespace {
@@ -33,13 +32,13 @@ double weight_product_gflops(int M, int N, int K, bool trans_w, bool packed) {
   for (float& x : w) x = u(rng);
   std::vector<uint16_t> a16(a.size());
   ff::convert_from_f32(ff::TypedPtr(a16.data(), ff::DType::bf16), a.data(), a.size());
-  const ff::GemmInputDtypeScope bf16(ff::DType::bf16);
   ff::WeightCopy copy({{w.data(), w.size()}}, ff::DType::bf16);
+  ff::GemmContext bf16{.input_dtype = ff::DType::bf16, .packed_weights = packed};
+  bf16.twins.push_back(&copy);
   const ff::FreshWeightCopy fresh(&copy);
-  ff::set_packed_weights_enabled(packed);
   const ff::ConstTypedPtr A(a16.data(), ff::DType::bf16);
   auto run = [&] {
-    ff::gemm_run_precision(false, trans_w, M, N, K, 1.0f, A, K, w.data(), trans_w ? K : N, 0.0f, c.data(), N,
+    ff::gemm_run_precision(bf16, false, trans_w, M, N, K, 1.0f, A, K, w.data(), trans_w ? K : N, 0.0f, c.data(), N,
                            trans_w ? ff::GemmRole::forward : ff::GemmRole::dgrad);
   };
   run();  // packs (once per refresh: a step's first product) and builds the primitive
@@ -51,7 +50,6 @@ double weight_product_gflops(int M, int N, int K, bool trans_w, bool packed) {
     const double sec = std::chrono::duration<double>(clock::now() - t0).count();
     best = std::min(best, sec), spent += sec;
   }
-  ff::set_packed_weights_enabled(true);
   return 2.0 * M * double(N) * K / best * 1e-9;
 }
 

@@ -28,7 +28,7 @@ double since(clock_type::time_point t0) { return std::chrono::duration<double>(c
 // The median of several timings, each on its own copy of the operands, so they arrive from
 // beyond the core's L2 as a training step's weights and activations do.
 double time_gemm(GemmClass& g, DType inputs = DType::f32) {
-  const GemmInputDtypeScope scope(inputs);
+  const GemmContext gemm{.input_dtype = inputs};
   const size_t na = size_t(g.M) * g.K, nb = size_t(g.K) * g.N, nc = size_t(g.M) * g.N;
   const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * (na + nb + nc)), 1, 16));
   TrackedBuffer<float> a(na * copies, MemCategory::workspace), b(nb * copies, MemCategory::workspace),
@@ -39,7 +39,7 @@ double time_gemm(GemmClass& g, DType inputs = DType::f32) {
   for (int rep = 0; rep <= std::max(copies, 5); ++rep) {
     const size_t k = size_t(rep % copies);
     const auto t0 = clock_type::now();
-    gemm_run_precision(false, false, g.M, g.N, g.K, 1.0f, a.data() + k * na, g.K, b.data() + k * nb, g.N, 0.0f,
+    gemm_run_precision(gemm, false, false, g.M, g.N, g.K, 1.0f, a.data() + k * na, g.K, b.data() + k * nb, g.N, 0.0f,
                        c.data() + k * nc, g.N);
     if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
   }
@@ -52,7 +52,7 @@ double time_gemm(GemmClass& g, DType inputs = DType::f32) {
 // median of timings on rotating operand copies flushed from the caches (as a step meets them),
 // every rank on the same shape at once.
 double time_linear(int rows, int width, DType inputs, const Comm* sync, CacheFlusher& flush) {
-  const GemmInputDtypeScope scope(inputs);
+  const GemmContext gemm{.input_dtype = inputs};
   const size_t nx = size_t(rows) * width, nw = size_t(width) * width, set = 3 * nx + 2 * nw;
   const int copies = int(std::clamp<size_t>((size_t(8) << 20) / (4 * set), 1, 16));
   TrackedBuffer<float> buf(set * copies, MemCategory::workspace);
@@ -64,9 +64,9 @@ double time_linear(int rows, int width, DType inputs, const Comm* sync, CacheFlu
     flush();  // the weights and activations from memory, as a step meets them
     if (sync) sync->barrier();  // every rank on the same shape at once
     const auto t0 = clock_type::now();
-    matmul_xwt(y, x, W, rows, width, width);
-    matmul_dyw(dx, y, W, rows, width, width);
-    accumulate_dw(dW, y, x, rows, width, width);
+    matmul_xwt(gemm, y, x, W, rows, width, width);
+    matmul_dyw(gemm, dx, y, W, rows, width, width);
+    accumulate_dw(gemm, dW, y, x, rows, width, width);
     if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
   }
   std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
@@ -149,6 +149,7 @@ double time_op(const Comm& world, F&& op) {
 // (1024, 256) activation), less the compute alone and the all-reduce's alpha-beta time.
 double collective_overhead(const Comm& world, const LinkClass& link) {
   const int rows = 1024, width = 256;
+  const GemmContext fp32;  // the default context: fp32 GEMMs
   TrackedBuffer<float> x(size_t(rows) * width, MemCategory::workspace), W(size_t(width) * width, MemCategory::workspace),
       y(size_t(rows) * width, MemCategory::workspace);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) * 0.05f - 0.15f;
@@ -158,7 +159,7 @@ double collective_overhead(const Comm& world, const LinkClass& link) {
     std::vector<double> t;
     for (int it = 0; it < 21; ++it) {
       const auto t0 = clock_type::now();
-      for (int g = 0; g < 4; ++g) matmul_xwt(y.data(), x.data(), W.data(), rows, width, width);  // overwrites y
+      for (int g = 0; g < 4; ++g) matmul_xwt(fp32, y.data(), x.data(), W.data(), rows, width, width);  // overwrites y
       if (collective) world.all_reduce(y.data(), y.size());
       if (it > 0) t.push_back(since(t0));
     }

@@ -139,7 +139,7 @@ struct AttentionTimes {
   double forward, both;
 };
 AttentionTimes attention_seconds(const Comm* sync, CacheFlusher& flush, int T, int D, DType inputs) {
-  const GemmInputDtypeScope scope(inputs);
+  const GemmContext gemm{.input_dtype = inputs};
   const int B = 2, H = 4, Hkv = 2, Q = (H + 2 * Hkv) * D;
   const size_t rows = size_t(B) * T, qkv = rows * Q, on = rows * H * D;
   TrackedBuffer<float> buf(2 * qkv + 2 * on + size_t(B) * H * T, MemCategory::workspace);
@@ -152,9 +152,9 @@ AttentionTimes attention_seconds(const Comm* sync, CacheFlusher& flush, int T, i
     flush();
     if (sync) sync->barrier();
     const auto t0 = clock_type::now();
-    attention_forward_run_precision(o, lse, x, x + kv, x + vv, s);
+    attention_forward_run_precision(gemm, o, lse, x, x + kv, x + vv, s);
     const auto t1 = clock_type::now();
-    attention_backward_run_precision(dx, dx + kv, dx + vv, dout, x, x + kv, x + vv, o, lse, s);
+    attention_backward_run_precision(gemm, dx, dx + kv, dx + vv, dout, x, x + kv, x + vv, o, lse, s);
     if (rep == 0) continue;  // page faults, cold code
     fwd.push_back(std::chrono::duration<double>(t1 - t0).count());
     both.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
@@ -172,7 +172,7 @@ AttentionTimes attention_seconds(const Comm* sync, CacheFlusher& flush, int T, i
 // under the causal mask), its partial output merged into the chunk's rows by log-sum-exp, then its
 // backward against the merged statistics; the shapes as attention_seconds. Seconds per B H c^2 D.
 double cp_block_seconds(const Comm* sync, CacheFlusher& flush, int c, int D, DType inputs, bool diagonal) {
-  const GemmInputDtypeScope scope(inputs);
+  const GemmContext gemm{.input_dtype = inputs};
   const int B = 2, H = 4, Hkv = 2, Q = (H + 2 * Hkv) * D;
   const size_t rows = size_t(B) * c, qkv = rows * Q, on = rows * H * D, nl = size_t(B) * H * c;
   TrackedBuffer<float> buf(2 * qkv + 3 * on + 2 * nl, MemCategory::workspace);
@@ -186,9 +186,9 @@ double cp_block_seconds(const Comm* sync, CacheFlusher& flush, int c, int D, DTy
   const int kv = H * D, vv = (H + Hkv) * D;
   for (size_t i = 0; i < nl; ++i) lse[i] = 0.0f;
   return median_seconds(sync, flush, 1, [&](int) {
-    attention_block_forward_run_precision(part, part_lse, x, x + kv, x + vv, blk);
+    attention_block_forward_run_precision(gemm, part, part_lse, x, x + kv, x + vv, blk);
     attention_merge(acc, lse, m, part, part_lse, m);
-    attention_block_backward_run_precision(dx, dx + kv, dx + vv, dout, x, x + kv, x + vv, acc, lse, blk);
+    attention_block_backward_run_precision(gemm, dx, dx + kv, dx + vv, dout, x, x + kv, x + vv, acc, lse, blk);
   }) / (double(B) * H * c * double(c) * D);
 }
 

@@ -41,6 +41,7 @@ bool onednn_reaches(bool amx) {
 }  // namespace
 
 Bf16Path bf16_path() {
+  // Detected once: the CPU and the oneDNN build do not change while the process runs.
   static const Bf16Path path = [] {
     if (!native_16bit_gemm(DType::bf16)) return Bf16Path::emulated;
     if (cpuid_bit(0, 3, 22) && onednn_reaches(true)) return Bf16Path::amx;

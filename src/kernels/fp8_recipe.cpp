@@ -1,6 +1,5 @@
 #include "kernels/fp8_recipe.h"
 
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -9,16 +8,11 @@
 
 namespace ff {
 namespace {
-std::atomic<Fp8Recipe*> g_recipe{nullptr};
-std::mutex g_mu;  // GEMMs run on the caller's thread, but a model may call from several
 constexpr int kPerTensor = 6;  // 3 roles x 2 operands
 size_t index_of(const Fp8Recipe::Key& k) {
   return size_t(k.id) * kPerTensor + size_t(k.role) * 2 + size_t(k.operand);
 }
 }  // namespace
-
-void set_fp8_recipe(Fp8Recipe* r) { g_recipe.store(r); }
-Fp8Recipe* fp8_recipe() { return g_recipe.load(); }
 
 Fp8Format Fp8Recipe::format_of(const Key& k) {
   return k.operand == 0 && k.role != int(GemmRole::forward) ? Fp8Format::e5m2 : Fp8Format::e4m3;
@@ -31,23 +25,23 @@ Fp8Recipe::Slot& Fp8Recipe::slot(const Key& k, Fp8Format f) {
   return it->second;
 }
 
-void Fp8Recipe::quantise(const void* key, GemmRole role, int operand, Fp8Format f, float* x, size_t n) {
+void Fp8Recipe::quantise(int64_t param_at, GemmRole role, int operand, Fp8Format f, float* x, size_t n) {
   Slot* s;
   {
-    std::lock_guard<std::mutex> lock(g_mu);
-    const int64_t id = identity_ ? identity_(key) : int64_t(reinterpret_cast<intptr_t>(key));
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t id = identity_ ? identity_(param_at) : param_at;
     s = &slot(Key{id, int(role), operand}, f);
   }
   const float amax = fake_quantise_fp8(x, n, s->scale.scale(), f);
   if (!recording_) return;
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!s->used) s->log.scales.push_back(s->scale.scale());
   s->used = true;
   if (std::isnan(amax) || amax > s->pending) s->pending = amax;  // an inf/NaN poisons the step's amax
 }
 
 void Fp8Recipe::end_step(const AmaxReduce& reduce) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(mu_);
   if (reduce) {
     // Every rank of the group contributes the same-length vector whatever it used, so tensors
     // one rank alone used (an expert another rank holds too) still reach every rank alike.
@@ -82,21 +76,21 @@ std::vector<Fp8Recipe::Log> Fp8Recipe::logs() const {
 }
 
 std::map<Fp8Recipe::Key, Fp8Recipe::Log> Fp8Recipe::keyed_logs() const {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(mu_);
   std::map<Key, Log> out;
   for (const auto& [key, s] : slots_) out.emplace(key, s.log);
   return out;
 }
 
 std::map<Fp8Recipe::Key, std::vector<float>> Fp8Recipe::states() const {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(mu_);
   std::map<Key, std::vector<float>> out;
   for (const auto& [key, s] : slots_) out.emplace(key, s.scale.state());
   return out;
 }
 
 void Fp8Recipe::restore(const Key& k, const std::vector<float>& state) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(mu_);
   slot(k, format_of(k)).scale.restore(state);
 }
 

@@ -6,18 +6,20 @@
 // micro-batches and recomputations) enters the history once, at end_step(). A tensor with no
 // history yet uses scale 1, as TE initialises it.
 //
-// Identity: a GEMM does not know its layer, but the layer's weight does. The forward GEMM
-// (x W^T) and the input-gradient GEMM (dy W) are keyed by W, the weight-gradient GEMM (dy^T x)
-// by dW, each as the tensor id the Identity gives for that pointer. The trainer's identity
-// (parallel/fp8_tensor_ids.h) names the parameter tensor whatever buffer holds it (ZeRO-2/3's
-// staging and gather buffers move), so ids are the same on every rank and in every run; without
-// one (tests of a bare GEMM), the id is the address. end_step() can reduce the step's amaxes over
-// the ranks first (max), as TE does over its amax-reduction group, so replicas keep equal scales.
+// Identity: the model hands each GEMM its weight's parameter (WeightRef::at, gemm_precision.h:
+// where the tensor starts in its flat parameter layout, whatever buffer holds it), so the three
+// GEMMs of a linear layer, forward (x W^T), input gradient (dy W) and weight gradient (dy^T x),
+// are keyed by that one parameter, as the tensor id the Identity gives for it. The trainer's
+// identity (parallel/fp8_tensor_ids.h) names the parameter tensor by its index in the whole model,
+// so ids are the same in every layout, on every rank and in every run; without one (tests of a
+// bare GEMM), the id is `at` itself. end_step() can reduce the step's amaxes over the ranks first
+// (max), as TE does over its amax-reduction group, so replicas keep equal scales.
 #include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "kernels/fp8.h"
@@ -36,16 +38,18 @@ class Fp8Recipe {
   };
   // e5m2 for the gradient operand (A of dgrad and wgrad), e4m3 for the rest.
   static Fp8Format format_of(const Key& k);
-  // Pointer (W or dW) -> tensor id; ids meant for end_step's reduction lie in [0, ids).
-  using Identity = std::function<int64_t(const void*)>;
+  // A GEMM's parameter (WeightRef::at, gemm_precision.h) -> tensor id; ids meant for end_step's
+  // reduction lie in [0, ids).
+  using Identity = std::function<int64_t(int64_t param_at)>;
   // Reduces (max) a vector of amaxes in place over the ranks that must agree.
   using AmaxReduce = std::function<void(std::vector<float>&)>;
 
   explicit Fp8Recipe(int history = 1024, int margin = 0) : history_(history), margin_(margin) {}
   void set_identity(Identity id, int64_t ids) { identity_ = std::move(id), ids_ = ids; }
-  // operand 0 = A, 1 = B of the GEMM keyed `key` with `role`: quantises x[0, n) in place with the
-  // tensor's current scale and records its amax for this step (unless recording is off).
-  void quantise(const void* key, GemmRole role, int operand, Fp8Format f, float* x, size_t n);
+  // operand 0 = A, 1 = B of the GEMM with `role` of the layer whose weight is the parameter at
+  // `param_at`: quantises x[0, n) in place with the tensor's current scale and records its amax
+  // for this step (unless recording is off).
+  void quantise(int64_t param_at, GemmRole role, int operand, Fp8Format f, float* x, size_t n);
   // Off: GEMMs use the current scales and record nothing (evaluation: held-out data must not
   // steer training's scales, and a resumed run must see the same histories).
   void set_recording(bool on) { recording_ = on; }
@@ -79,11 +83,8 @@ class Fp8Recipe {
   int64_t ids_ = 0;
   bool recording_ = true;
   std::map<Key, Slot> slots_;
+  // GEMMs run on the caller's thread, but a model may call from several.
+  mutable std::mutex mu_;
 };
-
-// The recipe fp8 GEMMs use (process-wide, like gemm_fp8()); null: current scaling, each operand
-// scaled by its own amax (the GEMM-level default of gemm_precision.h).
-void set_fp8_recipe(Fp8Recipe* r);
-Fp8Recipe* fp8_recipe();
 
 }  // namespace ff

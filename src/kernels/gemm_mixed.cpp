@@ -35,7 +35,11 @@ void widen_and_multiply(bool trans_a, bool trans_b, int M, int N, int K, float a
 }
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
-using Key = std::tuple<bool, bool, int, int, int, int, int, int, DType, float, float>;
+// trans_a, trans_b, M, N, K, lda, ldb, ldc, dtype, alpha, beta, and the OpenMP threads: oneDNN
+// sizes a primitive's work split (and so its order of fp32 additions) by the thread count at its
+// creation, so a primitive made for another count is another computation: with the count in the
+// key, a cached primitive computes what a new one would.
+using Key = std::tuple<bool, bool, int, int, int, int, int, int, DType, float, float, int>;
 
 using MatmulCache = onednn::MatmulCache<Key>;
 
@@ -59,7 +63,8 @@ const dnnl::matmul* primitive(const Key& key) {
   std::lock_guard<std::mutex> lock(c.mu);
   if (auto it = c.primitives.find(key); it != c.primitives.end()) return &it->second;
   if (c.refused.count(key)) return nullptr;
-  const auto [ta, tb, M, N, K, lda, ldb, ldc, t, alpha, beta] = key;
+  const auto [ta, tb, M, N, K, lda, ldb, ldc, t, alpha, beta, threads] = key;
+  (void)threads;  // in the key only: the primitive reads it from OpenMP as it is made
   const auto dt = type_16bit(t);
   const dnnl::primitive_attr attr = onednn::alpha_beta_attr(alpha, beta);
   const dnnl::memory::desc c_md({M, N}, dnnl::memory::data_type::f32, dnnl::memory::dims{ldc, 1});
@@ -75,7 +80,7 @@ const dnnl::matmul* primitive(const Key& key) {
 
 bool onednn_16bit(bool ta, bool tb, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
                   ConstTypedPtr B, int ldb, float beta, float* C, int ldc) {
-  const Key key{ta, tb, M, N, K, lda, ldb, ldc, A.dtype(), alpha, beta};
+  const Key key{ta, tb, M, N, K, lda, ldb, ldc, A.dtype(), alpha, beta, omp_get_max_threads()};
   const dnnl::matmul* mm = primitive(key);
   if (!mm) return false;
   const auto dt = type_16bit(A.dtype());
@@ -113,7 +118,7 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTyp
 
 bool native_16bit_gemm(DType t) {
 #if defined(FIVEFOLD_GEMM_ONEDNN)
-  const Key key{false, false, 64, 64, 64, 64, 64, 64, t, 1.0f, 0.0f};
+  const Key key{false, false, 64, 64, 64, 64, 64, 64, t, 1.0f, 0.0f, omp_get_max_threads()};
   return primitive(key) != nullptr;
 #else
   (void)t;

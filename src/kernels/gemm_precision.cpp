@@ -1,7 +1,6 @@
 #include "kernels/gemm_precision.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -12,19 +11,16 @@
 #include "kernels/fp8_recipe.h"
 #include "kernels/gemm.h"
 #include "kernels/scratch.h"
-#include "kernels/weight_copy.h"
 #include "kernels/wgrad_rows.h"
 
 namespace ff {
 namespace {
-// Atomic because OpenMP workers may read it while a test's scope restores it on the main thread.
-std::atomic<DType> g_input_dtype{DType::f32};
-std::atomic<bool> g_fp8{false};
 
 // op(A) op(B) with both operands fake-quantised to fp8, each scaled so its amax maps to the
 // format's largest value; A is a gradient (e5m2) in the backward GEMMs.
-void fp8_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-              int ldb, float beta, float* C, int ldc, GemmRole role) {
+// `recipe` null: current scaling, each operand by its own amax.
+void fp8_gemm(Fp8Recipe* recipe, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+              int lda, const float* B, int ldb, float beta, float* C, int ldc, GemmRole role, int64_t param_at) {
   const size_t na = size_t(trans_a ? K : M) * lda, nb = size_t(trans_b ? N : K) * ldb;
   const size_t b_at = (na + 15) / 16 * 16;
   float* a = detail::thread_scratch<float>(b_at + nb);
@@ -36,12 +32,11 @@ void fp8_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
     fake_quantise_fp8(dst, n, amax > 0.0f && std::isfinite(amax) ? fp8_max(f) / amax : 1.0f, f);
   };
   const Fp8Format fa = role == GemmRole::forward ? Fp8Format::e4m3 : Fp8Format::e5m2;
-  if (Fp8Recipe* recipe = fp8_recipe()) {  // delayed scaling: the layer's tensors by its weight (fp8_recipe.h)
-    const void* key = role == GemmRole::wgrad ? static_cast<const void*>(C) : static_cast<const void*>(B);
+  if (recipe) {  // delayed scaling: the layer's tensors by its weight's parameter (fp8_recipe.h)
     std::copy(A, A + na, a);
-    recipe->quantise(key, role, 0, fa, a, na);
+    recipe->quantise(param_at, role, 0, fa, a, na);
     std::copy(B, B + nb, b);
-    recipe->quantise(key, role, 1, Fp8Format::e4m3, b, nb);
+    recipe->quantise(param_at, role, 1, Fp8Format::e4m3, b, nb);
   } else {
     quantise(a, A, na, fa);
     quantise(b, B, nb, Fp8Format::e4m3);
@@ -50,34 +45,35 @@ void fp8_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, cons
 }
 // op(A) op(W) with A 16-bit and W a dense fp32 weight whose step copy has a twin: run on the
 // twin's packed copy (packed_weights.h) when there is one. False: the caller multiplies plainly.
-bool packed_weight_product(bool trans_a, bool trans_w, int M, int N, int K, float alpha, ConstTypedPtr a,
-                           int lda, const float* W, int ldw, float beta, float* C, int ldc) {
+bool packed_weight_product(const GemmContext& g, bool trans_a, bool trans_w, int M, int N, int K, float alpha,
+                           ConstTypedPtr a, int lda, const float* W, int ldw, float beta, float* C, int ldc) {
   if (trans_a || ldw != (trans_w ? K : N)) return false;  // a transposed activation, or a slice of W
   const PackedProduct p{trans_w, M, N, K, alpha, beta, a.data(), lda, C, ldc};
-  return multiply_packed_weight(W, size_t(K) * N, a.dtype(), p);
+  return g.multiply_packed(W, size_t(K) * N, a.dtype(), p);
 }
 // dW(out,in) += dy^T x over 16-bit dy (N,out) and x (N,in): dW's rows dealt out to the threads
-// (wgrad_rows.h) where that applies, else one oneDNN product over both threads.
-void weight_grad_16bit(float* dW, ConstTypedPtr dy16, ConstTypedPtr x16, int N, int in, int out) {
-  if (wgrad_rows_per_thread(out, in, N, dy16, out, x16, in, 1.0f, dW, in)) return;
+// (wgrad_rows.h) where the context lets it and it applies, else one oneDNN product over both
+// threads.
+void weight_grad_16bit(const GemmContext& g, float* dW, ConstTypedPtr dy16, ConstTypedPtr x16, int N, int in,
+                       int out) {
+  if (g.wgrad_rows && wgrad_rows_per_thread(out, in, N, dy16, out, x16, in, 1.0f, dW, in)) {
+    if (g.counts) g.counts->wgrad_rows_products.fetch_add(1);
+    return;
+  }
   gemm(true, false, out, in, N, 1.0f, dy16, out, x16, in, 1.0f, TypedPtr(dW), in);
 }
 }  // namespace
 
-void set_gemm_input_dtype(DType t) { g_input_dtype.store(t, std::memory_order_relaxed); }
-DType gemm_input_dtype() { return g_input_dtype.load(std::memory_order_relaxed); }
-void set_gemm_fp8(bool on) { g_fp8.store(on, std::memory_order_relaxed); }
-bool gemm_fp8() { return g_fp8.load(std::memory_order_relaxed); }
-
-DType gemm_dtype_for(ConstTypedPtr activation) {
-  return activation.dtype() != DType::f32 ? activation.dtype() : gemm_input_dtype();
+DType gemm_dtype_for(const GemmContext& g, ConstTypedPtr activation) {
+  return activation.dtype() != DType::f32 ? activation.dtype() : g.input_dtype;
 }
 
-void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
-                        const float* B, int ldb, float beta, float* C, int ldc, GemmRole role) {
-  const DType t = gemm_dtype_for(A);
-  if (gemm_fp8() && M > 0 && N > 0) {  // fp8 runs store every activation fp32 (model/activations.h)
-    fp8_gemm(trans_a, trans_b, M, N, K, alpha, A.f32(), lda, B, ldb, beta, C, ldc, role);
+void gemm_run_precision(const GemmContext& g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                        ConstTypedPtr A, int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                        GemmRole role, int64_t param_at) {
+  const DType t = gemm_dtype_for(g, A);
+  if (g.fp8 && M > 0 && N > 0) {  // fp8 runs store every activation fp32 (model/activations.h)
+    fp8_gemm(g.fp8_recipe, trans_a, trans_b, M, N, K, alpha, A.f32(), lda, B, ldb, beta, C, ldc, role, param_at);
     return;
   }
   if (t == DType::f32) {
@@ -89,7 +85,7 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
   const size_t na = size_t(trans_a ? K : M) * lda, nb = size_t(trans_b ? N : K) * ldb;
   // B is the weight in the forward and dgrad products: the step's rounded copy when there is one
   // (weight_copy.h; the same rounding, so the same bits), else rounded here like A.
-  const void* b_copy = role == GemmRole::wgrad ? nullptr : find_weight_copy(B, nb, t);
+  const void* b_copy = role == GemmRole::wgrad ? nullptr : g.twin_of(B, nb, t);
   // One scratch for whichever need rounding, B starting on a 64-byte boundary (32 halves).
   const bool a_stored = A.dtype() == t;
   const size_t b_at = a_stored ? 0 : (na + 31) / 32 * 32;
@@ -100,16 +96,18 @@ void gemm_run_precision(bool trans_a, bool trans_b, int M, int N, int K, float a
   if (!b_copy) convert_from_f32(b16, B, nb);
   const ConstTypedPtr a = a_stored ? A : ConstTypedPtr(a16);
   const ConstTypedPtr b = b_copy ? ConstTypedPtr(b_copy, t) : ConstTypedPtr(b16);
-  if (b_copy && packed_weight_product(trans_a, trans_b, M, N, K, alpha, a, lda, B, ldb, beta, C, ldc)) return;
+  if (b_copy && packed_weight_product(g, trans_a, trans_b, M, N, K, alpha, a, lda, B, ldb, beta, C, ldc)) return;
   gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, TypedPtr(C), ldc);
 }
 
-void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x, const float* W,
-                                   int N, int in, int out) {
-  const DType t = gemm_dtype_for(x);
-  if (t == DType::f32 || gemm_fp8() || N <= 0) {
-    gemm_run_precision(false, false, N, in, out, 1.0f, dy.f32(), out, W, in, 0.0f, dx, in, GemmRole::dgrad);
-    if (dW) accumulate_weight_grad(dW, dy.f32(), x, N, in, out);
+void linear_backward_run_precision(const GemmContext& g, float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x,
+                                   WeightRef weight, int N, int in, int out) {
+  const DType t = gemm_dtype_for(g, x);
+  const float* W = weight.data;
+  if (t == DType::f32 || g.fp8 || N <= 0) {
+    gemm_run_precision(g, false, false, N, in, out, 1.0f, dy.f32(), out, W, in, 0.0f, dx, in, GemmRole::dgrad,
+                       weight.at);
+    if (dW) accumulate_weight_grad(g, WeightGradRef(dW, weight.at), dy.f32(), x, N, in, out);
     return;
   }
   if (dy.dtype() != DType::f32 && dy.dtype() != t)
@@ -119,7 +117,7 @@ void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, Const
   // has it, then x (N, in) unless it is stored 16-bit.
   const size_t ny = size_t(N) * out, nw = size_t(out) * in, nx = size_t(N) * in;
   auto up = [](size_t n) { return (n + 31) / 32 * 32; };  // 64-byte boundaries
-  const void* w_copy = find_weight_copy(W, nw, t);
+  const void* w_copy = g.twin_of(W, nw, t);
   const bool x_stored = x.dtype() == t, dy_stored = dy.dtype() == t;
   const size_t w_at = dy_stored ? 0 : up(ny), x_at = w_at + (w_copy ? 0 : up(nw));
   const size_t need = x_at + (dW && !x_stored ? nx : 0);
@@ -130,28 +128,31 @@ void linear_backward_run_precision(float* dx, float* dW, ConstTypedPtr dy, Const
   const ConstTypedPtr dy16 = dy_stored ? dy : ConstTypedPtr(dy_rounded);
   if (!w_copy) convert_from_f32(w16, W, nw);
   const ConstTypedPtr w = w_copy ? ConstTypedPtr(w_copy, t) : ConstTypedPtr(w16);
-  if (!w_copy || !packed_weight_product(false, false, N, in, out, 1.0f, dy16, out, W, in, 0.0f, dx, in))
+  if (!w_copy || !packed_weight_product(g, false, false, N, in, out, 1.0f, dy16, out, W, in, 0.0f, dx, in))
     gemm(false, false, N, in, out, 1.0f, dy16, out, w, in, 0.0f, TypedPtr(dx), in);
   if (!dW) return;
   if (!x_stored) convert_from_f32(x16, x.f32(), nx);
-  weight_grad_16bit(dW, dy16, x_stored ? x : ConstTypedPtr(x16), N, in, out);
+  weight_grad_16bit(g, dW, dy16, x_stored ? x : ConstTypedPtr(x16), N, in, out);
 }
 
-void accumulate_weight_grad(float* dW, const float* dy, ConstTypedPtr x, int N, int in, int out) {
-  if (gemm_dtype_for(x) == DType::f32 && !gemm_fp8()) {
+void accumulate_weight_grad(const GemmContext& g, WeightGradRef grad, const float* dy, ConstTypedPtr x, int N,
+                            int in, int out) {
+  float* dW = grad.data;
+  if (gemm_dtype_for(g, x) == DType::f32 && !g.fp8) {
     linear_backward(nullptr, dW, dy, x.f32(), nullptr, N, in, out);
     return;
   }
-  const DType t = gemm_dtype_for(x);
-  if (gemm_fp8() || x.dtype() != t) {  // x fp32: both operands rounded on the way in
-    gemm_run_precision(true, false, out, in, N, 1.0f, dy, out, x.f32(), in, 1.0f, dW, in, GemmRole::wgrad);
+  const DType t = gemm_dtype_for(g, x);
+  if (g.fp8 || x.dtype() != t) {  // x fp32: both operands rounded on the way in
+    gemm_run_precision(g, true, false, out, in, N, 1.0f, dy, out, x.f32(), in, 1.0f, dW, in, GemmRole::wgrad,
+                       grad.at);
     return;
   }
   // x stored in the GEMM's type: only dy is rounded.
   const size_t ny = size_t(N) * out;
   const TypedPtr dy16(detail::thread_scratch<uint16_t>(ny), t);
   convert_from_f32(dy16, dy, ny);
-  weight_grad_16bit(dW, ConstTypedPtr(dy16), x, N, in, out);
+  weight_grad_16bit(g, dW, ConstTypedPtr(dy16), x, N, in, out);
 }
 
 }  // namespace ff

@@ -1,6 +1,5 @@
 #include "kernels/packed_weights.h"
 
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -12,14 +11,6 @@
 #endif
 
 namespace ff {
-namespace {
-namespace packed_weights_detail {
-std::atomic<bool> g_enabled{true};
-}  // namespace packed_weights_detail
-}  // namespace
-
-void set_packed_weights_enabled(bool on) { packed_weights_detail::g_enabled.store(on); }
-bool packed_weights_enabled() { return packed_weights_detail::g_enabled.load(); }
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
 struct PackedWeights::Impl {
@@ -72,8 +63,7 @@ size_t PackedWeights::packings() const { return impl_->packings; }
 
 bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, const PackedProduct& p) {
   namespace d = packed_weights_detail;
-  if (!packed_weights_enabled() || (t != DType::bf16 && t != DType::f16) || p.M <= 0 || p.N <= 0 || p.K <= 0)
-    return false;
+  if ((t != DType::bf16 && t != DType::f16) || p.M <= 0 || p.N <= 0 || p.K <= 0) return false;
   Impl& s = *impl_;
   // Held while looking up, building and packing, not while multiplying (nodes of std::map stay put).
   std::unique_lock<std::mutex> lock(s.mu);

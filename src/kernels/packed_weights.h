@@ -40,7 +40,8 @@ class PackedWeights {
 
   // Runs p with the packed twin of w16 (a dense (N,K) or (K,N) matrix of dtype t), packing it
   // first when this generation of the weights has not been packed yet. False (nothing done) when
-  // packing is off or oneDNN cannot run this product packed: the caller multiplies plainly.
+  // oneDNN cannot run this product packed: the caller multiplies plainly. Whether to pack at all is
+  // the caller's (GemmContext::packed_weights, gemm_context.h).
   bool multiply(const void* w16, DType t, uint64_t generation, const PackedProduct& p);
   size_t bytes() const;    // the packed copies' storage
   size_t packings() const;  // how many times a weight was packed (tests: once per refresh)
@@ -49,10 +50,5 @@ class PackedWeights {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Whether 16-bit weight products use packed copies (default on where oneDNN is the GEMM backend).
-// For tests and benchmarks comparing both paths; a run does not change it.
-void set_packed_weights_enabled(bool on);
-bool packed_weights_enabled();
 
 }  // namespace ff

@@ -15,16 +15,6 @@
 #endif
 
 namespace ff {
-namespace {
-namespace wgrad_rows_detail {
-std::atomic<bool> g_enabled{true};
-std::atomic<long> g_products{0};
-}  // namespace wgrad_rows_detail
-}  // namespace
-
-void set_wgrad_rows_enabled(bool on) { wgrad_rows_detail::g_enabled.store(on); }
-bool wgrad_rows_enabled() { return wgrad_rows_detail::g_enabled.load(); }
-long wgrad_rows_products() { return wgrad_rows_detail::g_products.load(); }
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
 namespace {
@@ -86,7 +76,7 @@ bool wgrad_rows_per_thread(int M, int N, int K, ConstTypedPtr A, int lda, ConstT
   namespace d = wgrad_rows_detail;
   const DType t = A.dtype();
   const int parts = omp_get_max_threads();
-  if (!wgrad_rows_enabled() || parts < 2 || omp_in_parallel() || M <= 0 || N <= 0 || K <= 0 || B.dtype() != t ||
+  if (parts < 2 || omp_in_parallel() || M <= 0 || N <= 0 || K <= 0 || B.dtype() != t ||
       (t != DType::bf16 && t != DType::f16))
     return false;
   // Whole 16-row blocks dealt out evenly: thread p takes rows [row(p), row(p + 1)).
@@ -124,7 +114,6 @@ bool wgrad_rows_per_thread(int M, int N, int K, ConstTypedPtr A, int lda, ConstT
     }
   }
   if (failed.load()) throw std::runtime_error("wgrad_rows_per_thread: a oneDNN matmul failed while running");
-  d::g_products.fetch_add(1);
   return true;
 }
 #else

@@ -15,15 +15,10 @@ namespace ff {
 
 // C(M,N) = beta C + A^T B with A stored (K,M) row-major (lda), B stored (K,N) (ldb), both 16-bit of
 // one dtype, C fp32 (ldc). False, with nothing done, when the split does not apply (one thread,
-// already inside a parallel region, fewer than 16 rows per thread, no oneDNN kernel for the dtype,
-// or switched off): the caller runs the plain product.
+// already inside a parallel region, fewer than 16 rows per thread, or no oneDNN kernel for the
+// dtype): the caller runs the plain product. Whether to try it at all is the caller's
+// (GemmContext::wgrad_rows, gemm_context.h, which also counts the products that ran split).
 bool wgrad_rows_per_thread(int M, int N, int K, ConstTypedPtr A, int lda, ConstTypedPtr B, int ldb, float beta,
                            float* C, int ldc);
-
-// On by default; for tests and benchmarks comparing both paths (a run does not change it).
-void set_wgrad_rows_enabled(bool on);
-bool wgrad_rows_enabled();
-// How many products ran split since the start (tests: the path they mean to test ran).
-long wgrad_rows_products();
 
 }  // namespace ff

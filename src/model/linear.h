@@ -1,9 +1,11 @@
 #pragma once
 // The three GEMM shapes of a linear layer y = x W^T (W stored (out, in), as PyTorch and Hugging
-// Face do), shared by the model's files. They run in the run's GEMM precision
-// (kernels/gemm_precision.h): fp32 by default, bf16/f16 inputs with fp32 accumulation otherwise.
+// Face do), shared by the model's files. They run in the precision of the GEMM context each call
+// is handed (kernels/gemm_context.h; the model's, Llama::gemm()): fp32 by default, bf16/f16 inputs
+// with fp32 accumulation otherwise.
 // The activation operand x may be stored 16-bit already (model/activations.h), and so may
-// matmul_dyw_dw's dy (written rounded by the kernel before it); W is fp32.
+// matmul_dyw_dw's dy (written rounded by the kernel before it); W is fp32, handed in with the
+// parameter it is (WeightRef, kernels/gemm_precision.h), and so is dW: fp8 scales by parameter.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -13,25 +15,26 @@
 namespace ff {
 
 // y(N,out) = x(N,in) W^T, overwriting y.
-inline void matmul_xwt(float* y, ConstTypedPtr x, const float* W, int N, int in, int out) {
-  gemm_run_precision(false, true, N, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
+inline void matmul_xwt(const GemmContext& g, float* y, ConstTypedPtr x, WeightRef W, int N, int in, int out) {
+  gemm_run_precision(g, false, true, N, out, in, 1.0f, x, in, W.data, in, 0.0f, y, out, GemmRole::forward, W.at);
 }
 // y(N,out) += x(N,in) W^T (the residual add of o and down rides on beta = 1).
-inline void matmul_xwt_add(float* y, ConstTypedPtr x, const float* W, int N, int in, int out) {
-  gemm_run_precision(false, true, N, out, in, 1.0f, x, in, W, in, 1.0f, y, out);
+inline void matmul_xwt_add(const GemmContext& g, float* y, ConstTypedPtr x, WeightRef W, int N, int in, int out) {
+  gemm_run_precision(g, false, true, N, out, in, 1.0f, x, in, W.data, in, 1.0f, y, out, GemmRole::forward, W.at);
 }
 // dx(N,in) = dy(N,out) W, overwriting dx.
-inline void matmul_dyw(float* dx, const float* dy, const float* W, int N, int in, int out) {
-  gemm_run_precision(false, false, N, in, out, 1.0f, dy, out, W, in, 0.0f, dx, in, GemmRole::dgrad);
+inline void matmul_dyw(const GemmContext& g, float* dx, const float* dy, WeightRef W, int N, int in, int out) {
+  gemm_run_precision(g, false, false, N, in, out, 1.0f, dy, out, W.data, in, 0.0f, dx, in, GemmRole::dgrad, W.at);
 }
 // dW(out,in) += dy^T x (linear_backward picks the faster operand order for tall weights)
-inline void accumulate_dw(float* dW, const float* dy, ConstTypedPtr x, int N, int in, int out) {
-  accumulate_weight_grad(dW, dy, x, N, in, out);
+inline void accumulate_dw(const GemmContext& g, WeightGradRef dW, const float* dy, ConstTypedPtr x, int N, int in,
+                          int out) {
+  accumulate_weight_grad(g, dW, dy, x, N, in, out);
 }
 // dx(N,in) = dy W, then dW(out,in) += dy^T x unless dW is null: one rounding of dy for both.
-inline void matmul_dyw_dw(float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x, const float* W, int N, int in,
-                          int out) {
-  linear_backward_run_precision(dx, dW, dy, x, W, N, in, out);
+inline void matmul_dyw_dw(const GemmContext& g, float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x,
+                          WeightRef W, int N, int in, int out) {
+  linear_backward_run_precision(g, dx, dW, dy, x, W, N, in, out);
 }
 // Copying and zeroing activation-sized buffers on every thread: done on one, the step's other
 // threads wait for it at the next parallel region. Bytes are bytes: the results are unchanged.

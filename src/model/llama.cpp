@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "kernels/gemm_precision.h"
 #include "kernels/rope.h"
 
 namespace ff {
@@ -42,8 +41,9 @@ BlockWidths local_widths(const ParamLayout& layout, const ModelConfig& c, const 
 }
 
 Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const TensorSlicer* slicer,
-             ModelHooks* hooks, const ModelParts* parts)
+             ModelHooks* hooks, const ModelParts* parts, const GemmContext* gemm)
     : cfg_((config.validate(), config)),
+      gemm_(gemm ? gemm : &own_gemm_),
       parts_(parts ? *parts : ModelParts::all(config)),
       layout_(config, slicer, &parts_),
       hooks_(hooks ? hooks : &serial_hooks_),
@@ -53,7 +53,7 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
       vocab_(vocab_of(layout_)),
       max_batch_(max_batch),
       policy_(policy),
-      act_dtype_(gemm_input_dtype()) {
+      act_dtype_(gemm_->input_dtype) {
   const int T = cfg_.seq_len, D = cfg_.head_dim();
   const size_t N = size_t(max_batch) * T, C = cfg_.dim, V = size_t(vocab_.count);
   const size_t A = size_t(w_.A), Q = size_t(w_.Q), F = size_t(w_.F);

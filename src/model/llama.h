@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/memory.h"
+#include "kernels/gemm_context.h"
 #include "model/activations.h"
 #include "model/model_config.h"
 #include "model/model_hooks.h"
@@ -42,13 +43,16 @@ class Llama {
   // layout and every width follow from it) and `hooks` implement the parallel operations (both
   // outlive the model); null: the serial model. `parts`: the blocks, embedding and head this
   // rank holds (a pipeline stage's); null = the whole model, which then owns its activations.
-  // The activations only GEMMs read are stored in the GEMM input type current at construction
-  // (kernels/gemm_precision.h; model/activations.h).
+  // `gemm`: what every GEMM of the model computes (kernels/gemm_context.h), read at each call, so
+  // it must outlive the model; null: the default context (fp32), the model's own. The
+  // activations only GEMMs read are stored in its input dtype at construction (model/activations.h).
   Llama(const ModelConfig& config, int max_batch, Recompute policy, const TensorSlicer* slicer = nullptr,
-        ModelHooks* hooks = nullptr, const ModelParts* parts = nullptr);
+        ModelHooks* hooks = nullptr, const ModelParts* parts = nullptr, const GemmContext* gemm = nullptr);
   ~Llama();
 
   const ModelConfig& config() const { return cfg_; }
+  // The context its GEMMs run with, handed to its hooks with every call that runs one.
+  const GemmContext& gemm() const { return *gemm_; }
   const ParamLayout& layout() const { return layout_; }
   // This rank's widths (the serial model's without tensor parallelism).
   const BlockWidths& widths() const { return w_; }
@@ -134,9 +138,13 @@ class Llama {
 
  private:
   struct HeadParams {
-    const float* norm;    // final norm weight (C)
-    const float* weight;  // LM head (V, C): its own or, tied, the embedding
+    const float* norm;  // final norm weight (C)
+    WeightRef weight;   // LM head (V, C): its own or, tied, the embedding
   };
+  // Block l's tensor at `offset` in its segment (acquired at P; its gradients at G) as a GEMM
+  // operand that knows its parameter (kernels/gemm_precision.h).
+  WeightRef block_weight(const float* P, int l, size_t offset) const;
+  WeightGradRef block_grad(float* G, int l, size_t offset) const;
   HeadParams acquire_head(ParamSource& params, const ParamSegment& next);
   void release_head(ParamSource& params);
   // Final norm over the rows up to first_row + rows, LM head for `rows` rows from first_row into
@@ -175,6 +183,8 @@ class Llama {
   TypedPtr logits_grad_rounded();
 
   ModelConfig cfg_;
+  GemmContext own_gemm_;      // the default context, for a model given none
+  const GemmContext* gemm_;   // the caller's, or own_gemm_
   ModelParts parts_;
   ParamLayout layout_;
   ModelHooks serial_hooks_;

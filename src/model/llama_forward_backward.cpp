@@ -82,11 +82,11 @@ void Llama::block_forward(const float* P, int l, const BlockActs& a, float* out,
             A = int(w_.A);
   // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
   rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);      // (R, C)
-  matmul_xwt(a.qkv, hooks_->column_input(a.ln1, N, C), P + o.qkv, N, C, Q);          // (N, Q)
+  matmul_xwt(*gemm_, a.qkv, hooks_->column_input(a.ln1, N, C), block_weight(P, l, o.qkv), N, C, Q);          // (N, Q)
   rope_forward(a.qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);       // q
   rope_forward(a.qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);  // k
   attention_into(a, B, T);                                                           // (N, A)
-  hooks_->row_output(a.mid, a.x_in, a.att, P + o.o, N, A, C);                        // (R, C)
+  hooks_->row_output(*gemm_, a.mid, a.x_in, a.att, block_weight(P, l, o.o), N, A, C);  // (R, C)
   // MLP: out = mid + down(swiglu(gate_up(norm(mid)))).
   rmsnorm_forward(a.ln2, a.rstd2, a.mid, P + o.mlp_norm, R, C, cfg_.rms_eps);        // (R, C)
   hooks_->mlp(mlp_call(P, l, a, N), out);                                            // (R, C)
@@ -97,7 +97,7 @@ void Llama::attention_into(const BlockActs& a, int B, int T) {
   // The hook writes a 16-bit att in its type; unrounded (the test's reference): fp32 rounded here.
   const bool staged = a.att.dtype() != DType::f32 && !rounding_in_kernels_;
   const TypedPtr att = staged ? TypedPtr(staging_.data()) : a.att;
-  hooks_->attention(att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T),
+  hooks_->attention(*gemm_, att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T),
                     staging_.data());
   if (staged) convert_from_f32(a.att, staging_.data(), size_t(N) * A);
 }
@@ -109,20 +109,21 @@ void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) 
   // rounded values, as its recomputation and its backward will.
   const bool staged = a.mlp.gate_up.dtype() != DType::f32;
   float* gate_up = staged ? m.staging : a.mlp.gate_up.f32();
-  matmul_xwt(gate_up, h.column_input(a.ln2, N, C), m.P + m.o->mlp.gate_up, N, C, 2 * F);    // (N, 2F)
+  matmul_xwt(*m.gemm, gate_up, h.column_input(a.ln2, N, C), m.weight(m.o->mlp.gate_up), N, C, 2 * F);  // (N, 2F)
   if (staged && m.round_in_kernels) swiglu_forward_rounding(a.mlp.h, a.mlp.gate_up, gate_up, N, F);
   else {
     if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
     swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                            // (N, F)
   }
-  if (out) h.row_output(out, a.mid, a.mlp.h, m.P + m.o->mlp.down, N, F, C);                  // (R, C)
+  if (out) h.row_output(*m.gemm, out, a.mid, a.mlp.h, m.weight(m.o->mlp.down), N, F, C);     // (R, C)
 }
 
 Llama::HeadParams Llama::acquire_head(ParamSource& src, const ParamSegment& next) {
   const ParamSegment head = layout_.head_segment(), emb = layout_.embedding_segment();
   HeadParams h;
   h.norm = src.acquire(head, cfg_.tied_embeddings ? emb : next).f32();
-  h.weight = cfg_.tied_embeddings ? src.acquire(emb, next).f32() : h.norm + cfg_.dim;
+  if (cfg_.tied_embeddings) h.weight = WeightRef(src.acquire(emb, next).f32(), int64_t(emb.offset));
+  else h.weight = WeightRef(h.norm + cfg_.dim, int64_t(head.offset) + cfg_.dim);
   return h;
 }
 
@@ -136,7 +137,7 @@ const float* Llama::head_forward(const HeadParams& h, Activations& acts, int fir
   rmsnorm_forward(acts.final_ln(), acts.final_rstd(), acts.final_out(), h.norm,
                   int(resid_rows(first_row + rows)), C, cfg_.rms_eps);                    // (R, C)
   const float* in = hooks_->column_input(acts.final_ln(), size_t(first_row + rows), C).f32();  // (N, C)
-  matmul_xwt(logits_.data(), in + size_t(first_row) * C, h.weight, rows, C, vocab_.count);  // (rows, V)
+  matmul_xwt(*gemm_, logits_.data(), in + size_t(first_row) * C, h.weight, rows, C, vocab_.count);  // (rows, V)
   return in;
 }
 
@@ -177,7 +178,7 @@ float* Llama::head_backward(const HeadParams& h, GradSink& sink, Activations& ac
   const TypedPtr rounded = logits_grad_rounded();
   if (rounded) ++rounded_grad_uses_;
   const ConstTypedPtr dy = rounded ? ConstTypedPtr(rounded) : ConstTypedPtr(logits_.data());
-  matmul_dyw_dw(d_ln, weight_grad, dy, head_in, h.weight, N, C, vocab_.count);       // (N, C), (V, C)
+  matmul_dyw_dw(*gemm_, d_ln, weight_grad, dy, head_in, h.weight, N, C, vocab_.count);  // (N, C), (V, C)
   zero_rows(d_resid, size_t(R) * C);
   norm_backward(norm_grad, hooks_->column_input_backward(d_ln, size_t(N), C), acts.final_out(), h.norm,
                 acts.final_rstd(), R);
@@ -230,10 +231,11 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
                 P + o.mlp_norm, a.rstd2, R);
   // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
   const float* d_mid = hooks_->row_output_backward(d_resid, N, C);                   // (N, C)
-  matmul_dyw_dw(d_att_.data(), def ? nullptr : G + o.o, resid_grad_for_gemm(d_mid), a.att, P + o.o, N, A, C);
+  matmul_dyw_dw(*gemm_, d_att_.data(), def ? nullptr : G + o.o, resid_grad_for_gemm(d_mid), a.att,
+                block_weight(P, l, o.o), N, A, C);
   if (def) copy_rows(def->d_mid, d_mid, size_t(N) * C);
   float* d_qkv = d_qkv_.data();                                                      // (N, Q)
-  if (!hooks_->attention_backward_overwrites()) zero_rows(d_qkv, size_t(N) * Q);
+  if (!hooks_->attention_backward_overwrites(*gemm_)) zero_rows(d_qkv, size_t(N) * Q);
   resid_grad_rounded_ = false;  // its rounded copy lived in d_qkv_
   // Unrounded (the test's reference): a 16-bit att widened here rather than by the hook.
   const bool staged = a.att.dtype() != DType::f32 && !rounding_in_kernels_;
@@ -243,7 +245,8 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
   const ConstTypedPtr ln1 = def ? ConstTypedPtr() : hooks_->column_input(a.ln1, N, C);  // (N, C)
-  matmul_dyw_dw(d_ln, def ? nullptr : G + o.qkv, d_qkv_gemm, ln1, P + o.qkv, N, C, Q);  // (N, C)
+  matmul_dyw_dw(*gemm_, d_ln, def ? nullptr : G + o.qkv, d_qkv_gemm, ln1, block_weight(P, l, o.qkv), N, C,
+                Q);  // (N, C)
   if (def) copy_rows(def->d_qkv, d_qkv, size_t(N) * Q);
   norm_backward(def ? def->norms : G + o.attn_norm, hooks_->column_input_backward(d_ln, N, C), a.x_in,
                 P + o.attn_norm, a.rstd1, R);
@@ -258,7 +261,7 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
   const bool rounded = m.d_resid_rounded && d_out == d_resid;
   if (rounded && m.rounded_grad_uses) ++*m.rounded_grad_uses;
   const ConstTypedPtr dy = rounded ? m.d_resid_rounded : ConstTypedPtr(d_out);
-  matmul_dyw_dw(m.d_h, def ? nullptr : G + m.o->mlp.down, dy, a.mlp.h, m.P + m.o->mlp.down, N, F,
+  matmul_dyw_dw(*m.gemm, m.d_h, def ? nullptr : G + m.o->mlp.down, dy, a.mlp.h, m.weight(m.o->mlp.down), N, F,
                 C);                                                                  // (N, F)
   if (def) copy_rows(def->d_out, d_out, size_t(N) * C);
   // Only gate/up's two GEMMs read its output gradient: in a 16-bit run SwiGLU's backward writes it
@@ -266,8 +269,8 @@ void ModelHooks::dense_mlp_backward(ModelHooks& h, const MlpCall& m, const float
   const TypedPtr d_gate_up(m.d_gate_up, def ? DType::f32 : a.mlp.gate_up.dtype());
   swiglu_backward(d_gate_up, m.d_h, a.mlp.gate_up, N, F);                            // (N, 2F)
   const ConstTypedPtr ln2 = def ? ConstTypedPtr() : h.column_input(a.ln2, N, C);     // (N, C)
-  matmul_dyw_dw(d_ln, def ? nullptr : G + m.o->mlp.gate_up, d_gate_up, ln2, m.P + m.o->mlp.gate_up, N, C,
-                2 * F);                                                              // (N, C)
+  matmul_dyw_dw(*m.gemm, d_ln, def ? nullptr : G + m.o->mlp.gate_up, d_gate_up, ln2, m.weight(m.o->mlp.gate_up),
+                N, C, 2 * F);                                                        // (N, C)
   if (def) copy_rows(def->d_gate_up, m.d_gate_up, size_t(N) * 2 * F);
 }
 
@@ -285,14 +288,24 @@ AttentionShape Llama::attention_shape(int B, int T) const {
   return {B, T, heads_, kv_heads_, cfg_.head_dim(), Q, Q};
 }
 
+WeightRef Llama::block_weight(const float* P, int l, size_t offset) const {
+  return {P + offset, int64_t(layout_.block_segment(l).offset + offset)};
+}
+
+WeightGradRef Llama::block_grad(float* G, int l, size_t offset) const {
+  return {G + offset, int64_t(layout_.block_segment(l).offset + offset)};
+}
+
 MlpCall Llama::mlp_call(const float* P, int l, const BlockActs& a, int N) {
-  MlpCall m{P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data(),
+  MlpCall m{gemm_, P, &layout_.block_offsets(l), &a, N, cfg_.dim, int(w_.F), d_h_.data(), d_gate_up_.data(),
             staging_.data()};
   if (resid_grad_rounded_) m.d_resid_rounded = ConstTypedPtr(d_qkv_.data(), gemm_grad_dtype());
   m.rounded_grad_uses = &rounded_grad_uses_;
   m.round_in_kernels = rounding_in_kernels_;
+  m.at = int64_t(layout_.block_segment(l).offset);
   if (layout_.block_kind(l) == BlockKind::moe) {
-    m.PE = experts_, m.GE = expert_grads_, m.moe = &cfg_.moe, m.w = &w_, m.router_bias = router_bias(l);
+    m.PE = experts_, m.GE = expert_grads_, m.experts_at = int64_t(layout_.expert_segment(l).offset);
+    m.moe = &cfg_.moe, m.w = &w_, m.router_bias = router_bias(l);
     m.stats = &moe_stats_.layers[size_t(l)], m.loss_scale = loss_scale_, m.moe_scratch = moe_scratch_.data();
   }
   return m;

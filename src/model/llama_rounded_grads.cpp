@@ -13,9 +13,9 @@ namespace ff {
 
 DType Llama::gemm_grad_dtype() const {
   // fp8 stores every activation fp32 (act_dtype_ f32) and quantises inside its GEMMs; a model
-  // run at another precision than it was built for rounds in the GEMMs as before.
-  const bool on = rounding_in_kernels_ && act_dtype_ != DType::f32 && gemm_input_dtype() == act_dtype_ &&
-                  !gemm_fp8();
+  // whose context changed precision after it was built rounds in the GEMMs as before.
+  const bool on =
+      rounding_in_kernels_ && act_dtype_ != DType::f32 && gemm_->input_dtype == act_dtype_ && !gemm_->fp8;
   return on ? act_dtype_ : DType::f32;
 }
 
@@ -63,7 +63,7 @@ ConstTypedPtr Llama::attention_backward_for_gemm(const BlockActs& a, ConstTypedP
   const size_t n = size_t(B) * T * size_t(w_.Q);
   // The serial bf16 kernel (the hooks' own, attention_backward_overwrites) rotates q's and k's
   // gradient back and rounds all three in its last pass: the bits of the two passes below.
-  if (!keep_f32 && gemm_grad_dtype() == DType::bf16 && hooks_->attention_backward_overwrites() &&
+  if (!keep_f32 && gemm_grad_dtype() == DType::bf16 && hooks_->attention_backward_overwrites(*gemm_) &&
       (n * 2 + 3) / 4 <= d_gate_up_.size()) {
     const TypedPtr out(d_gate_up_.data(), DType::bf16);
     hooks_->attention_backward_rope_rounded(out, out.at(size_t(A)), out.at(size_t(kv)), d_att_.data(), a.qkv,
@@ -72,8 +72,8 @@ ConstTypedPtr Llama::attention_backward_for_gemm(const BlockActs& a, ConstTypedP
     ++rounded_grad_uses_;
     return out;
   }
-  hooks_->attention_backward(d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv, att, a.lse,
-                             attention_shape(B, T), staging_.data());
+  hooks_->attention_backward(*gemm_, d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv,
+                             att, a.lse, attention_shape(B, T), staging_.data());
   return qkv_grad_for_gemm(B, T, keep_f32);  // RoPE's backward
 }
 

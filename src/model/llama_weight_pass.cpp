@@ -50,16 +50,16 @@ void Llama::block_weight_grads(const float* P, float* G, int l, const BlockActs&
   // pass; bring them back.
   recompute_block(P, l, a, B, T);
   hooks_->mlp_weight_grads(mlp_call(P, l, a, N), G, def);
-  accumulate_dw(G + o.o, def.d_mid, a.att, N, A, C);
-  accumulate_dw(G + o.qkv, def.d_qkv, hooks_->column_input(a.ln1, N, C), N, C, Q);
+  accumulate_dw(*gemm_, block_grad(G, l, o.o), def.d_mid, a.att, N, A, C);
+  accumulate_dw(*gemm_, block_grad(G, l, o.qkv), def.d_qkv, hooks_->column_input(a.ln1, N, C), N, C, Q);
   for (int i = 0; i < C; ++i) G[o.attn_norm + i] += def.norms[i], G[o.mlp_norm + i] += def.norms[C + i];
 }
 
 void ModelHooks::dense_mlp_weight_grads(ModelHooks& h, const MlpCall& m, float* G, const DeferredGrads& def) {
   const BlockActs& a = *m.a;
   const int N = m.N, C = m.C, F = m.F;
-  accumulate_dw(G + m.o->mlp.down, def.d_out, a.mlp.h, N, F, C);
-  accumulate_dw(G + m.o->mlp.gate_up, def.d_gate_up, h.column_input(a.ln2, N, C), N, C, 2 * F);
+  accumulate_dw(*m.gemm, m.grad(G, m.o->mlp.down), def.d_out, a.mlp.h, N, F, C);
+  accumulate_dw(*m.gemm, m.grad(G, m.o->mlp.gate_up), def.d_gate_up, h.column_input(a.ln2, N, C), N, C, 2 * F);
 }
 
 }  // namespace ff

@@ -9,28 +9,28 @@
 
 namespace ff {
 
-void ModelHooks::row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in,
-                            int C) {
+void ModelHooks::row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, WeightRef W,
+                            int N, int in, int C) {
   // The residual add rides on the GEMM's beta = 1.
   copy_rows(out, resid, size_t(N) * size_t(C));
-  matmul_xwt_add(out, x, W, N, in, C);
+  matmul_xwt_add(g, out, x, W, N, in, C);
 }
 
-void ModelHooks::attention(TypedPtr att, float* lse, const float* q, const float* k, const float* v,
-                           const AttentionShape& s, float* staging) {
-  if (!attention_op && attention_runs_bf16()) return attention_forward_bf16(att, lse, q, k, v, s);
+void ModelHooks::attention(const GemmContext& g, TypedPtr att, float* lse, const float* q, const float* k,
+                           const float* v, const AttentionShape& s, float* staging) {
+  if (!attention_op && attention_runs_bf16(g)) return attention_forward_bf16(att, lse, q, k, v, s);
   const bool staged = att.dtype() != DType::f32;
   float* out = staged ? staging : att.f32();
-  if (attention_op) attention_op->forward(out, lse, q, k, v, s);
-  else attention_forward_run_precision(out, lse, q, k, v, s);
+  if (attention_op) attention_op->forward(g, out, lse, q, k, v, s);
+  else attention_forward_run_precision(g, out, lse, q, k, v, s);
   if (staged) convert_from_f32(att, out, size_t(s.B) * s.T * s.H * s.D);  // rounded once, for o and backward
 }
 
-void ModelHooks::attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
-                                    const float* k, const float* v, ConstTypedPtr att, const float* lse,
-                                    const AttentionShape& s, float* staging) {
-  if (!attention_op && attention_runs_bf16()) {
-    if (attention_backward_overwrites())
+void ModelHooks::attention_backward(const GemmContext& g, float* dq, float* dk, float* dv, const float* d_att,
+                                    const float* q, const float* k, const float* v, ConstTypedPtr att,
+                                    const float* lse, const AttentionShape& s, float* staging) {
+  if (!attention_op && attention_runs_bf16(g)) {
+    if (attention_backward_overwrites(g))
       return attention_backward_bf16_into(dq, dk, dv, ConstTypedPtr(d_att), q, k, v, att, lse, s);
     return attention_backward_bf16(dq, dk, dv, ConstTypedPtr(d_att), q, k, v, att, lse, s);
   }
@@ -38,11 +38,13 @@ void ModelHooks::attention_backward(float* dq, float* dk, float* dv, const float
   const bool staged = att.dtype() != DType::f32;
   if (staged) convert_to_f32(staging, att, size_t(s.B) * s.T * s.H * s.D);
   const float* out = staged ? staging : att.f32();
-  if (attention_op) return attention_op->backward(dq, dk, dv, d_att, q, k, v, out, lse, s);
-  attention_backward_run_precision(dq, dk, dv, d_att, q, k, v, out, lse, s);
+  if (attention_op) return attention_op->backward(g, dq, dk, dv, d_att, q, k, v, out, lse, s);
+  attention_backward_run_precision(g, dq, dk, dv, d_att, q, k, v, out, lse, s);
 }
 
-bool ModelHooks::attention_backward_overwrites() const { return !attention_op && attention_runs_bf16(); }
+bool ModelHooks::attention_backward_overwrites(const GemmContext& g) const {
+  return !attention_op && attention_runs_bf16(g);
+}
 
 void ModelHooks::attention_backward_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, const float* d_att,
                                                  const float* q, const float* k, const float* v, ConstTypedPtr att,

@@ -7,6 +7,9 @@
 // expert parallelism the MLP (all-to-all dispatch to the experts) the same way. The model never
 // calls a collective and has no branch on a parallelism (DESIGN principles 3 and 6).
 //
+// The hooks that run GEMMs or attention are handed the model's GEMM context (Llama::gemm(): the
+// run's precision, fp8 scaling, weight twins), as an argument or in the MlpCall.
+//
 // Rows: N = the micro-batch's tokens; R = resid_rows(N), the residual-stream rows this rank holds
 // (N, or its N/t chunk under sequence parallelism: rows [rank * R, rank * R + R)).
 #include <cstddef>
@@ -14,6 +17,8 @@
 #include <stdexcept>
 
 #include "kernels/flash_attention.h"
+#include "kernels/gemm_context.h"
+#include "kernels/gemm_precision.h"
 #include "model/activations.h"
 #include "model/expert_exchange.h"
 #include "model/moe_stats.h"
@@ -29,11 +34,12 @@ struct VocabRange {
 // One block's MLP sub-layer: out (R, C) = mid + mlp(ln2), reading ln2 and mid from `a` and
 // keeping what its backward needs in a->mlp.
 struct MlpCall {
-  const float* P;         // the block's parameters (its segment)
-  const BlockOffsets* o;  // where its tensors are in P
+  const GemmContext* gemm;  // the model's: what its GEMMs compute
+  const float* P;           // the block's parameters (its segment)
+  const BlockOffsets* o;    // where its tensors are in P
   const BlockActs* a;
-  int N, C, F;            // F: this rank's FFN width
-  float *d_h, *d_gate_up; // backward scratch (N, F), (N, 2F)
+  int N, C, F;              // F: this rank's FFN width
+  float *d_h, *d_gate_up;   // backward scratch (N, F), (N, 2F)
   float* staging = nullptr;  // (N, 2F) fp32 gate/up output before its rounding into a 16-bit a->mlp.gate_up
   // The output gradient (R, C) of the block, rounded by the norm backward that made it (null:
   // none; read only while row_output_backward leaves d_resid where it is).
@@ -49,6 +55,15 @@ struct MlpCall {
   MoeLayerStats* stats = nullptr;      // the step's routing statistics of this layer
   float loss_scale = 0;                // gradient scale of the balancing losses (the CE's)
   float* moe_scratch = nullptr;        // backward scratch, moe_scratch_floats(w, N)
+  // Where P and PE start in the model's flat parameter layout: their tensors' identity.
+  int64_t at = -1, experts_at = -1;
+
+  // The block's tensor at `offset` in P (expert_*: in PE) as a GEMM operand that knows its
+  // parameter (kernels/gemm_precision.h), and its gradient in G (GE).
+  WeightRef weight(size_t offset) const { return {P + offset, at + int64_t(offset)}; }
+  WeightGradRef grad(float* G, size_t offset) const { return {G + offset, at + int64_t(offset)}; }
+  WeightRef expert_weight(size_t offset) const { return {PE + offset, experts_at + int64_t(offset)}; }
+  WeightGradRef expert_grad(size_t offset) const { return {GE + offset, experts_at + int64_t(offset)}; }
 };
 
 // What the input pass of a zero-bubble split keeps for the weight pass, per block: the output
@@ -66,10 +81,11 @@ struct DeferredGrads {
 class AttentionOp {
  public:
   virtual ~AttentionOp() = default;
-  virtual void forward(float* att, float* lse, const float* q, const float* k, const float* v,
-                       const AttentionShape& s) = 0;
-  virtual void backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
-                        const float* v, const float* att, const float* lse, const AttentionShape& s) = 0;
+  virtual void forward(const GemmContext& g, float* att, float* lse, const float* q, const float* k,
+                       const float* v, const AttentionShape& s) = 0;
+  virtual void backward(const GemmContext& g, float* dq, float* dk, float* dv, const float* d_att,
+                        const float* q, const float* k, const float* v, const float* att, const float* lse,
+                        const AttentionShape& s) = 0;
 };
 
 class ModelHooks {
@@ -101,27 +117,27 @@ class ModelHooks {
 
   // A row-parallel GEMM and the residual: out (R, C) = resid + x (N, in) W^T, W (C, in); x may be a
   // 16-bit activation.
-  virtual void row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in,
-                          int C);
+  virtual void row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, WeightRef W,
+                          int N, int in, int C);
   // Dual: dy (R, C) -> the (N, C) gradient of the GEMM's output.
   virtual const float* row_output_backward(const float* dy, size_t /*N*/, int /*C*/) { return dy; }
 
   // Causal attention: att (N, A) in its stored type, lse (B, H, T) from q, k, v (strided rows of
   // the fused qkv). The bf16 kernel writes a bf16 att itself; an attention that writes fp32 only
   // (context parallelism's, fp16's) goes through `staging` ((N, A) fp32) and is rounded after.
-  virtual void attention(TypedPtr att, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, float* staging);
+  virtual void attention(const GemmContext& g, TypedPtr att, float* lse, const float* q, const float* k,
+                         const float* v, const AttentionShape& s, float* staging);
   // Dual: accumulates into dq, dk, dv, or overwrites them where attention_backward_overwrites()
   // (the caller zeroes them only otherwise); att read as stored (widened into `staging` for an
   // fp32-only one).
-  virtual void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
-                                  const float* k, const float* v, ConstTypedPtr att, const float* lse,
-                                  const AttentionShape& s, float* staging);
+  virtual void attention_backward(const GemmContext& g, float* dq, float* dk, float* dv, const float* d_att,
+                                  const float* q, const float* k, const float* v, ConstTypedPtr att,
+                                  const float* lse, const AttentionShape& s, float* staging);
   // The serial bf16 kernel writes every element of dq, dk, dv once, so it overwrites them (a
   // hook returning false makes it add to them, zeroed by the caller: the test's reference). True
   // also tells the model that the hooks' attention backward is that kernel, so that it may call
   // attention_backward_rope_rounded instead (model/llama_rounded_grads.cpp).
-  virtual bool attention_backward_overwrites() const;
+  virtual bool attention_backward_overwrites(const GemmContext& g) const;
   // That kernel with RoPE's backward and the rounding for a bf16 q/k/v GEMM fused into its last
   // pass: dq, dk, dv (bf16, q/k/v strides) overwritten with q's and k's gradients rotated back
   // (tables cos, sin (T, D/2)) and v's, all rounded. Called only where

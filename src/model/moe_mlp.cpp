@@ -54,11 +54,12 @@ size_t moe_scratch_floats(const BlockWidths& w, size_t N) {
 
 void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   check_rows(m);
+  const GemmContext& g = *m.gemm;
   const MoeMlpActs& a = m.a->moe;
   const BlockWidths& w = *m.w;
   const int N = m.N, C = m.C, E = int(w.E), K = int(w.K), Fe = int(w.Fe), Fs = int(w.Fs), ep = int(w.EP);
   const float* x = h.column_input(m.a->ln2, size_t(N), C).f32();                    // (N, C)
-  matmul_xwt(a.logits, x, m.P + m.o->moe.router, N, C, E);                          // (N, E)
+  matmul_xwt(g, a.logits, x, m.weight(m.o->moe.router), N, C, E);                      // (N, E)
   // Statistics only from the pass that produces the output (a recomputation would count twice).
   route_tokens(*m.moe, {N, E, K}, m.router_bias, a, out ? m.stats : nullptr);
   const int32_t* slot = ints(a.slot);
@@ -70,7 +71,7 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   ex.dispatch_begin(a.x_send, a.x_exp, C, counts, E);                               // (M, C)
   // The shared experts need no routed row: they run while the dispatch travels.
   if (Fs > 0) {
-    matmul_xwt(a.shared_gate_up, x, m.P + m.o->moe.shared_gate_up, N, C, 2 * Fs);   // (N, 2Fs)
+    matmul_xwt(g, a.shared_gate_up, x, m.weight(m.o->moe.shared_gate_up), N, C, 2 * Fs);  // (N, 2Fs)
     swiglu_forward(a.shared_h, a.shared_gate_up, N, Fs);                            // (N, Fs)
   }
   ex.dispatch_end();
@@ -79,11 +80,11 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   for (size_t e = 0; e < rows.size(); ++e) {
     const int n = rows[e];
     if (n == 0) continue;
-    const float* W13 = m.PE + e * m.o->moe.expert_stride;
-    const float* W2 = W13 + size_t(2) * Fe * C;
-    matmul_xwt(a.gate_up + r0 * 2 * Fe, a.x_exp + r0 * C, W13, n, C, 2 * Fe);       // (n, 2Fe)
+    const size_t off = e * m.o->moe.expert_stride;
+    const WeightRef W13 = m.expert_weight(off), W2 = m.expert_weight(off + size_t(2) * Fe * C);
+    matmul_xwt(g, a.gate_up + r0 * 2 * Fe, a.x_exp + r0 * C, W13, n, C, 2 * Fe);       // (n, 2Fe)
     swiglu_forward(a.h + r0 * Fe, a.gate_up + r0 * 2 * Fe, n, Fe);                  // (n, Fe)
-    matmul_xwt(a.y_exp + r0 * C, a.h + r0 * Fe, W2, n, Fe, C);                      // (n, C)
+    matmul_xwt(g, a.y_exp + r0 * C, a.h + r0 * Fe, W2, n, Fe, C);                      // (n, C)
     r0 += size_t(n);
   }
   ex.combine_begin(a.y_exp, a.y_send, C, counts, E);                                // (N k kept, C)
@@ -93,8 +94,7 @@ void ModelHooks::moe_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   const int R = int(h.resid_rows(size_t(N))), row0 = int(h.resid_row0(size_t(N)));
   copy_rows(out, m.a->mid, size_t(R) * C);
   if (Fs > 0)
-    gemm_run_precision(false, true, R, C, Fs, 1.0f, a.shared_h + size_t(row0) * Fs, Fs, m.P + m.o->moe.shared_down,
-                       Fs, 1.0f, out, C);
+    matmul_xwt_add(g, out, a.shared_h + size_t(row0) * Fs, m.weight(m.o->moe.shared_down), R, Fs, C);
   ex.combine_end();
   for (int t = row0; t < row0 + R; ++t)
     for (int j = 0; j < K; ++j) {
@@ -112,6 +112,7 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   if (def)
     throw std::logic_error("MoE blocks have no split (zero-bubble) backward; use another pipeline schedule");
   check_rows(m);
+  const GemmContext& g = *m.gemm;
   const MoeMlpActs& a = m.a->moe;
   const BlockWidths& w = *m.w;
   const int N = m.N, C = m.C, E = int(w.E), K = int(w.K), Fe = int(w.Fe), Fs = int(w.Fs), ep = int(w.EP);
@@ -148,11 +149,11 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
   // Shared experts (while the dispatch travels): a dense SwiGLU on every token; its input
   // gradient starts d_ln.
   if (Fs > 0) {
-    matmul_dyw(d_sh, d_out, m.P + m.o->moe.shared_down, N, Fs, C);                  // (N, Fs)
-    accumulate_dw(G + m.o->moe.shared_down, d_out, a.shared_h, N, Fs, C);
+    matmul_dyw(g, d_sh, d_out, m.weight(m.o->moe.shared_down), N, Fs, C);              // (N, Fs)
+    accumulate_dw(g, m.grad(G, m.o->moe.shared_down), d_out, a.shared_h, N, Fs, C);
     swiglu_backward(d_sgu, d_sh, a.shared_gate_up, N, Fs);                          // (N, 2Fs)
-    matmul_dyw(d_ln, d_sgu, m.P + m.o->moe.shared_gate_up, N, C, 2 * Fs);           // (N, C)
-    accumulate_dw(G + m.o->moe.shared_gate_up, d_sgu, x, N, C, 2 * Fs);
+    matmul_dyw(g, d_ln, d_sgu, m.weight(m.o->moe.shared_gate_up), N, C, 2 * Fs);       // (N, C)
+    accumulate_dw(g, m.grad(G, m.o->moe.shared_gate_up), d_sgu, x, N, C, 2 * Fs);
   } else {
     std::memset(d_ln, 0, size_t(N) * C * sizeof(float));
   }
@@ -163,19 +164,18 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
     const int n = rows[e];
     if (n == 0) continue;
     const size_t off = e * m.o->moe.expert_stride, w2 = size_t(2) * Fe * C;
-    const float* W13 = m.PE + off;
-    matmul_dyw(d_h + r0 * Fe, d_y_exp + r0 * C, W13 + w2, n, Fe, C);               // (n, Fe)
-    if (G) accumulate_dw(m.GE + off + w2, d_y_exp + r0 * C, a.h + r0 * Fe, n, Fe, C);
+    matmul_dyw(g, d_h + r0 * Fe, d_y_exp + r0 * C, m.expert_weight(off + w2), n, Fe, C);  // (n, Fe)
+    if (G) accumulate_dw(g, m.expert_grad(off + w2), d_y_exp + r0 * C, a.h + r0 * Fe, n, Fe, C);
     swiglu_backward(d_gate_up + r0 * 2 * Fe, d_h + r0 * Fe, a.gate_up + r0 * 2 * Fe, n, Fe);
-    matmul_dyw(d_x_exp + r0 * C, d_gate_up + r0 * 2 * Fe, W13, n, C, 2 * Fe);       // (n, C)
-    if (G) accumulate_dw(m.GE + off, d_gate_up + r0 * 2 * Fe, a.x_exp + r0 * C, n, C, 2 * Fe);
+    matmul_dyw(g, d_x_exp + r0 * C, d_gate_up + r0 * 2 * Fe, m.expert_weight(off), n, C, 2 * Fe);  // (n, C)
+    if (G) accumulate_dw(g, m.expert_grad(off), d_gate_up + r0 * 2 * Fe, a.x_exp + r0 * C, n, C, 2 * Fe);
     r0 += size_t(n);
   }
   ex.combine_begin(d_x_exp, d_x_send, C, counts, E);                                 // (N k kept, C)
   // The router (while the combine travels): gates and both balancing losses back to the logits,
   // and the logits' weight gradient.
   route_backward(*m.moe, {N, E, K}, a, d_gates, m.loss_scale, d_logits);            // (N, E)
-  accumulate_dw(G + m.o->moe.router, d_logits, x, N, C, E);
+  accumulate_dw(g, m.grad(G, m.o->moe.router), d_logits, x, N, C, E);
   ex.combine_end();
   for (size_t i = 0; i < NK; ++i) {
     if (slot[i] < 0) continue;
@@ -184,8 +184,9 @@ void ModelHooks::moe_mlp_backward(ModelHooks& h, const MlpCall& m, const float* 
     for (int c = 0; c < C; ++c) dl[c] += d[c];
   }
   // The router's input gradient last, so d_ln sums its terms in the order the serial block always has.
-  gemm_run_precision(false, false, N, C, E, 1.0f, d_logits, E, m.P + m.o->moe.router, C, 1.0f, d_ln, C,
-                     GemmRole::dgrad);
+  const WeightRef router = m.weight(m.o->moe.router);
+  gemm_run_precision(g, false, false, N, C, E, 1.0f, d_logits, E, router.data, C, 1.0f, d_ln, C, GemmRole::dgrad,
+                     router.at);
   // Every tp rank computed the whole gradient; the tp sum that follows must count it once
   // (a power-of-two scale: exact).
   if (const int t = h.column_ranks(); t > 1) {

@@ -1,19 +1,17 @@
 #pragma once
-// fp8 delayed scaling needs to know which parameter tensor a GEMM's weight is (its scales are that
-// tensor's, step after step), but a GEMM sees only a pointer, and under ZeRO-2/3 the pointer moves:
-// gradients land in alternating staging buffers, parameters in whichever gather buffer is free.
-// The model reaches every weight through ParamSource/GradSink::acquire of a segment, so the state
-// the model is handed notes each acquired segment's address (Fp8NotingState), and a pointer is
-// resolved to the tensor whose view holds it in the layout, named by its index among the whole
-// model's tensors. The id is then the same in every layout (tp blocks, pipeline stages, ZeRO
-// stages, experts on any ep rank), on every rank and in every run, so amaxes can be reduced by id
-// and checkpointed by name.
+// fp8 delayed scaling keeps its scales per parameter tensor, step after step. The model hands each
+// GEMM its weight's place in its (local) flat parameter layout (WeightRef::at,
+// kernels/gemm_precision.h), whatever buffer holds the values (ZeRO-2/3's staging and gather
+// buffers move); here that place is resolved to the tensor whose view holds it, named by its index
+// among the whole model's tensors. The id is then the same in every layout (tp blocks, pipeline
+// stages, ZeRO stages, experts on any ep rank), on every rank and in every run, so amaxes can be
+// reduced by id and checkpointed by name.
 #include <cstdint>
-#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "parallel/model_state.h"
+#include "model/parameters.h"
 
 namespace ff {
 
@@ -26,24 +24,14 @@ class Fp8TensorIds {
   const std::string& name(int64_t id) const { return names_.at(size_t(id)); }
   // -1 if the whole model has no such tensor.
   int64_t id_of_name(const std::string& name) const;
-  // Segment `seg` of the local layout lives at `data` (fp32) until noted elsewhere.
-  void note(const ParamSegment& seg, const void* data);
-  // The tensor a pointer into a noted segment belongs to; throws (naming the address) otherwise.
-  int64_t id_of(const void* p) const;
+  // The tensor whose view in the local layout holds element `at`; throws (naming it) for an
+  // element outside the layout: a GEMM that is no linear layer of the model.
+  int64_t id_at(int64_t at) const;
 
  private:
-  struct Range {
-    const char* begin;
-    const char* end;
-    size_t flat;  // the local layout's offset of begin
-  };
   std::vector<std::string> names_;
   std::vector<std::pair<size_t, int64_t>> starts_;  // local view offset -> id, ascending
-  std::vector<Range> ranges_;
+  size_t local_total_ = 0;
 };
-
-// `inner` with every segment the model acquires (parameters and gradients) noted in `ids`; all else
-// forwarded unchanged.
-std::unique_ptr<ModelState> note_fp8_segments(std::unique_ptr<ModelState> inner, Fp8TensorIds& ids);
 
 }  // namespace ff

@@ -199,6 +199,13 @@ void GroupedState::load_full(const float* params, const float* m, const float* v
   }
 }
 
+std::vector<const WeightTwinSource*> GroupedState::weight_twins() const {
+  std::vector<const WeightTwinSource*> twins;
+  for (const Group& g : groups_)
+    for (const WeightTwinSource* t : g.state->weight_twins()) twins.push_back(t);
+  return twins;
+}
+
 StateRuns GroupedState::checkpoint_runs(bool for_save) {
   if (single()) return groups_[0].state->checkpoint_runs(for_save);
   StateRuns out;

@@ -34,6 +34,7 @@ class GroupedState final : public ModelState {
   void load_full(const float* params, const float* m, const float* v) override;
   // Each group's runs, cut at its segments' ends and moved to the model's flat coordinates.
   StateRuns checkpoint_runs(bool for_save) override;
+  std::vector<const WeightTwinSource*> weight_twins() const override;  // every group's
   void after_load() override;
   float* segment_grads(const ParamSegment& seg, size_t* count) override;
 

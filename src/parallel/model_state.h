@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/weight_twins.h"
 #include "model/param_access.h"
 #include "model/parameters.h"
 #include "parallel/data/dp_mode.h"
@@ -93,6 +94,9 @@ class ModelState {
   // Full-size tensors a checkpoint keeps beyond parameters and AdamW moments, by section name
   // (DiLoCo's outer state); the same on every rank.
   virtual std::vector<std::pair<std::string, float*>> extra_state() { return {}; }
+  // The 16-bit twins of the parameters this state itself keeps for the model's GEMMs (ZeRO-3's
+  // 16-bit gathers: parallel/zero/gather_pool.h), for the trainer's GEMM context; none by default.
+  virtual std::vector<const WeightTwinSource*> weight_twins() const { return {}; }
 };
 
 // The model's parameter groups (param_group.h: dense over dp x cp, expert over edp) over `mesh`

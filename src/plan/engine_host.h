@@ -18,7 +18,8 @@ struct EngineHost {
   bool native_16bit(Precision p) const;
 };
 
-// This process: its CPU as oneDNN dispatches on it, and the packed-weights switch as set.
-EngineHost this_engine_host(int threads);
+// This process: its CPU as oneDNN dispatches on it; `packed_weights` the run's config key of
+// that name (on unless a run turns it off).
+EngineHost this_engine_host(int threads, bool packed_weights = true);
 
 }  // namespace ff

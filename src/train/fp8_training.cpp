@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "comm/comm.h"
-#include "kernels/gemm_precision.h"
 #include "train/moe_training.h"
 
 namespace ff {
@@ -52,12 +51,7 @@ Fp8Training::Fp8Training(const TrainConfig& c, const ParamLayout& local, const M
                                         : mesh->group({MeshAxis::tp, MeshAxis::cp});
     if (g.size() > 1) group_ = &g;
   }
-  recipe_.set_identity([this](const void* p) { return ids_.id_of(p); }, ids_.count());
-  set_fp8_recipe(&recipe_);
-}
-
-Fp8Training::~Fp8Training() {
-  if (fp8_recipe() == &recipe_) set_fp8_recipe(nullptr);
+  recipe_.set_identity([this](int64_t at) { return ids_.id_at(at); }, ids_.count());
 }
 
 void Fp8Training::end_step() {

@@ -1,7 +1,7 @@
 #pragma once
 // What `precision = fp8` adds to a training run beyond the GEMMs (kernels/fp8_recipe.h):
-//   - tensor identity: the model state the trainer drives notes every segment it hands the model,
-//     so each GEMM's scales belong to a parameter tensor, not to a buffer (ZeRO-2/3 work);
+//   - tensor identity: the model hands each GEMM its weight's place in the parameter layout, so
+//     each GEMM's scales belong to a parameter tensor, not to a buffer (parallel/fp8_tensor_ids.h);
 //   - amax reduction: each step's amaxes are reduced (max) over the ranks of the pipeline stage
 //     (tp x cp x dp), as Transformer Engine reduces over its amax-reduction group, before they
 //     enter the histories, so every replica and every tp rank scales alike, and alike the serial
@@ -13,7 +13,6 @@
 //     a run of another precision ignores them, and an fp8 run from a checkpoint without them
 //     starts its scales afresh;
 //   - evaluation records no amax (held-out batches must not steer the training scales).
-#include <memory>
 #include <vector>
 
 #include "ckpt/sharded_reader.h"
@@ -27,19 +26,15 @@ namespace ff {
 
 class Fp8Training {
  public:
-  // local: this rank's layout; parts: its stage's parts. Installs the recipe for its life.
-  // Collective over the mesh (creates the reduction group).
+  // local: this rank's layout; parts: its stage's parts. The recipe is for the run's GEMM context
+  // (kernels/gemm_context.h). Collective over the mesh (creates the reduction group).
   Fp8Training(const TrainConfig& c, const ParamLayout& local, const ModelParts& parts, const Mesh* mesh);
-  ~Fp8Training();
   Fp8Training(const Fp8Training&) = delete;
   Fp8Training& operator=(const Fp8Training&) = delete;
 
-  // The state to hand the model: `s` with its segments noted for tensor identity.
-  std::unique_ptr<ModelState> wrap(std::unique_ptr<ModelState> s) {
-    return note_fp8_segments(std::move(s), ids_);
-  }
   void end_step();  // collective over the reduction group
   const Fp8Recipe& recipe() const { return recipe_; }
+  Fp8Recipe& recipe() { return recipe_; }
 
   // Recording off for its life (evaluation). Null: nothing.
   class NotRecording {

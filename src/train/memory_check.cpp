@@ -19,7 +19,7 @@ LayoutSpec layout_of(const TrainConfig& c) {
 
 MemoryCheck check_memory_fits(const TrainConfig& c) {
   const LayoutSpec L = layout_of(c);
-  const EngineHost host = this_engine_host(c.threads);
+  const EngineHost host = this_engine_host(c.threads, c.packed_weights);
   MemoryCheck r;
   r.estimate = estimate_peak_memory(c.model, L, host);
   const int64_t available = machine_available_bytes();

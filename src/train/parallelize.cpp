@@ -4,13 +4,12 @@
 
 #include "ckpt/full_tensors.h"
 #include "kernels/adamw.h"
-#include "kernels/gemm_precision.h"
 #include "parallel/weight_copy_of_state.h"
 #include "train/dp_mode_config.h"
 
 namespace ff {
 
-ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* tracer)
+ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* tracer, GemmContext& gemm)
     : cfg_(cfg), mesh_(mesh), tracer_(tracer) {
   if (mesh_) {
     const MeshDegrees d = mesh_->degrees();
@@ -42,7 +41,7 @@ ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* t
   }
   model_ = std::make_unique<Llama>(cp_ ? cp_->local_model(cfg_.model) : cfg_.model, cfg_.micro_batch,
                                    cfg_.recompute, slicer_.get(), hooks,
-                                   pp_size_ > 1 || parts_.expert_count >= 0 ? &parts_ : nullptr);
+                                   pp_size_ > 1 || parts_.expert_count >= 0 ? &parts_ : nullptr, &gemm);
   if (cp_) model_->set_positions(cp_->layout().positions());
   if (cfg_.model.moe.enabled()) moe_ = std::make_unique<MoeTraining>(*model_, cfg_, mesh_, tracer_);
   if (tp_size_ > 1) tp_replicas_ = std::make_unique<TensorReplicas>(model_->layout(), *tp_, cfg_.sp);
@@ -53,11 +52,14 @@ ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* t
                             DataParallelConfig{cfg_.zero, cfg_.bucket_mb, cfg_.grad_sync, dp_mode_config(cfg_),
                                                cfg_.zero3_gather, cfg_.grad_reduce_dtype},
                             mesh_, tracer_, replicas);
-  const bool fp8 = gemm_fp8();
-  if (fp8)  // the scales follow each parameter tensor through whatever buffer holds it
-    fp8_ = std::make_unique<Fp8Training>(cfg_, model_->layout(), parts_, mesh_),
-    state_ = fp8_->wrap(std::move(state_));
-  weight_copy_ = make_weight_copy(*state_, gemm_input_dtype(), fp8, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);
+  if (gemm.fp8) {  // the scales follow each parameter tensor by its place in the layout
+    fp8_ = std::make_unique<Fp8Training>(cfg_, model_->layout(), parts_, mesh_);
+    gemm.fp8_recipe = &fp8_->recipe();
+  }
+  // 16-bit runs: the weights rounded once per step, or ZeRO-3's gathered 16-bit buffers.
+  weight_copy_ = make_weight_copy(*state_, gemm.input_dtype, gemm.fp8, cfg_.zero == 3 && cfg_.dp * cfg_.cp > 1);
+  if (weight_copy_) gemm.twins.push_back(weight_copy_.get());
+  for (const WeightTwinSource* t : state_->weight_twins()) gemm.twins.push_back(t);
   if (pp_size_ > 1) {
     executor_ = std::make_unique<PipelineExecutor>(
         PipeScheduleSpec{cfg_.schedule, pp_size_, cfg_.grad_accum, cfg_.chunks}, *pp_,

@@ -11,6 +11,7 @@
 
 #include "comm/mesh.h"
 #include "io/trace.h"
+#include "kernels/gemm_context.h"
 #include "kernels/weight_copy.h"
 #include "model/llama.h"
 #include "parallel/context/context_parallel.h"
@@ -30,8 +31,10 @@ namespace ff {
 class ParallelModel {
  public:
   // Collective over the mesh (null: one process): every rank builds its groups in the same order.
-  // cfg is resolved and validated (its degrees are the mesh's); tracer may be null.
-  ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* tracer);
+  // cfg is resolved and validated (its degrees are the mesh's); tracer may be null. The model
+  // computes its GEMMs as `gemm` says; this adds to it the fp8 recipe and the 16-bit weight twins
+  // it builds, so `gemm` must outlive this object.
+  ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* tracer, GemmContext& gemm);
   ~ParallelModel();
   ParallelModel(const ParallelModel&) = delete;
   ParallelModel& operator=(const ParallelModel&) = delete;
@@ -84,7 +87,7 @@ class ParallelModel {
   std::unique_ptr<Llama> model_;
   std::unique_ptr<MoeTraining> moe_;               // a model with MoE blocks
   std::unique_ptr<ModelState> state_;
-  std::unique_ptr<Fp8Training> fp8_;               // precision = fp8: scales by tensor, installed for its life
+  std::unique_ptr<Fp8Training> fp8_;               // precision = fp8: scales by tensor, the context's recipe
   std::unique_ptr<WeightCopy> weight_copy_;        // 16-bit runs: the weights rounded once per step
   std::unique_ptr<PipelineExecutor> executor_;     // pp > 1
   std::unique_ptr<LlamaStages> stages_;            // pp > 1

@@ -12,8 +12,6 @@
 
 #include "comm/flight_recorder.h"
 #include "io/atomic_file.h"
-#include "kernels/packed_weights.h"
-#include "kernels/wgrad_rows.h"
 #include "model/precision.h"
 #include "train/fault_injection.h"
 #include "train/memory_check.h"
@@ -40,9 +38,11 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     throw std::runtime_error(fmt::format("config: simulate_straggler names rank {} but the job has {} ranks",
                                          straggler_.rank, world_size()));
   omp_set_num_threads(cfg_.threads);
-  precision_.emplace(gemm_input_dtype_of(cfg_.precision));
-  fp8_ = cfg_.precision == Precision::fp8;
-  set_gemm_fp8(fp8_);
+  gemm_.input_dtype = gemm_input_dtype_of(cfg_.precision);
+  gemm_.fp8 = cfg_.precision == Precision::fp8;
+  gemm_.packed_weights = cfg_.packed_weights;
+  gemm_.wgrad_rows = cfg_.wgrad_rows;
+  gemm_.counts = &gemm_counts_;
   if (cfg_.precision == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
   // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
@@ -54,8 +54,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         "{}), or re-run `fivefold prepare --vocab {}`",
         cfg_.model.vocab_size, tokenizer.path, tokenizer.vocab_size, tokenizer.vocab_size, cfg_.model.vocab_size));
   validate_train_config(cfg_);  // again: the shape checks now see the tokenizer's vocab_size
-  set_packed_weights_enabled(cfg_.packed_weights);  // before the estimate, which counts the packed copies
-  set_wgrad_rows_enabled(cfg_.wgrad_rows);
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
@@ -72,7 +70,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   val_tokens_ = tokens.val;
 
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
-  par_ = std::make_unique<ParallelModel>(cfg_, mesh_, tracer_.get());
+  par_ = std::make_unique<ParallelModel>(cfg_, mesh_, tracer_.get(), gemm_);
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
@@ -102,11 +100,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     fs::copy_file(tokenizer.path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
   }
   report_ = std::make_unique<ProgressReport>(cfg_, out_dir_, mesh_, step_);
-}
-
-Trainer::~Trainer() {
-  par_.reset();  // before the fp8 switches below: its fp8 state installed the recipe
-  if (fp8_) set_gemm_fp8(false), set_fp8_recipe(nullptr);
 }
 
 double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {

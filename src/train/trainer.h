@@ -16,7 +16,7 @@
 #include "comm/mesh.h"
 #include "io/data_loader.h"
 #include "io/trace.h"
-#include "kernels/gemm_precision.h"
+#include "kernels/gemm_context.h"
 #include "train/dp_mode_config.h"
 #include "train/loss_scaler.h"
 #include "train/lr_schedule.h"
@@ -34,7 +34,6 @@ class Trainer {
   // mesh: the ranks and their axes (null: one process); cfg.dp, cp, tp, pp must equal its
   // degrees. The mesh must outlive the trainer.
   Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh = nullptr);
-  ~Trainer();
   // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
   void run();
   // One optimizer step on the next global batch; returns its record (loss over all ranks).
@@ -49,6 +48,9 @@ class Trainer {
   const Llama& model() const { return par_->model(); }
   // precision = fp8 only: the delayed scales of every tensor
   const Fp8Recipe* fp8_scaling() const { return par_->fp8() ? &par_->fp8()->recipe() : nullptr; }
+  // What the model's GEMMs compute, and (tests) how many took which path.
+  const GemmContext& gemm_context() const { return gemm_; }
+  const GemmCounts& gemm_counts() const { return gemm_counts_; }
   ContextParallel* context() { return par_->context(); }  // null unless cp > 1
   // The full parameters (gathered from the ZeRO-3 shards and tensor-parallel blocks; collective;
   // for tests and inspection, never used by checkpoints).
@@ -93,8 +95,10 @@ class Trainer {
   std::shared_ptr<const std::vector<int32_t>> val_tokens_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<LossScaler> scaler_;            // precision = fp16
-  std::optional<GemmInputDtypeScope> precision_;  // the run's GEMM inputs; restored on destruction
-  bool fp8_ = false;                              // precision = fp8: set_gemm_fp8 for the trainer's life
+  // What the run's GEMMs compute (precision, fp8 scaling, weight twins, packing), read by the
+  // model at every GEMM: declared before the model, so it outlives it. The counts are for tests.
+  GemmContext gemm_;
+  GemmCounts gemm_counts_;
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ParallelModel> par_;
   LrSchedule schedule_;

@@ -91,7 +91,7 @@ TEST(ActStore, SwigluReadingA16BitGateUpIsTheFp32KernelOnTheWidenedValues) {
 // The three GEMMs of a linear layer in a bf16 run, x (N, in) given fp32 (rounded inside) or
 // stored bf16: every output bitwise the same.
 TEST(ActStore, GemmsReadingAStoredBf16OperandMatchRoundingInside) {
-  const ff::GemmInputDtypeScope bf16(ff::DType::bf16);
+  const ff::GemmContext bf16{.input_dtype = ff::DType::bf16};
   const int N = 37, in = 48, out = 40;
   const auto x = to_float(randn(size_t(N) * in, 4, 1.0));
   const auto W = to_float(randn(size_t(out) * in, 5, 0.1));
@@ -100,32 +100,32 @@ TEST(ActStore, GemmsReadingAStoredBf16OperandMatchRoundingInside) {
   const ff::ConstTypedPtr stored(x16.data(), ff::DType::bf16);
 
   std::vector<float> y_a(size_t(N) * out), y_b(y_a.size());
-  ff::gemm_run_precision(false, true, N, out, in, 1.0f, x.data(), in, W.data(), in, 0.0f, y_a.data(), out);
-  ff::gemm_run_precision(false, true, N, out, in, 1.0f, stored, in, W.data(), in, 0.0f, y_b.data(), out);
+  ff::gemm_run_precision(bf16, false, true, N, out, in, 1.0f, x.data(), in, W.data(), in, 0.0f, y_a.data(), out);
+  ff::gemm_run_precision(bf16, false, true, N, out, in, 1.0f, stored, in, W.data(), in, 0.0f, y_b.data(), out);
   EXPECT_EQ(std::memcmp(y_a.data(), y_b.data(), y_a.size() * 4), 0) << "forward";
 
   std::vector<float> dx_a(x.size()), dx_b(x.size()), dW_a(W.size(), 0.5f), dW_b(W.size(), 0.5f);
-  ff::linear_backward_run_precision(dx_a.data(), dW_a.data(), dy.data(), x.data(), W.data(), N, in, out);
-  ff::linear_backward_run_precision(dx_b.data(), dW_b.data(), dy.data(), stored, W.data(), N, in, out);
+  ff::linear_backward_run_precision(bf16, dx_a.data(), dW_a.data(), dy.data(), x.data(), W.data(), N, in, out);
+  ff::linear_backward_run_precision(bf16, dx_b.data(), dW_b.data(), dy.data(), stored, W.data(), N, in, out);
   EXPECT_EQ(std::memcmp(dx_a.data(), dx_b.data(), dx_a.size() * 4), 0) << "dgrad";
   EXPECT_EQ(std::memcmp(dW_a.data(), dW_b.data(), dW_a.size() * 4), 0) << "wgrad";
   // dy arriving 16-bit (gate/up's, from SwiGLU's backward) as well: the same bits again.
   const auto dy16 = rounded(dy, ff::DType::bf16);
   std::vector<float> dx_e(x.size()), dW_e(W.size(), 0.5f);
-  ff::linear_backward_run_precision(dx_e.data(), dW_e.data(), ff::ConstTypedPtr(dy16.data(), ff::DType::bf16),
+  ff::linear_backward_run_precision(bf16, dx_e.data(), dW_e.data(), ff::ConstTypedPtr(dy16.data(), ff::DType::bf16),
                                     stored, W.data(), N, in, out);
   EXPECT_EQ(std::memcmp(dx_a.data(), dx_e.data(), dx_a.size() * 4), 0) << "dgrad, dy stored";
   EXPECT_EQ(std::memcmp(dW_a.data(), dW_e.data(), dW_a.size() * 4), 0) << "wgrad, dy stored";
 
   std::vector<float> dW_c(W.size(), 0.5f), dW_d(W.size(), 0.5f);
-  ff::accumulate_weight_grad(dW_c.data(), dy.data(), x.data(), N, in, out);
-  ff::accumulate_weight_grad(dW_d.data(), dy.data(), stored, N, in, out);
+  ff::accumulate_weight_grad(bf16, dW_c.data(), dy.data(), x.data(), N, in, out);
+  ff::accumulate_weight_grad(bf16, dW_d.data(), dy.data(), stored, N, in, out);
   EXPECT_EQ(std::memcmp(dW_c.data(), dW_d.data(), dW_c.size() * 4), 0) << "wgrad alone";
   EXPECT_EQ(std::memcmp(dW_a.data(), dW_c.data(), dW_a.size() * 4), 0) << "the two wgrad paths";
   // And the rounding is real: the fp32 GEMM of the same operands differs.
-  const ff::GemmInputDtypeScope fp32(ff::DType::f32);
+  const ff::GemmContext fp32;
   std::vector<float> y_f(y_a.size());
-  ff::gemm_run_precision(false, true, N, out, in, 1.0f, x.data(), in, W.data(), in, 0.0f, y_f.data(), out);
+  ff::gemm_run_precision(fp32, false, true, N, out, in, 1.0f, x.data(), in, W.data(), in, 0.0f, y_f.data(), out);
   EXPECT_NE(std::memcmp(y_a.data(), y_f.data(), y_a.size() * 4), 0);
 }
 

@@ -32,22 +32,29 @@ struct Shape {
 struct Products {
   std::vector<float> y, dx;
 };
-Products run(const std::vector<float>& x, const float* W, const std::vector<float>& dy, Shape s,
-             bool accumulate) {
+Products run(const ff::GemmContext& g, const std::vector<float>& x, const float* W, const std::vector<float>& dy,
+             Shape s, bool accumulate) {
   Products p{std::vector<float>(size_t(s.N) * s.out, 0.25f), std::vector<float>(size_t(s.N) * s.in)};
-  ff::gemm_run_precision(false, true, s.N, s.out, s.in, 1.0f, x.data(), s.in, W, s.in,
+  ff::gemm_run_precision(g, false, true, s.N, s.out, s.in, 1.0f, x.data(), s.in, W, s.in,
                          accumulate ? 1.0f : 0.0f, p.y.data(), s.out);
-  ff::gemm_run_precision(false, false, s.N, s.in, s.out, 1.0f, dy.data(), s.out, W, s.in, 0.0f, p.dx.data(),
+  ff::gemm_run_precision(g, false, false, s.N, s.in, s.out, 1.0f, dy.data(), s.out, W, s.in, 0.0f, p.dx.data(),
                          s.in, ff::GemmRole::dgrad);
   return p;
 }
 
-Products run_plain(const std::vector<float>& x, const float* W, const std::vector<float>& dy, Shape s,
-                   bool accumulate) {
-  ff::set_packed_weights_enabled(false);
-  Products p = run(x, W, dy, s, accumulate);
-  ff::set_packed_weights_enabled(true);
-  return p;
+// The same products with packing off: the plain layout.
+Products run_plain(const ff::GemmContext& g, const std::vector<float>& x, const float* W,
+                   const std::vector<float>& dy, Shape s, bool accumulate) {
+  ff::GemmContext plain = g;
+  plain.packed_weights = false;
+  return run(plain, x, W, dy, s, accumulate);
+}
+
+// A bf16 context whose GEMMs read `copy`.
+ff::GemmContext bf16_reading(const ff::WeightCopy& copy) {
+  ff::GemmContext g{.input_dtype = ff::DType::bf16};
+  g.twins.push_back(&copy);
+  return g;
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
@@ -69,15 +76,15 @@ int64_t params_bytes() {
 
 TEST(PackedWeights, ProductsAreBitwiseThePlainOnesOnOddShapes) {
   if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
-  const ff::GemmInputDtypeScope bf16(ff::DType::bf16);
   for (Shape s : {Shape{37, 96, 80}, Shape{53, 71, 45}, Shape{256, 384, 1152}, Shape{1, 64, 64}}) {
     for (bool accumulate : {false, true}) {
       std::vector<float> params = to_float(randn(size_t(2) * s.out * s.in + 7, 1));
       const float* W = params.data() + size_t(s.out) * s.in;  // the second of two weights in one buffer
       const auto x = to_float(randn(size_t(s.N) * s.in, 2)), dy = to_float(randn(size_t(s.N) * s.out, 3));
       ff::WeightCopy copy({{params.data(), params.size()}}, ff::DType::bf16);
+      const ff::GemmContext bf16 = bf16_reading(copy);
       const ff::FreshWeightCopy fresh(&copy);
-      const Products plain = run_plain(x, W, dy, s, accumulate), packed = run(x, W, dy, s, accumulate);
+      const Products plain = run_plain(bf16, x, W, dy, s, accumulate), packed = run(bf16, x, W, dy, s, accumulate);
       EXPECT_EQ(copy.packed().packings(), 2u) << s.N << "x" << s.in << "x" << s.out;  // x W^T and dy W
       EXPECT_TRUE(bitwise_equal(packed.y, plain.y)) << s.N << "x" << s.in << "x" << s.out << accumulate;
       EXPECT_TRUE(bitwise_equal(packed.dx, plain.dx)) << s.N << "x" << s.in << "x" << s.out;
@@ -98,22 +105,22 @@ TEST(PackedWeights, ProductsAreBitwiseThePlainOnesOnOddShapes) {
 
 TEST(PackedWeights, PackedOncePerRefreshAndReadTheNewWeightsAfterAStep) {
   if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
-  const ff::GemmInputDtypeScope bf16(ff::DType::bf16);
   const Shape s{64, 96, 80};
   std::vector<float> W = to_float(randn(size_t(s.out) * s.in, 4));
   const auto x = to_float(randn(size_t(s.N) * s.in, 5)), dy = to_float(randn(size_t(s.N) * s.out, 6));
   const int64_t before = params_bytes();
   {
     ff::WeightCopy copy({{W.data(), W.size()}}, ff::DType::bf16);
+    const ff::GemmContext bf16 = bf16_reading(copy);
     Products first;
     {
       const ff::FreshWeightCopy fresh(&copy);
-      first = run(x, W.data(), dy, s, false);
-      run(x, W.data(), dy, s, false);  // the second micro-batch: no packing
+      first = run(bf16, x, W.data(), dy, s, false);
+      run(bf16, x, W.data(), dy, s, false);  // the second micro-batch: no packing
       EXPECT_EQ(copy.packed().packings(), 2u);
       // A smaller M (an evaluation batch) reuses the packing.
       std::vector<float> y(size_t(5) * s.out);
-      ff::gemm_run_precision(false, true, 5, s.out, s.in, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f,
+      ff::gemm_run_precision(bf16, false, true, 5, s.out, s.in, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f,
                              y.data(), s.out);
       EXPECT_EQ(copy.packed().packings(), 2u);
       EXPECT_EQ(std::memcmp(y.data(), first.y.data(), y.size() * sizeof(float)), 0);
@@ -125,14 +132,14 @@ TEST(PackedWeights, PackedOncePerRefreshAndReadTheNewWeightsAfterAStep) {
     for (float& w : W) w *= -0.5f;
     {
       const ff::FreshWeightCopy fresh(&copy);
-      const Products after = run(x, W.data(), dy, s, false), plain = run_plain(x, W.data(), dy, s, false);
+      const Products after = run(bf16, x, W.data(), dy, s, false), plain = run_plain(bf16, x, W.data(), dy, s, false);
       EXPECT_EQ(copy.packed().packings(), 4u);
       EXPECT_TRUE(bitwise_equal(after.y, plain.y));
       EXPECT_TRUE(bitwise_equal(after.dx, plain.dx));
       EXPECT_FALSE(bitwise_equal(after.y, first.y));  // the old packing was not read
     }
     // Stale (outside a step): products round per call, no packing is read or made.
-    const Products stale = run(x, W.data(), dy, s, false), plain = run_plain(x, W.data(), dy, s, false);
+    const Products stale = run(bf16, x, W.data(), dy, s, false), plain = run_plain(bf16, x, W.data(), dy, s, false);
     EXPECT_EQ(copy.packed().packings(), 4u);
     EXPECT_TRUE(bitwise_equal(stale.y, plain.y));
   }
@@ -140,15 +147,15 @@ TEST(PackedWeights, PackedOncePerRefreshAndReadTheNewWeightsAfterAStep) {
 }
 
 TEST(PackedWeights, ASliceOfAWeightRunsPlain) {
-  const ff::GemmInputDtypeScope bf16(ff::DType::bf16);
   const Shape s{16, 64, 48};
   std::vector<float> W = to_float(randn(size_t(s.out) * s.in, 7));
   const auto x = to_float(randn(size_t(s.N) * s.in, 8));
   ff::WeightCopy copy({{W.data(), W.size()}}, ff::DType::bf16);
+  const ff::GemmContext bf16 = bf16_reading(copy);
   const ff::FreshWeightCopy fresh(&copy);
   std::vector<float> y(size_t(s.N) * s.out);
   // The first 32 input columns of W (ldb = in > K): not a dense matrix, so not packed.
-  ff::gemm_run_precision(false, true, s.N, s.out, 32, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f, y.data(),
+  ff::gemm_run_precision(bf16, false, true, s.N, s.out, 32, 1.0f, x.data(), s.in, W.data(), s.in, 0.0f, y.data(),
                          s.out);
   EXPECT_EQ(copy.packed().packings(), 0u);
   EXPECT_EQ(copy.packed().bytes(), 0u);

@@ -2,8 +2,9 @@
 // on odd shapes, at 2 and 3 threads, accumulating into an existing gradient and overwriting one,
 // it agrees with a double-precision product of the same 16-bit operands (an independent
 // computation: fp32 accumulation over K terms is all that may differ); the split path really ran
-// (its counter); at 1 thread, or switched off, nothing is split and the model's backward gives
-// bitwise the plain oneDNN product it gave before the split existed.
+// (it says so, and the context's counter counts it); at 1 thread, or switched off in the context,
+// nothing is split and the model's backward gives bitwise the plain oneDNN product it gave before
+// the split existed.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -56,12 +57,10 @@ TEST(WgradRows, AgreesWithADoubleProductOfTheSameBf16Operands) {
         const auto b = bf16_of(to_float(randn(size_t(s.K) * ldb, 12)));
         const std::vector<float> c0 = to_float(randn(size_t(s.M) * ldc, 13)), aw = widened(a), bw = widened(b);
         std::vector<float> c = c0;
-        const long before = ff::wgrad_rows_products();
         ASSERT_TRUE(ff::wgrad_rows_per_thread(s.M, s.N, s.K, ff::ConstTypedPtr(a.data(), ff::DType::bf16), lda,
                                               ff::ConstTypedPtr(b.data(), ff::DType::bf16), ldb, beta, c.data(),
                                               ldc))
             << s.M << "x" << s.N << "x" << s.K << " at " << threads << " threads";
-        EXPECT_EQ(ff::wgrad_rows_products(), before + 1);
         for (int i = 0; i < s.M; ++i) {
           for (int j = 0; j < s.N; ++j) {
             double sum = beta * double(c0[size_t(i) * ldc + j]), mag = std::fabs(sum);
@@ -80,17 +79,22 @@ TEST(WgradRows, AgreesWithADoubleProductOfTheSameBf16Operands) {
 }
 
 // dW += dy^T x through the model's linear backward, its dx discarded.
-std::vector<float> model_weight_grad(const std::vector<float>& dy, const std::vector<uint16_t>& x16,
-                                     const std::vector<float>& W, std::vector<float> dW, int N, int in, int out) {
+std::vector<float> model_weight_grad(const ff::GemmContext& g, const std::vector<float>& dy,
+                                     const std::vector<uint16_t>& x16, const std::vector<float>& W,
+                                     std::vector<float> dW, int N, int in, int out) {
   std::vector<float> dx(size_t(N) * in);
-  ff::linear_backward_run_precision(dx.data(), dW.data(), dy.data(), ff::ConstTypedPtr(x16.data(), ff::DType::bf16),
+  ff::linear_backward_run_precision(g, dx.data(), dW.data(), dy.data(), ff::ConstTypedPtr(x16.data(), ff::DType::bf16),
                                     W.data(), N, in, out);
   return dW;
 }
 
 TEST(WgradRows, OneThreadOrSwitchedOffGivesThePlainProductBitwise) {
   if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is split";
-  const ff::GemmInputDtypeScope bf16(ff::DType::bf16);
+  ff::GemmCounts counts;
+  ff::GemmContext bf16{.input_dtype = ff::DType::bf16};
+  bf16.counts = &counts;
+  ff::GemmContext bf16_off = bf16;
+  bf16_off.wgrad_rows = false;
   const int N = 96, in = 80, out = 112;
   const auto dy = to_float(randn(size_t(N) * out, 21)), W = to_float(randn(size_t(out) * in, 22));
   const auto x16 = bf16_of(to_float(randn(size_t(N) * in, 23)));
@@ -108,24 +112,22 @@ TEST(WgradRows, OneThreadOrSwitchedOffGivesThePlainProductBitwise) {
   };
   {
     const Threads team(2);
-    ff::set_wgrad_rows_enabled(false);
-    const long before = ff::wgrad_rows_products();
-    const auto off = model_weight_grad(dy, x16, W, dW0, N, in, out);
-    ff::set_wgrad_rows_enabled(true);
-    EXPECT_EQ(ff::wgrad_rows_products(), before);
+    const long before = counts.wgrad_rows_products.load();
+    const auto off = model_weight_grad(bf16_off, dy, x16, W, dW0, N, in, out);
+    EXPECT_EQ(counts.wgrad_rows_products.load(), before);
     EXPECT_TRUE(bitwise(off, plain)) << "switched off";
-    const auto on = model_weight_grad(dy, x16, W, dW0, N, in, out);
-    EXPECT_EQ(ff::wgrad_rows_products(), before + 1);
+    const auto on = model_weight_grad(bf16, dy, x16, W, dW0, N, in, out);
+    EXPECT_EQ(counts.wgrad_rows_products.load(), before + 1);
     for (size_t i = 0; i < on.size(); ++i) ASSERT_NEAR(on[i], plain[i], 2e-5 * (std::fabs(plain[i]) + 1.0)) << i;
   }
   {
     const Threads team(1);
-    const long before = ff::wgrad_rows_products();
+    const long before = counts.wgrad_rows_products.load();
     std::vector<float> one_thread_plain = dW0;
     ff::gemm(true, false, out, in, N, 1.0f, ff::ConstTypedPtr(dy16.data(), ff::DType::bf16), out,
              ff::ConstTypedPtr(x16.data(), ff::DType::bf16), in, 1.0f, ff::TypedPtr(one_thread_plain.data()), in);
-    EXPECT_TRUE(bitwise(model_weight_grad(dy, x16, W, dW0, N, in, out), one_thread_plain)) << "1 thread";
-    EXPECT_EQ(ff::wgrad_rows_products(), before);
+    EXPECT_TRUE(bitwise(model_weight_grad(bf16, dy, x16, W, dW0, N, in, out), one_thread_plain)) << "1 thread";
+    EXPECT_EQ(counts.wgrad_rows_products.load(), before);
   }
 }
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/gemm_precision.h"
+#include "kernels/gemm_context.h"
 #include "model_fixture.h"
 #include "oracle_dump_util.h"
 
@@ -25,9 +25,9 @@ int main(int argc, char** argv) {
   }
   // --bf16: the model's GEMMs read bf16 inputs (precision = bf16), checked against the same
   // float64 oracle at a bf16 tolerance.
-  GemmInputDtypeScope precision(bf16 ? DType::bf16 : DType::f32);
+  const GemmContext precision{.input_dtype = bf16 ? DType::bf16 : DType::f32};
   const int B = 3, T = c.seq_len, N = B * T;
-  Llama model(c, B, Recompute::none);
+  Llama model(c, B, Recompute::none, nullptr, nullptr, nullptr, &precision);
   const size_t n = model.layout().total();
   std::vector<float> params(n), grads(n, 0.0f);
   init_parameters(params.data(), model.layout(), c, 2024);

@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-#include "kernels/gemm_precision.h"
+#include "kernels/gemm_context.h"
 #include "model_fixture.h"
 
 using namespace ff;
@@ -23,11 +23,11 @@ namespace {
 struct CountingHooks : ModelHooks {
   size_t overwrites = 0, rope_roundings = 0;
 
-  void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
-                          const float* v, ConstTypedPtr att, const float* lse, const AttentionShape& s,
-                          float* staging) override {
-    overwrites += attention_backward_overwrites();
-    ModelHooks::attention_backward(dq, dk, dv, d_att, q, k, v, att, lse, s, staging);
+  void attention_backward(const GemmContext& g, float* dq, float* dk, float* dv, const float* d_att,
+                          const float* q, const float* k, const float* v, ConstTypedPtr att, const float* lse,
+                          const AttentionShape& s, float* staging) override {
+    overwrites += attention_backward_overwrites(g);
+    ModelHooks::attention_backward(g, dq, dk, dv, d_att, q, k, v, att, lse, s, staging);
   }
   void attention_backward_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, const float* d_att, const float* q,
                                        const float* k, const float* v, ConstTypedPtr att, const float* lse,
@@ -39,7 +39,7 @@ struct CountingHooks : ModelHooks {
 
 // The same, but the attention backward adds into zeroed gradients as before.
 struct AccumulatingHooks : CountingHooks {
-  bool attention_backward_overwrites() const override { return false; }
+  bool attention_backward_overwrites(const GemmContext&) const override { return false; }
 };
 
 struct Pass {
@@ -51,11 +51,11 @@ struct Pass {
 Pass run(DType precision, Recompute policy, bool overwrite) {
   const ModelConfig c = testkit::small_gqa_config();
   const int B = 4, T = c.seq_len;
-  const GemmInputDtypeScope scope(precision);
+  const GemmContext gemm{.input_dtype = precision};
   CountingHooks overwriting;
   AccumulatingHooks accumulating;
   CountingHooks& hooks = overwrite ? overwriting : accumulating;
-  Llama model(c, B, policy, nullptr, &hooks);
+  Llama model(c, B, policy, nullptr, &hooks, nullptr, &gemm);
   const size_t n = model.layout().total();
   std::vector<float> params(n), grads(n, 0.0f);
   init_parameters(params.data(), model.layout(), c, 9);

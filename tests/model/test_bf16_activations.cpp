@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/gemm_precision.h"
+#include "kernels/gemm_context.h"
 #include "model_fixture.h"
 
 using namespace ff;
@@ -24,18 +24,15 @@ struct Result {
   int64_t activation_bytes;
 };
 
-// The model is built while `stored` is the GEMM input type (that fixes its activations' type),
-// then trained one micro-batch with bf16 GEMM inputs.
+// The model is built with a context whose GEMM input type is `stored` (that fixes its activations'
+// type), then trained one micro-batch with that context switched to bf16 GEMM inputs.
 Result run(DType stored, Recompute policy) {
   ModelConfig c = testkit::small_gqa_config();
   const int B = 4, T = c.seq_len;
   const int a = int(MemCategory::activations);
   const int64_t before = MemoryLedger::instance().snapshot().current[a];
-  std::unique_ptr<Llama> model;
-  {
-    const GemmInputDtypeScope build(stored);
-    model = std::make_unique<Llama>(c, B, policy);
-  }
+  GemmContext gemm{.input_dtype = stored};
+  const auto model = std::make_unique<Llama>(c, B, policy, nullptr, nullptr, nullptr, &gemm);
   Result r;
   r.activation_bytes = MemoryLedger::instance().snapshot().current[a] - before;
   const size_t n = model->layout().total();
@@ -44,7 +41,7 @@ Result run(DType stored, Recompute policy) {
   testkit::perturb_norms(params.data(), model->layout(), 3);
   auto tokens = testkit::random_tokens(B * T, c.vocab_size, 4);
   auto targets = testkit::random_tokens(B * T, c.vocab_size, 5);
-  const GemmInputDtypeScope bf16(DType::bf16);
+  gemm.input_dtype = DType::bf16;
   r.loss = model->forward_backward(params.data(), grads.data(), tokens.data(), targets.data(), B, T, 1.0f / (B * T));
   r.grads = std::move(grads);
   return r;

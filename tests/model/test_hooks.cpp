@@ -29,24 +29,25 @@ class CountingHooks final : public ModelHooks {
     ++calls["column_input_backward"];
     return ModelHooks::column_input_backward(d, N, width);
   }
-  void row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in, int C) override {
+  void row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, WeightRef W, int N, int in,
+                  int C) override {
     ++calls["row_output"];
-    ModelHooks::row_output(out, resid, x, W, N, in, C);
+    ModelHooks::row_output(g, out, resid, x, W, N, in, C);
   }
   const float* row_output_backward(const float* dy, size_t N, int C) override {
     ++calls["row_output_backward"];
     return ModelHooks::row_output_backward(dy, N, C);
   }
-  void attention(TypedPtr att, float* lse, const float* q, const float* k, const float* v, const AttentionShape& s,
-                 float* staging) override {
+  void attention(const GemmContext& g, TypedPtr att, float* lse, const float* q, const float* k, const float* v,
+                 const AttentionShape& s, float* staging) override {
     ++calls["attention"];
-    ModelHooks::attention(att, lse, q, k, v, s, staging);
+    ModelHooks::attention(g, att, lse, q, k, v, s, staging);
   }
-  void attention_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
-                          const float* v, ConstTypedPtr att, const float* lse, const AttentionShape& s,
-                          float* staging) override {
+  void attention_backward(const GemmContext& g, float* dq, float* dk, float* dv, const float* d_att, const float* q,
+                          const float* k, const float* v, ConstTypedPtr att, const float* lse,
+                          const AttentionShape& s, float* staging) override {
     ++calls["attention_backward"];
-    ModelHooks::attention_backward(dq, dk, dv, d_att, q, k, v, att, lse, s, staging);
+    ModelHooks::attention_backward(g, dq, dk, dv, d_att, q, k, v, att, lse, s, staging);
   }
   void mlp(const MlpCall& m, float* out) override {
     ++calls["mlp"];

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/gemm_precision.h"
+#include "kernels/gemm_context.h"
 #include "model_fixture.h"
 
 using namespace ff;
@@ -26,8 +26,8 @@ struct Pass {
 Pass run(DType precision, Recompute policy, bool rounding_in_kernels) {
   const ModelConfig c = testkit::small_gqa_config();
   const int B = 4, T = c.seq_len;
-  const GemmInputDtypeScope scope(precision);
-  Llama model(c, B, policy);
+  const GemmContext gemm{.input_dtype = precision};
+  Llama model(c, B, policy, nullptr, nullptr, nullptr, &gemm);
   model.set_rounding_in_kernels(rounding_in_kernels);
   const size_t n = model.layout().total();
   std::vector<float> params(n), grads(n, 0.0f);

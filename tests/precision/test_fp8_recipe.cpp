@@ -68,14 +68,11 @@ TEST(Fp8Recipe, GemmUsesTheDelayedScales) {
   for (int i = 0; i < M * K; ++i) A[i] = 0.3f * std::sin(1.3f * i) + 0.01f * i;
   for (int i = 0; i < N * K; ++i) B[i] = 0.02f * std::cos(0.7f * i);
   Fp8Recipe recipe;
-  set_gemm_fp8(true);
-  set_fp8_recipe(&recipe);
+  const GemmContext fp8{.fp8 = true, .fp8_recipe = &recipe};
   std::vector<float> C1(M * N), C2(M * N);
-  gemm_run_precision(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C1.data(), N);  // step 1: scale 1
+  gemm_run_precision(fp8, false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C1.data(), N);  // step 1: scale 1
   recipe.end_step();
-  gemm_run_precision(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C2.data(), N);  // step 2: delayed
-  set_fp8_recipe(nullptr);
-  set_gemm_fp8(false);
+  gemm_run_precision(fp8, false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C2.data(), N);  // step 2: delayed
   float amax_a = 0, amax_b = 0;
   for (float x : A) amax_a = std::max(amax_a, std::fabs(x));
   for (float x : B) amax_b = std::max(amax_b, std::fabs(x));

@@ -8,7 +8,6 @@
 
 #include "core/memory.h"
 #include "kernels/gemm.h"
-#include "kernels/packed_weights.h"
 #include "plan/layout_workspace.h"
 #include "test_data.h"
 #include "train/memory_check.h"
@@ -38,7 +37,8 @@ Outcome train(bool packed) {
   o.params_bytes = MemoryLedger::instance().snapshot().current[int(MemCategory::params)];
   LayoutSpec L = layout_of(c);
   L.gemm = Precision::bf16;
-  o.predicted_packed = packed_weight_bytes(t.model().layout(), c.model, L, this_engine_host(c.threads));
+  o.predicted_packed =
+      packed_weight_bytes(t.model().layout(), c.model, L, this_engine_host(c.threads, c.packed_weights));
   return o;
 }
 

@@ -10,7 +10,6 @@
 #include <string>
 
 #include "kernels/gemm.h"
-#include "kernels/wgrad_rows.h"
 #include "test_data.h"
 #include "train/trainer.h"
 #include "train_fixtures.h"
@@ -30,16 +29,13 @@ Outcome train(Precision precision, bool rows) {
   c.threads = 2;
   c.precision = precision;
   c.wgrad_rows = rows;
-  const long before = wgrad_rows_products();
   Outcome o;
-  {
-    Trainer t(c, testkit::temp_dir(std::string("wgrad_rows_") + precision_name(precision) + (rows ? "_on" : "_off")), nullptr);
-    t.quiet = true;
-    for (int s = 0; s < c.steps; ++s) t.train_step();
-    o.history = t.history();
-  }
-  o.split_products = wgrad_rows_products() - before;
-  set_wgrad_rows_enabled(true);
+  Trainer t(c, testkit::temp_dir(std::string("wgrad_rows_") + precision_name(precision) + (rows ? "_on" : "_off")),
+            nullptr);
+  t.quiet = true;
+  for (int s = 0; s < c.steps; ++s) t.train_step();
+  o.history = t.history();
+  o.split_products = t.gemm_counts().wgrad_rows_products.load();
   return o;
 }
 

@@ -71,8 +71,8 @@ void ContextAttention::wait_exposed(CommRequest& r, const char* what) {
   }
 }
 
-void ContextAttention::attend_piece(float* att, float* lse, const float* q, const float* piece, int src,
-                                    const AttentionShape& s) {
+void ContextAttention::attend_piece(const GemmContext& gemm, float* att, float* lse, const float* q, const float* piece,
+                                    int src, const AttentionShape& s) {
   TraceScope scope(tracer_, "attention blocks of rank " + std::to_string(src), "cp compute");
   const int c = s.T / 2;
   const auto mine = layout_.chunks_of(layout_.rank()), theirs = layout_.chunks_of(src);
@@ -89,15 +89,16 @@ void ContextAttention::attend_piece(float* att, float* lse, const float* q, cons
       blk.l_head = c, blk.l_batch = long(s.H) * c;
       const float* kp = piece + size_t(bk) * c * size_t(blk.kv_row);
       const float* qa = q + size_t(a) * c * s.q_stride;
-      block_flops_ += attention_block_forward_run_precision(part, part_lse, qa, kp, kp + s.Hkv * s.D, blk);
+      block_flops_ +=
+          attention_block_forward_run_precision(gemm, part, part_lse, qa, kp, kp + s.Hkv * s.D, blk);
       const MergeLayout p{s.B, c, s.H, s.D, blk.o_batch, blk.o_row, blk.l_batch, blk.l_head};
       attention_merge(att + size_t(a) * c * s.H * s.D, lse + size_t(a) * c, acc, part, part_lse, p);
     }
 }
 
-void ContextAttention::attend_piece_backward(float* dq, float* dpiece, const float* d_att, const float* q,
-                                             const float* piece, const float* att, const float* lse, int src,
-                                             const AttentionShape& s) {
+void ContextAttention::attend_piece_backward(const GemmContext& gemm, float* dq, float* dpiece, const float* d_att,
+                                             const float* q, const float* piece, const float* att, const float* lse,
+                                             int src, const AttentionShape& s) {
   TraceScope scope(tracer_, "attention backward blocks of rank " + std::to_string(src), "cp compute");
   const int c = s.T / 2;
   const auto mine = layout_.chunks_of(layout_.rank()), theirs = layout_.chunks_of(src);
@@ -108,36 +109,37 @@ void ContextAttention::attend_piece_backward(float* dq, float* dpiece, const flo
       const AttentionBlock blk = chunk_block(s, c, q_pos, k_pos);
       const size_t qa = size_t(a) * c, kb = size_t(bk) * c * size_t(blk.kv_row);
       const size_t oa = qa * s.H * s.D;
-      block_flops_ += attention_block_backward_run_precision(dq + qa * s.q_stride, dpiece + kb,
-                                                            dpiece + kb + s.Hkv * s.D, d_att + oa,
-                                                            q + qa * s.q_stride, piece + kb,
-                                                            piece + kb + s.Hkv * s.D, att + oa, lse + qa, blk);
+      block_flops_ += attention_block_backward_run_precision(gemm, dq + qa * s.q_stride, dpiece + kb,
+                                                             dpiece + kb + s.Hkv * s.D, d_att + oa,
+                                                             q + qa * s.q_stride, piece + kb,
+                                                             piece + kb + s.Hkv * s.D, att + oa, lse + qa, blk);
     }
 }
 
-void ContextAttention::forward(float* att, float* lse, const float* q, const float* k, const float* v,
-                               const AttentionShape& s) {
-  if (mode_ == CpComm::a2a) return a2a_forward(att, lse, q, k, v, s);
+void ContextAttention::forward(const GemmContext& gemm, float* att, float* lse, const float* q, const float* k,
+                               const float* v, const AttentionShape& s) {
+  if (mode_ == CpComm::a2a) return a2a_forward(gemm, att, lse, q, k, v, s);
   // Every row starts empty: out 0, lse -inf; each piece's blocks merge in.
   const size_t n_out = size_t(s.B) * s.T * s.H * s.D, n_lse = size_t(s.B) * s.H * s.T;
   for (size_t i = 0; i < n_out; ++i) att[i] = 0;
   for (size_t i = 0; i < n_lse; ++i) lse[i] = -std::numeric_limits<float>::infinity();
   pack_piece(buffer(kv_[0], piece_floats(s)), k, v, s);
-  if (mode_ == CpComm::ring) ring_forward(att, lse, q, s);
-  else gather_forward(att, lse, q, s);
+  if (mode_ == CpComm::ring) ring_forward(gemm, att, lse, q, s);
+  else gather_forward(gemm, att, lse, q, s);
 }
 
-void ContextAttention::backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
-                                const float* k, const float* v, const float* att, const float* lse,
+void ContextAttention::backward(const GemmContext& gemm, float* dq, float* dk, float* dv, const float* d_att,
+                                const float* q, const float* k, const float* v, const float* att, const float* lse,
                                 const AttentionShape& s) {
-  if (mode_ == CpComm::a2a) return a2a_backward(dq, dk, dv, d_att, q, k, v, att, lse, s);
+  if (mode_ == CpComm::a2a) return a2a_backward(gemm, dq, dk, dv, d_att, q, k, v, att, lse, s);
   pack_piece(buffer(kv_[0], piece_floats(s)), k, v, s);
-  const float* own = mode_ == CpComm::ring ? ring_backward(dq, d_att, q, att, lse, s)
-                                           : gather_backward(dq, d_att, q, att, lse, s);
+  const float* own = mode_ == CpComm::ring ? ring_backward(gemm, dq, d_att, q, att, lse, s)
+                                           : gather_backward(gemm, dq, d_att, q, att, lse, s);
   add_piece(dk, dv, own, s);  // this rank's own dK/dV, back from its travels
 }
 
-void ContextAttention::ring_forward(float* att, float* lse, const float* q, const AttentionShape& s) {
+void ContextAttention::ring_forward(const GemmContext& gemm, float* att, float* lse, const float* q,
+                                    const AttentionShape& s) {
   const int cp = layout_.cp(), r = layout_.rank();
   const size_t n = piece_floats(s);
   float* cur = kv_[0].data();
@@ -148,7 +150,7 @@ void ContextAttention::ring_forward(float* att, float* lse, const float* q, cons
       send = group_.send_async(cur, n, (r + 1) % cp, 0);
       recv = group_.recv_async(next, n, (r + cp - 1) % cp, 0);
     }
-    attend_piece(att, lse, q, cur, (r - step + cp) % cp, s);
+    attend_piece(gemm, att, lse, q, cur, (r - step + cp) % cp, s);
     if (step + 1 < cp) {
       wait_exposed(recv, "K/V recv");
       wait_exposed(send, "K/V send");
@@ -161,8 +163,8 @@ void ContextAttention::ring_forward(float* att, float* lse, const float* q, cons
 // piece it holds into a scratch buffer while the piece's accumulator is still arriving from the
 // previous rank, then adds the two and sends the sum on: the hop overlaps the compute, and only
 // the add waits for it. After cp steps every accumulator is back with its owner.
-const float* ContextAttention::ring_backward(float* dq, const float* d_att, const float* q, const float* att,
-                                             const float* lse, const AttentionShape& s) {
+const float* ContextAttention::ring_backward(const GemmContext& gemm, float* dq, const float* d_att, const float* q,
+                                             const float* att, const float* lse, const AttentionShape& s) {
   const int cp = layout_.cp(), r = layout_.rank();
   const size_t n = piece_floats(s);
   float* cur = kv_[0].data();
@@ -181,7 +183,7 @@ const float* ContextAttention::ring_backward(float* dq, const float* d_att, cons
     }
     float* share = step == 0 ? into : mine;
     std::fill(share, share + n, 0.0f);
-    attend_piece_backward(dq, share, d_att, q, cur, att, lse, (r - step + cp) % cp, s);
+    attend_piece_backward(gemm, dq, share, d_att, q, cur, att, lse, (r - step + cp) % cp, s);
     if (step > 0) {
       wait_exposed(drecv, "dK/dV recv");
       for (size_t i = 0; i < n; ++i) into[i] += mine[i];
@@ -204,16 +206,17 @@ const float* ContextAttention::ring_backward(float* dq, const float* d_att, cons
   return home;
 }
 
-void ContextAttention::gather_forward(float* att, float* lse, const float* q, const AttentionShape& s) {
+void ContextAttention::gather_forward(const GemmContext& gemm, float* att, float* lse, const float* q,
+                                      const AttentionShape& s) {
   const int cp = layout_.cp();
   const size_t n = piece_floats(s);
   float* all = buffer(full_, n * cp);
   CommRequest g = group_.all_gather_async(kv_[0].data(), all, n * cp);
   wait_exposed(g, "K/V all-gather");
-  for (int src = 0; src < cp; ++src) attend_piece(att, lse, q, all + src * n, src, s);
+  for (int src = 0; src < cp; ++src) attend_piece(gemm, att, lse, q, all + src * n, src, s);
 }
 
-const float* ContextAttention::gather_backward(float* dq, const float* d_att, const float* q,
+const float* ContextAttention::gather_backward(const GemmContext& gemm, float* dq, const float* d_att, const float* q,
                                               const float* att, const float* lse, const AttentionShape& s) {
   const int cp = layout_.cp();
   const size_t n = piece_floats(s);
@@ -223,7 +226,7 @@ const float* ContextAttention::gather_backward(float* dq, const float* d_att, co
   wait_exposed(g, "K/V all-gather");
   for (size_t i = 0; i < n * cp; ++i) dall[i] = 0;
   for (int src = 0; src < cp; ++src)
-    attend_piece_backward(dq, dall + src * n, d_att, q, all + src * n, att, lse, src, s);
+    attend_piece_backward(gemm, dq, dall + src * n, d_att, q, all + src * n, att, lse, src, s);
   float* own = buffer(dkv_[0], n);
   CommRequest rs = group_.reduce_scatter_async(dall, own, n * cp);
   wait_exposed(rs, "dK/dV reduce-scatter");

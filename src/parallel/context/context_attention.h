@@ -30,10 +30,11 @@ class ContextAttention final : public AttentionOp {
   // group: the cp group (rank i holds layout.chunks_of(i)); both must outlive this object.
   ContextAttention(const Comm& group, const ContextLayout& layout, CpComm mode, Tracer* tracer = nullptr);
   // s: this rank's local shape (T = the local rows, T/cp of the sequence).
-  void forward(float* att, float* lse, const float* q, const float* k, const float* v,
+  void forward(const GemmContext& gemm, float* att, float* lse, const float* q, const float* k, const float* v,
                const AttentionShape& s) override;
-  void backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
-                const float* v, const float* att, const float* lse, const AttentionShape& s) override;
+  void backward(const GemmContext& gemm, float* dq, float* dk, float* dv, const float* d_att, const float* q,
+                const float* k, const float* v, const float* att, const float* lse,
+                const AttentionShape& s) override;
   // Seconds this rank spent waiting on K/V transfers (after its compute was done), since the last
   // reset: the exposed communication.
   double exposed_seconds() const { return exposed_us_ * 1e-6; }
@@ -47,22 +48,22 @@ class ContextAttention final : public AttentionOp {
  private:
   float* buffer(TrackedBuffer<float>& b, size_t n);
   // Local queries against the K/V piece (B, T, 2 Hkv D) of rank src: blocks merged into att/lse.
-  void attend_piece(float* att, float* lse, const float* q, const float* piece, int src,
+  void attend_piece(const GemmContext& gemm, float* att, float* lse, const float* q, const float* piece, int src,
                     const AttentionShape& s);
   // The backward of attend_piece: into dq (q's strides) and dpiece (the piece's layout).
-  void attend_piece_backward(float* dq, float* dpiece, const float* d_att, const float* q, const float* piece,
-                             const float* att, const float* lse, int src, const AttentionShape& s);
-  void ring_forward(float* att, float* lse, const float* q, const AttentionShape& s);
+  void attend_piece_backward(const GemmContext& gemm, float* dq, float* dpiece, const float* d_att, const float* q,
+                             const float* piece, const float* att, const float* lse, int src, const AttentionShape& s);
+  void ring_forward(const GemmContext& gemm, float* att, float* lse, const float* q, const AttentionShape& s);
   // The backward variants return this rank's own dK/dV piece.
-  const float* ring_backward(float* dq, const float* d_att, const float* q, const float* att,
+  const float* ring_backward(const GemmContext& gemm, float* dq, const float* d_att, const float* q, const float* att,
                              const float* lse, const AttentionShape& s);
-  void gather_forward(float* att, float* lse, const float* q, const AttentionShape& s);
-  const float* gather_backward(float* dq, const float* d_att, const float* q, const float* att,
+  void gather_forward(const GemmContext& gemm, float* att, float* lse, const float* q, const AttentionShape& s);
+  const float* gather_backward(const GemmContext& gemm, float* dq, const float* d_att, const float* q, const float* att,
                                const float* lse, const AttentionShape& s);
-  void a2a_forward(float* att, float* lse, const float* q, const float* k, const float* v,
+  void a2a_forward(const GemmContext& gemm, float* att, float* lse, const float* q, const float* k, const float* v,
                    const AttentionShape& s);
-  void a2a_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q, const float* k,
-                    const float* v, const float* att, const float* lse, const AttentionShape& s);
+  void a2a_backward(const GemmContext& gemm, float* dq, float* dk, float* dv, const float* d_att, const float* q,
+                    const float* k, const float* v, const float* att, const float* lse, const AttentionShape& s);
   void wait_exposed(CommRequest& r, const char* what);
 
   const Comm& group_;

@@ -96,8 +96,8 @@ void rows_to_lse(float* lse, const float* rows, long stride, int B, int H, int T
 
 }  // namespace
 
-void ContextAttention::a2a_forward(float* att, float* lse, const float* q, const float* k, const float* v,
-                                   const AttentionShape& s) {
+void ContextAttention::a2a_forward(const GemmContext& gemm, float* att, float* lse, const float* q, const float* k,
+                                   const float* v, const AttentionShape& s) {
   const int cp = layout_.cp(), T = layout_.seq_len(), hq = s.H / cp, hk = s.Hkv / cp, D = s.D;
   const size_t rows = size_t(s.B) * s.T, W = size_t(hq + 2 * hk) * D, Wo = size_t(hq) * D + hq;
   float* send = buffer(a2a_[0], cp * rows * std::max(W, Wo));
@@ -112,7 +112,7 @@ void ContextAttention::a2a_forward(float* att, float* lse, const float* q, const
   {
     TraceScope scope(tracer_, "attention (my heads, whole sequence)", "cp compute");
     const int w = int(W);
-    attention_forward_run_precision(out, l_full, qkv, qkv + hq * D, qkv + (hq + hk) * D,
+    attention_forward_run_precision(gemm, out, l_full, qkv, qkv + hq * D, qkv + (hq + hk) * D,
                                     {s.B, T, hq, hk, D, w, w});
   }
   // out (B, T, hq, D) is dense; spread it to rows of Wo with the lse beside each row.
@@ -133,8 +133,8 @@ void ContextAttention::a2a_forward(float* att, float* lse, const float* q, const
   rows_to_lse(lse, lrows, s.H, s.B, s.H, s.T);
 }
 
-void ContextAttention::a2a_backward(float* dq, float* dk, float* dv, const float* d_att, const float* q,
-                                    const float* k, const float* v, const float* att, const float* lse,
+void ContextAttention::a2a_backward(const GemmContext& gemm, float* dq, float* dk, float* dv, const float* d_att,
+                                    const float* q, const float* k, const float* v, const float* att, const float* lse,
                                     const AttentionShape& s) {
   const int cp = layout_.cp(), T = layout_.seq_len(), hq = s.H / cp, hk = s.Hkv / cp, D = s.D;
   const size_t rows = size_t(s.B) * s.T, W = size_t(hq + 2 * hk) * D, Wo = size_t(2 * hq) * D + hq;
@@ -170,7 +170,7 @@ void ContextAttention::a2a_backward(float* dq, float* dk, float* dv, const float
     TraceScope scope(tracer_, "attention backward (my heads, whole sequence)", "cp compute");
     const int w = int(W);
     const float *qf = qkv, *kf = qkv + hq * D, *vf = qkv + (hq + hk) * D;
-    attention_backward_run_precision(dqkv, dqkv + hq * D, dqkv + (hq + hk) * D, dout, qf, kf, vf, out, l_full,
+    attention_backward_run_precision(gemm, dqkv, dqkv + hq * D, dqkv + (hq + hk) * D, dout, qf, kf, vf, out, l_full,
                                      {s.B, T, hq, hk, D, w, w});
   }
   sequence_to_rows(send, dqkv, layout_, s.B, W);

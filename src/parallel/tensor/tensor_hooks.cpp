@@ -47,10 +47,10 @@ const float* TensorParallelHooks::sum_partial(size_t n_full) {
   return row_full_.data();
 }
 
-void TensorParallelHooks::row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N,
-                                     int in, int C) {
+void TensorParallelHooks::row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x,
+                                     WeightRef W, int N, int in, int C) {
   const size_t n = resid_rows(size_t(N)) * size_t(C), n_full = size_t(N) * size_t(C);
-  matmul_xwt(row_full_.data(), x, W, N, in, C);
+  matmul_xwt(g, row_full_.data(), x, W, N, in, C);
   const float* y = sum_partial(n_full);
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i) out[i] = resid[i] + y[i];

@@ -28,7 +28,8 @@ class TensorParallelHooks final : public ModelHooks {
   float* column_input_backward(float* d_full, size_t N, int width) override;
   // Each rank's GEMM gives a partial sum over its slice of `in`; the residual joins after the
   // reduction, once.
-  void row_output(float* out, const float* resid, ConstTypedPtr x, const float* W, int N, int in, int C) override;
+  void row_output(const GemmContext& g, float* out, const float* resid, ConstTypedPtr x, WeightRef W, int N,
+                  int in, int C) override;
   const float* row_output_backward(const float* dy, size_t N, int C) override;
   // Vocab-parallel lookup: each rank fills the rows of its tokens, the group sums.
   void embedding(float* x, const int32_t* tokens, const float* E, int N, int C, VocabRange vocab) override;

@@ -16,14 +16,10 @@ GatherPool::GatherPool(const ShardLayout& shards, const float* param_shard, cons
     if (gather_dtype_ != DType::f32)
       s.data16.allocate(shards.max_segment(), gather_dtype_, MemCategory::workspace);
   }
-  if (gather_dtype_ != DType::f32) {
-    shard16_.allocate(shards.shard_size(), gather_dtype_, MemCategory::params);
-    register_weight_twins(this);
-  }
+  if (gather_dtype_ != DType::f32) shard16_.allocate(shards.shard_size(), gather_dtype_, MemCategory::params);
 }
 
 GatherPool::~GatherPool() {
-  if (gather_dtype_ != DType::f32) unregister_weight_twins(this);
   for (Slot& s : slots_)
     if (s.has_pending) s.pending.wait();
 }

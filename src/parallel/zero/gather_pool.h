@@ -9,13 +9,14 @@
 // optimizer step into a 16-bit shard (2 bytes per element, params), the segments are all-gathered
 // in 16 bits, and the model gets the gathered values widened to fp32 (norm weights and the
 // embedding included, as FSDP's bf16 param_dtype does), while its GEMMs read the gathered 16-bit
-// buffer itself (a WeightTwinSource, kernels/weight_copy.h): no rounding per GEMM.
+// buffer itself (a WeightTwinSource, kernels/weight_twins.h, in the trainer's GEMM context): no
+// rounding per GEMM.
 #include <vector>
 
 #include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/memory.h"
-#include "kernels/weight_copy.h"
+#include "kernels/weight_twins.h"
 #include "io/trace.h"
 #include "model/param_access.h"
 #include "parallel/zero/shard_layout.h"
@@ -33,6 +34,7 @@ class GatherPool final : public ParamSource, public WeightTwinSource {
   void release(const ParamSegment& seg) override;
   // Parameters changed (optimizer step): every gathered copy is stale.
   void invalidate();
+  bool gathers_16bit() const { return gather_dtype_ != DType::f32; }
   int gathers() const { return gathers_; }          // collectives issued, for tests
   int prefetch_hits() const { return prefetch_hits_; }  // acquires served by a prefetch
   // The gathered 16-bit values of an acquired segment's [w, w + n) (16-bit gathers only).

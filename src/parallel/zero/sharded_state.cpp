@@ -165,6 +165,11 @@ void ShardedState::load_full(const float* params, const float* m, const float* v
   if (gather_) gather_->invalidate();
 }
 
+std::vector<const WeightTwinSource*> ShardedState::weight_twins() const {
+  if (!gather_ || !gather_->gathers_16bit()) return {};
+  return {gather_.get()};
+}
+
 StateRuns ShardedState::checkpoint_runs(bool for_save) {
   StateRuns r;
   // Stages 1 and 2 hold the full parameters; each rank saves only its own chunks of them.

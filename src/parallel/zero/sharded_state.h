@@ -43,6 +43,8 @@ class ShardedState final : public ModelState {
     return grad_shard_.data() + s.shard_at;
   }
   const GatherPool* gather_pool() const { return gather_.get(); }  // stage 3 only
+  // Stage 3 with 16-bit gathers: the gather buffers, which the GEMMs read as the weights' twins.
+  std::vector<const WeightTwinSource*> weight_twins() const override;
 
  private:
   class Stage1Sink;
