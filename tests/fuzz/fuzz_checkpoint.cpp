@@ -84,7 +84,7 @@ TEST(FuzzCheckpoint, DamagedCopiesAreRefusedOrLoadIdentically) {
   }
 }
 
-// Defect 5 of issue 16: each of these forgeries used to load.
+// Each of these forgeries used to load.
 TEST(FuzzCheckpoint, ForgedFieldsAreRefusedNamingTheField) {
   const Scratch scratch;
   const std::string dir = scratch.path(), good_path = dir + "/good.bin", path = dir + "/forged.bin";
