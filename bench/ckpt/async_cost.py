@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The cost of saving while training (issue 10): the bench model (configs/bench.toml, ~12M
+"""The cost of saving while training: the bench model (configs/bench.toml, ~12M
 parameters) on 2 ranks (dp 2, ZeRO 1, one thread per rank, micro-batch 4), 20 steps, without
 periodic saves, with a synchronous save every 10 steps and with an asynchronous one every 10 steps
 (so one periodic save, at step 10, with 10 steps after it to hide behind; every run also saves at

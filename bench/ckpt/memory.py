@@ -1,12 +1,12 @@
 #!/usr/bin/python3
-"""Sharded checkpoints (issue 10): memory.
+"""Sharded checkpoints: memory.
 
 Part 1, memory. The 110M model (dim 1024, 8 layers, 16 heads, ffn 2816, vocab 4096, seq 128,
 micro-batch 1) under ZeRO-3 on 2 and 4 ranks, one thread per rank: a run that trains 2 steps and
 saves, then a run that resumes from that checkpoint, trains 1 step and saves. Each rank reports
 its peak RSS (VmHWM) beside the memory ledger's peak (bench_ckpt_memory). Before sharded
 checkpoints every rank built the full params and both moments to save, and read the whole file
-twice to resume (issue 10's table: 2.60 GB RSS at 1.19 GiB ledger on 2 ranks).
+twice to resume (measured then: 2.60 GB RSS at 1.19 GiB ledger on 2 ranks).
 
 The cost of saving (part 2 before) is bench/ckpt/async_cost.py's, in its own section.
 

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Issue 10's 8-rank resharding case (also CTest sharded_checkpoint_reshard_8_ranks): pp 2 x tp 2 x
-# dp 2 ZeRO 3 saves at step 4 and serial, tp 2 x dp 2 ZeRO 3 and itself resume it, and tp 2 x dp 2
-# ZeRO 3's save resumes under pp 2 x tp 2 x dp 2, each continuing with a straight serial run's
+# The 8-rank case of checkpoint resharding (also CTest sharded_checkpoint_reshard_8_ranks): pp 2 x
+# tp 2 x dp 2 ZeRO 3 saves at step 4 and serial, tp 2 x dp 2 ZeRO 3 and itself resume it, and tp 2 x
+# dp 2 ZeRO 3's save resumes under pp 2 x tp 2 x dp 2, each continuing with a straight serial run's
 # losses and gradient norms (1e-5), and bitwise a straight run's under the layout that saved.
 # Prints one line per case and PASS/FAIL.
 # usage: sh bench/ckpt/reshard_8_ranks.sh [BUILD_DIR]

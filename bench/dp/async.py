@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 14: synchronous DP against local SGD, DiLoCo and bounded-staleness async DP.
+"""Synchronous DP against local SGD, DiLoCo and bounded-staleness async DP.
 
 `small` on 2 ranks (one thread each, 8 sequences per rank per step), the same steps for every mode.
 Losses and timings are separate runs, so that the long loss runs need not hold the quiet lane:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 14: the learning-rate scaling rule with the global batch, as validation loss at equal samples.
+"""The learning-rate scaling rule with the global batch, as validation loss at equal samples.
 
 The serial run (global batch 8, lr tuned for 8) against dp 2 (global batch 16) with lr_scaling =
 linear, sqrt or none. The warm-up spans the same samples in every run (20 serial steps = 10 dp

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""MoE benchmarks (issue 13) on configs/small.toml's shape, in two parts run apart and one table:
+"""MoE benchmarks on configs/small.toml's shape, in two parts run apart and one table:
 
   --part timing (run it through /work/bin/bench-quiet: tokens/s are timings), rounds alternating:
     1. dense `small` vs an 8-expert top-2 MoE with the same active parameters per token (expert

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""One measured step broken into the step-time model's terms (issue 15), next to the prediction.
+"""One measured step broken into the step-time model's terms, next to the prediction.
 
   bench-quiet profile_terms.py --data DIR --cluster C2.toml --save OUT.json   (runs; ~1 min)
   profile_terms.py --publish OUT.json [--write]                                (the table)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The planner against measured runs (issue 15). Two phases, so the timing runs happen once, in
+"""The planner against measured runs. Two phases, so the timing runs happen once, in
 the quiet lane, and the predictions never see them:
 
   measure:  bench-quiet validate.py --data DIR --measure OUT.json

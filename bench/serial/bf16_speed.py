@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bf16 training speed on the `bench` model (issue 11): fivefold fp32, fivefold bf16 and PyTorch
+"""bf16 training speed on the `bench` model: fivefold fp32, fivefold bf16 and PyTorch
 1.13 with bf16 autocast, run alternately round after round in one invocation so all three see the
 same machine weather. Throughput = total timed tokens / total timed seconds (warm-up steps
 excluded). PyTorch runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (its best).

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Training quality by precision (issue 11): reads the metrics.jsonl of runs trained with
+"""Training quality by precision: reads the metrics.jsonl of runs trained with
 precision = fp32, bf16, fp16 (same config, seed and data), prints a Markdown table of the final
 validation losses against fp32 and writes an SVG of the training-loss curves (hand-made SVG: no
 plotting library needed).

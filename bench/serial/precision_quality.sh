@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Training quality by precision (issue 11), one command: trains `small` on the KJV for 400 steps
+# Training quality by precision, one command: trains `small` on the KJV for 400 steps
 # in fp32, bf16, fp16 and fp8 (same config, seed and data; one after another), then writes the
 # Markdown table (bench/serial/precision_quality.md) and the training-loss curves
 # (bench/serial/precision_curves.svg). These are loss runs, not timing: no quiet lane needed.

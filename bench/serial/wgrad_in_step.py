@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Milliseconds per training step that the bf16 weight-gradient products dW += dy^T x take inside
-real `bench` steps (issue 11), from oneDNN's verbose log (DNNL_VERBOSE=1 times each primitive).
+real `bench` steps, from oneDNN's verbose log (DNNL_VERBOSE=1 times each primitive).
 A weight gradient is the matmul reading its source transposed (`src_bf16::blocked:ba`); split by
 rows (kernels/wgrad_rows.h) it is one matmul per thread, run at the same time, so a product's time
 is the longest of its blocks. The first step (primitive creation, cold caches) is left out.

@@ -1,5 +1,5 @@
 #pragma once
-// Sharded checkpoints (DESIGN principle 16), in six parts:
+// Sharded checkpoints (principle 16, docs/principles.md), in six parts:
 //   sharded_box       the region of a tensor a piece holds or a request asks for
 //   sharded_writer    one rank's data file
 //   sharded_manifest  the manifest written last, from every rank's record

@@ -1,8 +1,9 @@
 #pragma once
-// A sharded checkpoint (DESIGN principle 16; the idea of PyTorch DCP and Megatron dist-ckpt) is a
-// folder step_N/ holding one data file per rank (rank_00003.bin: that rank's pieces) and
-// manifest.json, written last by one rank from every rank's ShardFileRecord. The manifest says
-// where every piece of every tensor lives, so any layout can load any other by intersecting boxes.
+// A sharded checkpoint (principle 16, docs/principles.md; the idea of PyTorch DCP and Megatron
+// dist-ckpt) is a folder step_N/ holding one data file per rank (rank_00003.bin: that rank's
+// pieces) and manifest.json, written last by one rank from every rank's ShardFileRecord. The
+// manifest says where every piece of every tensor lives, so any layout can load any other by
+// intersecting boxes.
 //
 // manifest.json is plain JSON: {"checksum64": "<16 hex>", "manifest": BODY}, the checksum taken
 // over BODY's exact bytes, so a flipped byte anywhere is caught even where the JSON still parses.

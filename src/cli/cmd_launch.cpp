@@ -1,9 +1,9 @@
-// fivefold launch: the supervisor (issue 10, item 5). Runs `mpirun ... fivefold train ...` (or
-// srun) and, when the job fails for a reason a restart can cure (a rank died, the hang watchdog
-// ended it), runs the same command again: training resumes from the latest complete checkpoint of
-// its run folder. Each restart is printed and logged in RUN/metrics.jsonl with its reason; after
-// --max-restarts it gives up with a summary. Errors that a restart would only repeat (bad config,
-// a non-finite stop) end it at once.
+// fivefold launch: the supervisor. Runs `mpirun ... fivefold train ...` (or srun) and, when the job
+// fails for a reason a restart can cure (a rank died, the hang watchdog ended it), runs the same
+// command again: training resumes from the latest complete checkpoint of its run folder. Each
+// restart is printed and logged in RUN/metrics.jsonl with its reason; after --max-restarts it gives
+// up with a summary. Errors that a restart would only repeat (bad config, a non-finite stop) end it
+// at once.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>

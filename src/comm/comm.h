@@ -1,5 +1,6 @@
 #pragma once
-// Comm: one process group (DESIGN principle 4: a narrow collective interface, MPI behind it).
+// Comm: one process group (principle 4, docs/principles.md: a narrow collective interface, MPI
+// behind it).
 //
 // Every collective must be called by every rank of the group, in the same order, with the same
 // n, element type and root (MPI's rule). Blocking and async forms of an operation match each

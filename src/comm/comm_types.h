@@ -82,7 +82,7 @@ struct CommStats {
   uint64_t total_bytes() const;
 };
 
-// Rare knobs of one Comm (DESIGN principle 4); set with Comm::set_options.
+// Rare knobs of one Comm (principle 4, docs/principles.md); set with Comm::set_options.
 struct CommOptions {
   // Watchdog: a wait() that takes longer than this ends the whole job through abort_job with
   // the operation named, instead of hanging forever when a peer died without MPI noticing.

@@ -150,11 +150,11 @@ class Engine {
   std::mutex token_;                         // the MPI token
   // Which thread holds the token. This was a thread_local bool, written by with_token from
   // CommState::~CommState; UBSan reported "store to null pointer of type 'bool'" there at the exit
-  // of `train` (issue 16, defect 10): communicators are freed from destructors that may run during
-  // exit or a thread's teardown, when a thread_local's storage is no longer guaranteed to be there
-  // (the TLS wrapper of a variable defined in another translation unit is what the sanitizer saw
-  // return null). An atomic owner id in the engine, which lives until after the last Comm, has no
-  // such window. Relaxed is enough: a thread only ever finds its own id there if it stored it.
+  // of `train`: communicators are freed from destructors that may run during exit or a thread's
+  // teardown, when a thread_local's storage is no longer guaranteed to be there (the TLS wrapper of
+  // a variable defined in another translation unit is what the sanitizer saw return null). An
+  // atomic owner id in the engine, which lives until after the last Comm, has no such window.
+  // Relaxed is enough: a thread only ever finds its own id there if it stored it.
   std::atomic<std::thread::id> token_owner_{};
   void take_token() {
     token_.lock();

@@ -1,5 +1,5 @@
 #pragma once
-// The flight recorder and the hang watchdog (issue 10, item 6).
+// The flight recorder and the hang watchdog.
 //
 // Every rank keeps its last kFlightEntries communication operations (op, group, sequence number,
 // bytes, start and end time) in a ring. A watchdog thread, independent of MPI and of the thread

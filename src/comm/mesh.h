@@ -1,7 +1,7 @@
 #pragma once
-// The device mesh (DESIGN principles 5 and 14): named axes with degrees and the groups derived
-// from them, passed explicitly, never a global. World ranks are laid out tp fastest, then cp,
-// then dp, then pp (Megatron's order):
+// The device mesh (principles 5 and 14, docs/principles.md): named axes with degrees and the groups
+// derived from them, passed explicitly, never a global. World ranks are laid out tp fastest, then
+// cp, then dp, then pp (Megatron's order):
 //     world_rank = tp + TP * (cp + CP * (dp + DP * pp))
 // so tensor-parallel partners are neighbours (the chattiest traffic stays closest) and pipeline
 // stages are the outermost blocks.

@@ -1,7 +1,7 @@
 #pragma once
 // Escape hatch for benchmarks that compare this layer with raw MPI on the same communicator
 // (bench/comm/bench_allreduce). Including this header brings <mpi.h> with it; production code
-// has no reason to, and DESIGN keeps MPI inside src/comm.
+// has no reason to, and principle 4 (docs/principles.md) keeps MPI inside src/comm.
 #include <mpi.h>
 
 #include <functional>

@@ -1,8 +1,8 @@
 #pragma once
 // Element types the engine knows, and the typed pointers that cross every seam where the
-// precision may differ from one buffer to the next (DESIGN principle 17: precision is a property
-// of a buffer, not of the code). Training math is fp32 today; bf16/f16 exist for storage, export,
-// communication and the mixed-precision work to come.
+// precision may differ from one buffer to the next (principle 17, docs/principles.md: precision is
+// a property of a buffer, not of the code). Training math is fp32 today; bf16/f16 exist for
+// storage, export, communication and the mixed-precision work to come.
 #include <cstdint>
 #include <cstring>
 #include <string>

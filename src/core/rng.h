@@ -1,7 +1,7 @@
 #pragma once
 // Counter-based random numbers (Philox4x32-10, Salmon et al. 2011). A value is a pure function
 // of (key, counter), so any shard of a tensor can draw exactly its own elements, and every
-// parallel layout starts from the same weights (DESIGN principle 8).
+// parallel layout starts from the same weights (principle 8, docs/principles.md).
 #include <cstdint>
 #include <string_view>
 

@@ -3,7 +3,7 @@
 // forward x W^T and the input gradient dy W. Given a plain (row-major) weight, oneDNN's bf16 matmul
 // re-packs it into its blocked (VNNI) layout on every call, on both threads: measured on the
 // `bench` shapes with random data, the packed product runs ~15% faster than the plain one
-// (bench/RESULTS.md, issue 11). The weight copy (weight_copy.h) changes once per step, so each
+// (bench/RESULTS.md). The weight copy (weight_copy.h) changes once per step, so each
 // weight is packed once per step per product that reads it (twice: x W^T and dy W read it in
 // different orders), at the first product after the copy's refresh.
 //

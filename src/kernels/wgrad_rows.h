@@ -5,7 +5,7 @@
 // Why: oneDNN's 2-thread bf16 matmul runs these products (both operands activations, K = the
 // tokens, A read transposed) at ~575 GFLOP/s inside a `bench` step (Zen 5, 2 threads), against ~790
 // for the forward and dgrad products. Each thread's own row block, one single-threaded matmul each,
-// runs at ~640 in the step (~9 ms of a ~325 ms bf16 step; bench/RESULTS.md, issue 11).
+// runs at ~640 in the step (~9 ms of a ~325 ms bf16 step; bench/RESULTS.md).
 //
 // oneDNN's 2-thread product sums K in another order than its 1-thread one, so the split's fp32 sums
 // differ from the unsplit product's in the last bits (bf16 tolerances; tests/kernels/test_wgrad_rows).

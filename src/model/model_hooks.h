@@ -1,11 +1,14 @@
 #pragma once
 // The operations of the model that a parallelism may change, each beside its backward dual. The
 // serial model (llama_forward_backward.cpp) calls a hook at every such step, and ModelHooks
-// itself is the serial computation. A parallelism overrides the hooks it needs and nothing else:
-// tensor parallelism (parallel/tensor/tensor_hooks.h) the column input, row output, embedding and
-// loss, with Megatron's regions; context parallelism will override attention (ring attention) and
-// expert parallelism the MLP (all-to-all dispatch to the experts) the same way. The model never
-// calls a collective and has no branch on a parallelism (DESIGN principles 3 and 6).
+// itself is the serial computation. A parallelism changes the operations it needs and nothing
+// else: tensor parallelism subclasses the hooks (parallel/tensor/tensor_hooks.h) for the column
+// input, row output, embedding and loss, with Megatron's regions; context parallelism sets
+// `attention_op`, an AttentionOp (ring, all-gather or all-to-all attention over its group,
+// parallel/context/context_attention.h), on whichever hooks the run uses; expert parallelism is
+// the MoE MLP's ExpertExchange delegate (all-to-all dispatch to the experts,
+// parallel/expert/all_to_all_experts.h). The model never calls a collective and has no branch on
+// a parallelism (principles 3, 6 and 15, docs/principles.md).
 //
 // The hooks that run GEMMs or attention are handed the model's GEMM context (Llama::gemm(): the
 // run's precision, fp8 scaling, weight twins), as an argument or in the MlpCall.

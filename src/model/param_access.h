@@ -3,7 +3,8 @@
 // layout: the embedding, one block, or the head) at a time, bracketed by acquire/release. The
 // serial model uses the flat buffers directly; data-parallel and ZeRO wrappers implement these to
 // gather sharded parameters just in time and to start gradient communication the moment a
-// segment's gradients are final, without the model knowing any of it (DESIGN principle 6).
+// segment's gradients are final, without the model knowing any of it (principle 6,
+// docs/principles.md).
 #include <cstddef>
 
 #include "core/dtype.h"
@@ -16,8 +17,8 @@ struct ParamSegment {
   size_t end() const { return offset + count; }
 };
 
-// Which parameter group a segment belongs to (DESIGN principle 13): dense parameters reduce and
-// shard over dp x cp, expert parameters over the expert-data-parallel group.
+// Which parameter group a segment belongs to (principle 13, docs/principles.md): dense parameters
+// reduce and shard over dp x cp, expert parameters over the expert-data-parallel group.
 enum class ParamGroupKind { dense, expert };
 
 class ParamSource {

@@ -23,7 +23,8 @@ struct TensorSlice {
   int replicas = 1;            // tensor-parallel ranks holding this same block (norms: all)
 };
 
-// How a parallel plan cuts each tensor (DESIGN principle 6); the model only sees the result.
+// How a parallel plan cuts each tensor (principle 6, docs/principles.md); the model only sees the
+// result.
 class TensorSlicer {
  public:
   virtual ~TensorSlicer() = default;

@@ -1,5 +1,5 @@
 #pragma once
-// grad_reduce_dtype (issue 11): the element type gradients cross the data-parallel group in.
+// grad_reduce_dtype: the element type gradients cross the data-parallel group in.
 //   fp32 (the default): the fp32 gradient buffers are reduced as they are.
 //   bf16: a reduction's input is rounded (RNE) into a bf16 wire buffer, the collective widens
 //         every rank's contribution to fp32, sums them and rounds the sum once (comm_types.h),

@@ -2,8 +2,9 @@
 // The model state as a set of per-group states (param_group.h): each group is replicated (DDP) or
 // ZeRO-sharded over its own communicator, in its own coordinates. The ParamSource and GradSink
 // handed to the model take segments in the model's flat layout and route each to its group. One
-// group holding the whole layout in order (every run today) needs no routing: its own source and
-// sink are handed out, so nothing changes on the hot path.
+// group holding the whole layout in order (a dense model's run) needs no routing: its own source
+// and sink are handed out, so nothing changes on the hot path. A rank holding MoE blocks has two
+// groups, dense and expert, and routes.
 #include <map>
 #include <memory>
 #include <vector>

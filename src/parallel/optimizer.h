@@ -14,7 +14,7 @@
 namespace ff {
 
 // optimizer = adamw | sgd. Plain SGD (with AdamW's decoupled weight decay) exists so that the
-// local data-parallel modes can be checked bitwise against sync DP at H = 1 (issue 14): the mean
+// local data-parallel modes can be checked bitwise against sync DP at H = 1: the mean
 // of the replicas' AdamW steps is not the AdamW step of the mean gradient, the mean of SGD steps is.
 enum class OptimizerKind { adamw, sgd };
 const EnumTable<OptimizerKind>& optimizer_names();

@@ -1,8 +1,8 @@
 #pragma once
-// Parameter groups (DESIGN principle 13): every segment of the model's flat layout belongs to one
-// group, and each group has its own reduce/shard communicator and its own element types. Dense
-// parameters are averaged and ZeRO-sharded over dp x cp, expert parameters over edp; one
-// ModelState holds one state per group (grouped_state.h), each laid out in the group's own flat
+// Parameter groups (principle 13, docs/principles.md): every segment of the model's flat layout
+// belongs to one group, and each group has its own reduce/shard communicator and its own element
+// types. Dense parameters are averaged and ZeRO-sharded over dp x cp, expert parameters over edp;
+// one ModelState holds one state per group (grouped_state.h), each laid out in the group's own flat
 // coordinates: its segments back to back, so its buffers, and the ZeRO formulas (16Ψ, 4Ψ + 12Ψ/N,
 // ...), are those of the group's Ψ and N alone.
 #include <string>

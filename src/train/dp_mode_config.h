@@ -1,5 +1,5 @@
 #pragma once
-// The config side of issue 14: the data-parallel mode keys checked against the layout before any
+// The config side of data-parallel training: the dp_mode keys checked against the layout before any
 // heavy work, the learning rate scaled with the global batch, and the straggler knob.
 #include <string>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The memory estimate a run makes before it allocates anything: printed at start-up, and a
 // refusal naming the estimate, the machine's available memory and a layout that fits when the
-// run would not (issue 16: `--dim 1000000` used to end in std::bad_alloc after 7 s).
+// run would not (`--dim 1000000` used to end in std::bad_alloc after 7 s).
 #include <string>
 
 #include "plan/layout_spec.h"

@@ -1,5 +1,5 @@
 #pragma once
-// What the trainer does when a step goes wrong numerically (issue 10, item 7).
+// What the trainer does when a step goes wrong numerically.
 //
 // The check is on the gradient norm and the loss after they are reduced over every rank, so all
 // ranks see the same numbers and take the same branch: a NaN on one rank's data reaches the others

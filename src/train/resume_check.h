@@ -1,11 +1,11 @@
 #pragma once
-// Resuming a run folder with a changed configuration (issue 16, defect 2). The checkpoint keeps
-// the resolved config of the run that wrote it; the new run's is compared with it key by key.
-// Deliberate changes (the learning-rate schedule, the layout over ranks, run control) are accepted
-// and listed; what would silently change the data order or the meaning of a step is refused,
-// naming the key: the seed, the data folder, and the global batch micro_batch x grad_accum x dp
-// (its split may change: dp 2 x micro_batch 4 reads the same sequences as dp 1 x micro_batch 8).
-// Model keys are the checkpoint's model check's (describe_model_difference), not this one's.
+// Resuming a run folder with a changed configuration. The checkpoint keeps the resolved config of
+// the run that wrote it; the new run's is compared with it key by key. Deliberate changes (the
+// learning-rate schedule, the layout over ranks, run control) are accepted and listed; what would
+// silently change the data order or the meaning of a step is refused, naming the key: the seed, the
+// data folder, and the global batch micro_batch x grad_accum x dp (its split may change: dp 2 x
+// micro_batch 4 reads the same sequences as dp 1 x micro_batch 8). Model keys are the checkpoint's
+// model check's (describe_model_difference), not this one's.
 #include <string>
 #include <vector>
 

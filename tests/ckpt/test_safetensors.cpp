@@ -98,7 +98,7 @@ std::string hand_made(const ff::testing::TempDir& dir, const std::string& header
 
 }  // namespace
 
-// Defect 7 of issue 16: each of these used to be accepted.
+// Each of these used to be accepted.
 TEST(SafeTensors, ReaderRefusesForgedHeaders) {
   ff::testing::TempDir dir;
   auto refused = [&](const std::string& header, size_t data_bytes, std::initializer_list<std::string> words) {

@@ -157,8 +157,8 @@ std::string other_prepared(const std::string& tag, int vocab) {
 }
 }  // namespace
 
-// Issue 16 defect 1: a 400-token shard under a 320-token model read past the logits (ASan) and
-// printed loss -nan with exit 0; a 300-token shard printed a plausible loss.
+// A 400-token shard under a 320-token model used to read past the logits (ASan) and print
+// loss -nan with exit 0; a 300-token shard printed a plausible loss.
 TEST(BadInput, EvalRefusesAShardOfAnotherVocabulary) {
   std::string run = good_run();
   for (int vocab : {400, 300}) {
@@ -171,7 +171,7 @@ TEST(BadInput, EvalRefusesAShardOfAnotherVocabulary) {
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
-// Defect 6: a tokenizer of the same size but other pieces passed every check.
+// A tokenizer of the same size but other pieces used to pass every check.
 TEST(BadInput, ReplacedTokenizerOfTheSameSizeIsNoticed) {
   std::string run = good_run();
   const std::string other = other_prepared("sametok", 320);
@@ -194,7 +194,7 @@ TEST(BadInput, ReplacedTokenizerOfTheSameSizeIsNoticed) {
   EXPECT_EQ(checkpoint_bytes(resumed), good);
 }
 
-// Defect 4: validation gaps on the command line.
+// Validation gaps on the command line: values out of range, flags without a value.
 TEST(BadInput, CommandLineValuesOutOfRange) {
   std::string run = good_run();
   for (const char* batch : {"-1", "0", "100000000"}) {

@@ -1,4 +1,4 @@
-// Bad checkpoints at resume (issue 10): a newest checkpoint with a flipped byte, a truncated data
+// Bad checkpoints at resume: a newest checkpoint with a flipped byte, a truncated data
 // file or no manifest is passed over, naming the file and why, and the run continues from the
 // previous complete one to exactly the state an undamaged run reaches; a damaged folder that once
 // was complete is set aside as step_N.damaged, never deleted. With no earlier checkpoint to fall

@@ -1,9 +1,9 @@
-// Issue 16, defect 10: the MPI token's holder was a thread_local bool that CommState's destructor
-// wrote; communicators are freed from destructors that run late (a thread's teardown, exit), where
-// the sanitizer saw that thread_local's address as null. The holder is now an atomic thread id in
-// the engine. This frees a communicator from a thread's TLS teardown and checks that the engine
-// still works after it (every rank goes on to a collective, so a token left held would hang). In a
-// plain build the old code passed it too; the sanitizer job's 2-rank train runs take the exit path.
+// The MPI token's holder was a thread_local bool that CommState's destructor wrote; communicators
+// are freed from destructors that run late (a thread's teardown, exit), where the sanitizer saw
+// that thread_local's address as null. The holder is now an atomic thread id in the engine. This
+// frees a communicator from a thread's TLS teardown and checks that the engine still works after it
+// (every rank goes on to a collective, so a token left held would hang). In a plain build the old
+// code passed it too; the sanitizer job's 2-rank train runs take the exit path.
 #include <gtest/gtest.h>
 
 #include <memory>

@@ -97,6 +97,7 @@ TEST(FuzzCheckpoint, DamagedCopiesAreRefusedOrLoadIdentically) {
   }
 }
 
+// Each of these forgeries used to load.
 TEST(FuzzCheckpoint, ForgedFieldsAreRefusedNamingTheField) {
   const Scratch scratch;
   Saved good = save_tiny(scratch.path());

@@ -1,5 +1,6 @@
 // tokenizer.model: a damaged copy is refused naming the file, or it loads with a checksum that
-// differs from the original's, which is what shards and checkpoints compare (defect 6).
+// differs from the original's, which is what shards and checkpoints compare (a tokenizer of the
+// same size but other pieces used to pass every check).
 #include <string>
 #include <vector>
 

@@ -63,8 +63,8 @@ TEST(Metrics, UnwritablePathIsExplained) {
                             {"/nonexistent/dir/metrics.jsonl", "directory exists"});
 }
 
-// Defect 8 of issue 16: a torn last line (full disk, crash) stayed and the resumed run appended
-// after it, leaving an unparseable line in the middle of the file.
+// A torn last line (full disk, crash) used to stay and the resumed run appended after it, leaving
+// an unparseable line in the middle of the file.
 TEST(Metrics, ResumeDropsATornLastLine) {
   ff::testing::TempDir dir;
   const std::string p = dir.file("metrics.jsonl");
@@ -96,8 +96,8 @@ TEST(Metrics, AFullDiskLeavesNoPartialLine) {
   ff::testing::expect_error([&] { m.write({{"step", 1}}); }, {"/dev/full", "free disk space"});
 }
 
-// Issue 10: a run killed after its last checkpoint had logged steps it repeats on resume, so they
-// appeared twice. Resuming at step 2 drops the records of later steps (and a torn line), keeps
+// A run killed after its last checkpoint has logged steps it repeats on resume, so they used to
+// appear twice. Resuming at step 2 drops the records of later steps (and a torn line), keeps
 // rows without a step (the supervisor's restart events) and every earlier record byte for byte.
 TEST(Metrics, ResumeDropsTheStepsAfterTheCheckpoint) {
   ff::testing::TempDir dir;

@@ -93,7 +93,8 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   EXPECT_EQ(meta["train_lines"], 270);
   EXPECT_EQ(meta["source_file"], std::filesystem::absolute(dir.file("text.txt")).string());
   EXPECT_EQ(read_token_shard_info(out + "/train.bin").vocab_size, 320u);
-  // Defect 6: both shards carry the checksum of the tokenizer file's bytes.
+  // Both shards carry the checksum of the tokenizer file's bytes (a replaced tokenizer of the
+  // same size is noticed).
   const std::string model_bytes = ff::testing::read_all(out + "/tokenizer.model");
   const uint64_t sum = checksum64(model_bytes.data(), model_bytes.size());
   EXPECT_EQ(tok.checksum(), sum);
@@ -155,8 +156,8 @@ class FileSizeCap {
 
 }  // namespace
 
-// Defect 9 of issue 16: a prepare that failed for a full disk left a new tokenizer without
-// shards (or beside the old ones). Now the folder keeps exactly what it held before.
+// A prepare that failed for a full disk used to leave a new tokenizer without shards (or beside the
+// old ones). Now the folder keeps exactly what it held before.
 TEST(Prepare, FailingMidwayLeavesTheFolderAsItWas) {
   ff::testing::TempDir dir;
   const auto lines = verse_lines(400);

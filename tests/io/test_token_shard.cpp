@@ -133,8 +133,8 @@ TEST(TokenShard, WriterRejectsIdsOutsideTheVocab) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("a.bin.tmp")));
 }
 
-// Defect 1 of issue 16: the vocab field used to lie outside the checksum, so a damaged (or
-// forged) vocab widened the id check without any error.
+// The vocab field used to lie outside the checksum, so a damaged (or forged) vocab widened the id
+// check without any error.
 TEST(TokenShard, VocabFieldIsCoveredByTheChecksum) {
   ff::testing::TempDir dir;
   const std::string p = dir.file("a.bin");
@@ -164,7 +164,8 @@ TEST(TokenShard, ReaderRefusesAnotherVocabularyEitherWay) {
   EXPECT_EQ(read_token_shard(small, {1024, 0, "the model"}), (std::vector<int32_t>{1000, 1, 2}));
 }
 
-// Defect 6: the tokenizer's checksum travels with the shard and is compared.
+// The tokenizer's checksum travels with the shard and is compared (a replaced tokenizer of the
+// same size used to pass unnoticed).
 TEST(TokenShard, TokenizerChecksumIsRecordedAndCompared) {
   ff::testing::TempDir dir;
   const std::string p = dir.file("a.bin");

@@ -1,5 +1,5 @@
-// Gradient accumulation: two micro-batches of 4 must equal one batch of 8 (issue acceptance:
-// within 1e-6 relative in loss and gradients).
+// Gradient accumulation: two micro-batches of 4 must equal one batch of 8 (to within 1e-6 relative
+// in loss and gradients).
 #include <gtest/gtest.h>
 
 #include "model_fixture.h"

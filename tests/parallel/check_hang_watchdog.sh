@@ -1,8 +1,8 @@
 #!/bin/sh
-# The hang watchdog (issue 10, item 6): rank 1 of a dp 2 job SIGSTOPs itself before step 3 (a
-# fault plan, FF_FAULT_PLAN). Rank 0 then waits in the step's all-reduce; its watchdog must dump
-# its flight record and end the job within collective_timeout + 10 s, and `fivefold diagnose`
-# must name rank 1 as the rank behind.
+# The hang watchdog: rank 1 of a dp 2 job SIGSTOPs itself before step 3 (a fault plan,
+# FF_FAULT_PLAN). Rank 0 then waits in the step's all-reduce; its watchdog must dump its flight
+# record and end the job within collective_timeout + 10 s, and `fivefold diagnose` must name rank 1
+# as the rank behind.
 # Usage: check_hang_watchdog.sh MPIEXEC FIVEFOLD CONFIG
 mpiexec=$1
 fivefold=$2

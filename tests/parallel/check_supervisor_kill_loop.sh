@@ -1,5 +1,5 @@
 #!/bin/sh
-# The supervisor's kill loop (issue 10): a 40-step tiny run on 2 ranks with a checkpoint every 5
+# The supervisor's kill loop: a 40-step tiny run on 2 ranks with a checkpoint every 5
 # steps, run under `fivefold launch`, whose rank 1 is SIGKILLed before three random steps (a fault
 # plan, FF_FAULT_PLAN). The supervisor must say which rank died and that it restarts, log each
 # restart in metrics.jsonl, and finish the run; the final weights must equal an uninterrupted

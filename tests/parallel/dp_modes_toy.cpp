@@ -1,7 +1,7 @@
-// The data-parallel modes of issue 14 on a toy, under mpirun (2 or 3 ranks): every rank's
-// gradient is a known function of its rank, the step and its parameters, so the test simulates
-// every replica itself in double precision (its own AdamW, group_toys.h) and checks each rank's
-// parameters after every step:
+// The data-parallel modes (local_sgd, diloco, async) on a toy, under mpirun (2 or 3 ranks): every
+// rank's gradient is a known function of its rank, the step and its parameters, so the test
+// simulates every replica itself in double precision (its own AdamW, group_toys.h) and checks each
+// rank's parameters after every step:
 //   local_sgd H=3: H AdamW steps per replica on its own gradient, then the parameters averaged;
 //   diloco H=2 (outer lr 0.7, Nesterov 0.9): the outer step on Δ = θ_global − mean(θ_local); the
 //     same run against the reversed sign (Δ = mean − θ_global) must FAIL, proving the check sees it;

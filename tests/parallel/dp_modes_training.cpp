@@ -1,4 +1,4 @@
-// The data-parallel modes of issue 14 through the Trainer on `tiny`, 2 ranks:
+// The data-parallel modes (local_sgd, diloco, async) through the Trainer on `tiny`, 2 ranks:
 //   bytes: local_sgd and diloco with H = 4 all-reduce 1/H of sync's bytes per step (±1%; the
 //     loss's 8 bytes per step are the difference);
 //   async with max_staleness 0 equals sync DP bitwise (losses, gradient norms, weights);

@@ -1,8 +1,8 @@
-// A NaN on one rank must not hang the others (issue 10, item 7). Run under mpirun -np 2:
-// rank 1 poisons one weight of its own replica (DDP: every rank holds a full copy), so only its
-// forward goes non-finite. The gradient all-reduce carries the NaN to rank 0, both ranks see the
-// same non-finite norm, both stop with the same AgreedError, and the locator names rank 1 and the
-// first tensor the poisoned weight feeds. Exit code 0 only if all of that holds on both ranks.
+// A NaN on one rank must not hang the others. Run under mpirun -np 2: rank 1 poisons one weight of
+// its own replica (DDP: every rank holds a full copy), so only its forward goes non-finite. The
+// gradient all-reduce carries the NaN to rank 0, both ranks see the same non-finite norm, both stop
+// with the same AgreedError, and the locator names rank 1 and the first tensor the poisoned weight
+// feeds. Exit code 0 only if all of that holds on both ranks.
 #include <cmath>
 #include <cstdio>
 #include <string>

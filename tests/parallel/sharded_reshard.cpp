@@ -1,4 +1,4 @@
-// Sharded checkpoints under any layout (issue 10): a run saved at step 4 under one layout resumes
+// Sharded checkpoints under any layout: a run saved at step 4 under one layout resumes
 // under another layout and rank count, and its steps 5-8 have the losses and gradient norms of a
 // straight serial run (1e-5 relative: the reductions run in another order), or, resumed under
 // the layout that saved it, bitwise those of a straight run of that layout. The saves cover

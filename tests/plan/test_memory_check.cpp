@@ -1,5 +1,5 @@
-// Issue 16 defect 3: the run estimates its memory before allocating and refuses, at once, a run
-// that cannot fit, naming the estimate, the memory available and a layout that fits.
+// The run estimates its memory before allocating and refuses, at once, a run that cannot fit,
+// naming the estimate, the memory available and a layout that fits.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Honest MFU (issue 15): the progress line's MFU is tokens/s x FLOPs per token over the FMA peak
+// Honest MFU: the progress line's MFU is tokens/s x FLOPs per token over the FMA peak
 // of the cores in use, all three recorded in metrics.jsonl, and stays below 100% when the ranks
 // outnumber the cores (it used to divide by each rank's own sgemm reading, taken while the other
 // ranks started, times the ranks: "MFU 97%").

@@ -1,5 +1,5 @@
-// `fivefold verify` (issue 15): zero on a correct layout, non-zero on one with an injected
-// gradient-scale error (the norms catch it while the losses barely move), naming the first step.
+// `fivefold verify`: zero on a correct layout, non-zero on one with an injected gradient-scale
+// error (the norms catch it while the losses barely move), naming the first step.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// Config key `packed_weights` (issue 11): a bf16 run with the weights' packed copies off trains the
+// Config key `packed_weights`: a bf16 run with the weights' packed copies off trains the
 // same numbers bit for bit (the packed product is the plain one, kernels/packed_weights.h) and
 // holds exactly the packed copies' bytes less in the ledger's params category, as the planner's
 // formula for them says.

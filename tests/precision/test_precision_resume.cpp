@@ -1,4 +1,4 @@
-// Precision across checkpoints (issue 11):
+// Precision across checkpoints:
 //   - an fp16 run saved mid-way (with overflows in flight: the hysteresis counter and the clean-step
 //     count at values a fresh scaler would not have) resumes onto the same loss-scale trajectory
 //     and the same losses and weights, bit for bit, as the run that never stopped;

@@ -1,4 +1,4 @@
-// Config key `wgrad_rows` (issue 11): a bf16 run on 2 threads computes its weight gradients with
+// Config key `wgrad_rows`: a bf16 run on 2 threads computes its weight gradients with
 // dW's rows dealt out to the threads (kernels/wgrad_rows.h) when on, and as one oneDNN matmul over
 // both threads when off (the path before the key existed; the kernel test holds it bitwise to that
 // product). The split may sum a gradient's fp32 terms in another order (on `bench` it does; on this

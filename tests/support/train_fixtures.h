@@ -55,9 +55,9 @@ struct SerialComparison {
   double serial_activation_bytes = 0;  // what the serial model's construction allocated
   bool serial_learned = false;         // the serial loss fell: the comparison means something
   // Per-step loss and gradient norm 1e-5 relative, final weights 1e-4, validation loss 1e-5
-  // (DESIGN principle 1). The norm is what catches a uniform gradient-scale error (a sum where a
-  // mean belongs): AdamW's update is nearly scale-free and clipping removes the rest, so the
-  // losses barely move.
+  // (principle 1, docs/principles.md). The norm is what catches a uniform gradient-scale error (a
+  // sum where a mean belongs): AdamW's update is nearly scale-free and clipping removes the rest,
+  // so the losses barely move.
   bool ok() const {
     return worst_loss <= 1e-5 && worst_grad_norm <= 1e-5 && worst_weight <= 1e-4 && val_diff <= 1e-5 &&
            serial_learned;

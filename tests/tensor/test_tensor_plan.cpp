@@ -1,6 +1,7 @@
 // The tensor-parallel plan without MPI: which block of each tensor a rank holds, that the blocks
 // tile every tensor exactly once (up to declared replicas), that each rank's sharded init equals
-// its block of the serial init (DESIGN principle 8), and that bad shapes are refused with numbers.
+// its block of the serial init (principle 8, docs/principles.md), and that bad shapes are refused
+// with numbers.
 #include <gtest/gtest.h>
 
 #include <vector>

@@ -52,7 +52,7 @@ TEST(TrainConfig, SavedConfigReloadsToTheSameValues) {
   EXPECT_EQ(config_to_toml(back), config_to_toml(c));
 }
 
-// Defect 4 of issue 16: each of these was accepted (or explained wrongly) before.
+// Each of these was accepted (or explained wrongly) before.
 TEST(TrainConfig, NumericGapsAreRefusedNamingTheKey) {
   auto refusal = [&](const std::vector<std::pair<std::string, std::string>>& overrides) {
     return error_of([&] {

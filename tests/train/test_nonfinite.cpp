@@ -1,6 +1,6 @@
-// Non-finite steps (issue 10, item 7): the lr = 1e3 run that used to train a dead model for four
-// steps and checkpoint it stops at the first vanished/non-finite gradient norm, names where the
-// step went bad, and leaves only a checkpoint from before the blow-up.
+// Non-finite steps: the lr = 1e3 run that used to train a dead model for four steps and checkpoint
+// it stops at the first vanished/non-finite gradient norm, names where the step went bad, and
+// leaves only a checkpoint from before the blow-up.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
-// Resuming with a changed config (issue 16, defect 2): before, a run folder resumed with another
-// seed, global batch or lr without a word and overwrote config.toml. Now each deliberate change is
-// accepted and listed, and each change of the data order or of a step's meaning is refused by name.
+// Resuming with a changed config: before, a run folder resumed with another seed, global batch or
+// lr without a word and overwrote config.toml. Now each deliberate change is accepted and listed,
+// and each change of the data order or of a step's meaning is refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -96,7 +96,7 @@ TEST(ResumeCheck, AcceptsDeliberateChangesAndNamesThem) {
 }
 
 // One run folder for both checks of a resume (a trainer costs seconds): the config check, and
-// metrics.jsonl holding each step once (issue 10): the rows a killed run wrote after its last
+// metrics.jsonl holding each step once: the rows a killed run wrote after its last
 // checkpoint are dropped when the run resumes from it.
 TEST(ResumeCheck, TrainerKeepsTheOldConfigRefusesASeedAndLogsEachStepOnce) {
   TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});

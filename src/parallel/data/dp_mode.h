@@ -1,5 +1,5 @@
 #pragma once
-// How data-parallel replicas agree (issue 14). sync is DDP: every step all-reduces gradients, so
+// How data-parallel replicas agree. sync is DDP: every step all-reduces gradients, so
 // training equals one device's. The others trade that equality for fewer or later waits:
 //   local_sgd: each replica takes sync_every = H optimizer steps on its own gradients, then the
 //              parameters are averaged over dp (Lin et al. 2020, "Don't use large mini-batches").

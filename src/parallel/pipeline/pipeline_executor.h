@@ -1,6 +1,7 @@
 #pragma once
-// Runs one rank's action list from make_schedule (DESIGN principle 9: the schedule is data, this
-// only walks it) over the pipeline group, against the model through PipelineStageCompute.
+// Runs one rank's action list from make_schedule (principle 9, docs/principles.md: the schedule is
+// data, this only walks it) over the pipeline group, against the model through
+// PipelineStageCompute.
 //
 // Overlap: every transfer is asynchronous. The receives that feed the next compute action are
 // posted before the current one runs, so they travel while this rank computes; a send is waited

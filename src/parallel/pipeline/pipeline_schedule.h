@@ -1,6 +1,6 @@
 #pragma once
-// Pipeline schedules as data (DESIGN.md principle 9): a generator returns, per rank, the ordered
-// list of compute and point-to-point actions; an executor only walks the list. Keeping the
+// Pipeline schedules as data (principle 9, docs/principles.md): a generator returns, per rank, the
+// ordered list of compute and point-to-point actions; an executor only walks the list. Keeping the
 // schedule a pure value lets it be checked (matching sends, no deadlock, bubble size) without MPI.
 //
 // Model split: with v chunks per rank the model is cut into p*v virtual stages; virtual stage s

@@ -1,5 +1,5 @@
 #pragma once
-// The tensor-parallel plan of the LLaMA model (DESIGN principle 6, torchtitan's
+// The tensor-parallel plan of the LLaMA model (principle 6, docs/principles.md; torchtitan's
 // parallelize_llama): a table from parameter names to Megatron styles, and the slicer that turns
 // it into the block of each tensor a rank holds. The model is built from the slicer's layout and
 // never learns which style a tensor has.

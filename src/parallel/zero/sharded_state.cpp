@@ -142,7 +142,7 @@ void ShardedState::init_parameters(const ModelConfig& c, uint64_t seed) {
     layout_.init_parameters(params_.data(), c, seed);
     return;
   }
-  // Each rank draws exactly its own elements (DESIGN principle 8).
+  // Each rank draws exactly its own elements (principle 8, docs/principles.md).
   for (const ShardedSegment& s : shards_.segments())
     layout_.init_range(params_.data() + s.shard_at, s.seg.offset + s.mine.offset, s.mine.count, c, seed);
 }
