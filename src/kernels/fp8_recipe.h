@@ -10,7 +10,7 @@
 // where the tensor starts in its flat parameter layout, whatever buffer holds it), so the three
 // GEMMs of a linear layer, forward (x W^T), input gradient (dy W) and weight gradient (dy^T x),
 // are keyed by that one parameter, as the tensor id the Identity gives for it. The trainer's
-// identity (parallel/fp8_tensor_ids.h) names the parameter tensor by its index in the whole model,
+// identity (train/fp8_tensor_ids.h) names the parameter tensor by its index in the whole model,
 // so ids are the same in every layout, on every rank and in every run; without one (tests of a
 // bare GEMM), the id is `at` itself. end_step() can reduce the step's amaxes over the ranks first
 // (max), as TE does over its amax-reduction group, so replicas keep equal scales.

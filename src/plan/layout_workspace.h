@@ -21,7 +21,7 @@ struct PrecisionBytes {
   int gemm_input = 4;    // bytes per converted GEMM operand element (the per-thread scratch)
 };
 PrecisionBytes precision_bytes(Precision p);
-// Whether the run keeps that copy (make_weight_copy): ZeRO-3 over more than one rank reads its
+// Whether the run keeps that copy (train/parallelize.cpp's make_weight_copy): ZeRO-3 over more than one rank reads its
 // (fp32) gathered buffers instead.
 bool has_weight_copy(const LayoutSpec& L);
 // The copy's packed twins (kernels/packed_weights.h), where oneDNN runs the 16-bit products: each

@@ -1,7 +1,7 @@
 #pragma once
 // What `precision = fp8` adds to a training run beyond the GEMMs (kernels/fp8_recipe.h):
 //   - tensor identity: the model hands each GEMM its weight's place in the parameter layout, so
-//     each GEMM's scales belong to a parameter tensor, not to a buffer (parallel/fp8_tensor_ids.h);
+//     each GEMM's scales belong to a parameter tensor, not to a buffer (train/fp8_tensor_ids.h);
 //   - amax reduction: each step's amaxes are reduced (max) over the ranks of the pipeline stage
 //     (tp x cp x dp), as Transformer Engine reduces over its amax-reduction group, before they
 //     enter the histories, so every replica and every tp rank scales alike, and alike the serial
@@ -19,7 +19,7 @@
 #include "ckpt/state_pieces.h"
 #include "comm/mesh.h"
 #include "kernels/fp8_recipe.h"
-#include "parallel/fp8_tensor_ids.h"
+#include "train/fp8_tensor_ids.h"
 #include "train/train_config.h"
 
 namespace ff {

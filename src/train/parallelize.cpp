@@ -4,10 +4,23 @@
 
 #include "ckpt/full_tensors.h"
 #include "kernels/adamw.h"
-#include "parallel/weight_copy_of_state.h"
 #include "train/dp_mode_config.h"
 
 namespace ff {
+
+namespace {
+// The run's once-per-step 16-bit weight copy over every parameter run this rank holds (the full
+// replicated buffer under zero 0, 1, 2, split per segment when the state has several parameter
+// groups). Null when there is nothing to mirror: fp32 GEMM inputs, fp8 (quantised per call from
+// fp32), or ZeRO-3 over more than one rank, whose gather buffers hold 16-bit values and are their
+// own twins (parallel/zero/gather_pool.h).
+std::unique_ptr<WeightCopy> make_weight_copy(ModelState& state, DType gemm_dtype, bool fp8, bool gathered) {
+  if (gemm_dtype == DType::f32 || fp8 || gathered) return nullptr;
+  std::vector<MirroredRange> ranges;
+  for (const StateRun& r : state.checkpoint_runs(false).params) ranges.push_back({r.data, r.count});
+  return std::make_unique<WeightCopy>(std::move(ranges), gemm_dtype);
+}
+}  // namespace
 
 ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* tracer, GemmContext& gemm)
     : cfg_(cfg), mesh_(mesh), tracer_(tracer) {

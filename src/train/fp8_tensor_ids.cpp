@@ -1,4 +1,4 @@
-#include "parallel/fp8_tensor_ids.h"
+#include "train/fp8_tensor_ids.h"
 
 #include <algorithm>
 #include <map>
