@@ -168,13 +168,6 @@ void GroupedState::scatter_to_flat(size_t g, const float* local, float* flat) co
                 l.segments()[i].count * sizeof(float));
 }
 
-void GroupedState::gather_from_flat(size_t g, const float* flat, float* local) const {
-  const GroupLayout& l = *groups_[g].layout;
-  for (size_t i = 0; i < l.segments().size(); ++i)
-    std::memcpy(local + l.segments()[i].offset, flat + l.flat_segments()[i].offset,
-                l.segments()[i].count * sizeof(float));
-}
-
 void GroupedState::gather_full(float* params, float* m, float* v) {
   if (single()) return groups_[0].state->gather_full(params, m, v);
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -184,18 +177,6 @@ void GroupedState::gather_full(float* params, float* m, float* v) {
     if (params) scatter_to_flat(g, p.data(), params);
     if (m) scatter_to_flat(g, gm.data(), m);
     if (v) scatter_to_flat(g, gv.data(), v);
-  }
-}
-
-void GroupedState::load_full(const float* params, const float* m, const float* v) {
-  if (single()) return groups_[0].state->load_full(params, m, v);
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const size_t n = groups_[g].layout->total();
-    std::vector<float> p(n), gm(n), gv(n);
-    gather_from_flat(g, params, p.data());
-    gather_from_flat(g, m, gm.data());
-    gather_from_flat(g, v, gv.data());
-    groups_[g].state->load_full(p.data(), gm.data(), gv.data());
   }
 }
 

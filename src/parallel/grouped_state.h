@@ -17,7 +17,7 @@ namespace ff {
 
 class GroupedState final : public ModelState {
  public:
-  // model: the layout the groups' parameters are initialised from (null: load_full them).
+  // model: the layout the groups' parameters are initialised from (null: filled through checkpoint_runs, then after_load).
   GroupedState(const std::vector<ParamGroupSpec>& groups, const ParamLayout* model, const AdamWConfig& adam,
                const DataParallelConfig& cfg, Tracer* tracer);
   ~GroupedState() override;
@@ -32,7 +32,6 @@ class GroupedState final : public ModelState {
   void optimizer_step(float lr, int step) override;
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
-  void load_full(const float* params, const float* m, const float* v) override;
   // Each group's runs, cut at its segments' ends and moved to the model's flat coordinates.
   StateRuns checkpoint_runs(bool for_save) override;
   std::vector<const WeightTwinSource*> weight_twins() const override;  // every group's
@@ -61,9 +60,8 @@ class GroupedState final : public ModelState {
   bool single() const { return groups_.size() == 1 && groups_[0].layout->identity(); }
   // Group g's sink for this micro-batch (behind its replica sum, if any).
   GradSink& group_grads(size_t g, bool sync);
-  // Each group's full state into (or out of) the model's flat buffers.
+  // A group's full state into the model's flat buffers (gather_full).
   void scatter_to_flat(size_t g, const float* local, float* flat) const;
-  void gather_from_flat(size_t g, const float* flat, float* local) const;
 
   std::vector<Group> groups_;
   std::map<size_t, Where> where_;  // by flat offset

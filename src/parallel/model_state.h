@@ -71,10 +71,9 @@ class ModelState {
   virtual void optimizer_step(float lr, int step) = 0;
   // Initial weights from the deterministic initializer (each rank fills what it holds).
   virtual void init_parameters(const ModelConfig& c, uint64_t seed) = 0;
-  // Checkpoints hold the full, unsharded state: gather to rank 0 (others may pass null) and
-  // take each rank's part of a full state on load.
+  // The full, unsharded state gathered to rank 0 (others may pass null): for tests and inspection;
+  // checkpoints never gather (checkpoint_runs below).
   virtual void gather_full(float* params, float* m, float* v) = 0;
-  virtual void load_full(const float* params, const float* m, const float* v) = 0;
   // Sharded checkpoints. for_save: the runs this rank writes, so that the ranks of a group write
   // each element of its state exactly once (a replicated group's first rank; a ZeRO chunk's
   // owner). Otherwise every run this rank holds, which a load must fill; then call after_load.

@@ -97,7 +97,7 @@ void GroupLayout::init_range(float* dst, size_t local_lo, size_t n, const ModelC
   if (!model_)
     throw std::logic_error("parameter group '" + name_ +
                            "' was built without a model layout to initialise "
-                           "from; load its parameters with load_full instead");
+                           "from; fill its checkpoint_runs and call after_load instead");
   if (n == 0) return;
   const size_t lo = to_flat(local_lo);
   init_parameter_range(dst, lo, lo + n, *model_, c, seed);

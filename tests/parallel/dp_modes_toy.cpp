@@ -22,6 +22,7 @@
 #include "group_toys.h"
 #include "parallel/data/local_replica_state.h"
 #include "parallel/data/replicated_state.h"
+#include "fill_state.h"
 
 using namespace ff;
 
@@ -89,7 +90,7 @@ std::unique_ptr<ModelState> make_state(const Comm& comm, DpModeConfig mode, cons
     s = make_dp_mode_group_state(toy_spec(comm), nullptr, opt, cfg, nullptr);
   }
   const std::vector<float> p = initial(), zeros(kN, 0.0f);
-  s->load_full(p.data(), zeros.data(), zeros.data());
+  testkit::fill_state(*s, p.data(), zeros.data(), zeros.data());
   return s;
 }
 

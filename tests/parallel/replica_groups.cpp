@@ -24,6 +24,7 @@
 #include "comm/comm_world.h"
 #include "parallel/grouped_state.h"
 #include "group_toys.h"
+#include "fill_state.h"
 
 using namespace ff;
 using testkit::add_segment;
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
   std::vector<double> p(kTotal), m(kTotal, 0), v(kTotal, 0);
   std::vector<float> p0(kTotal), zeros(kTotal, 0.0f);
   for (size_t i = 0; i < kTotal; ++i) p[i] = p0[i] = float(0.5 * std::sin(0.1 * double(i)));
-  state.load_full(p0.data(), zeros.data(), zeros.data());
+  testkit::fill_state(state, p0.data(), zeros.data(), zeros.data());
 
   double worst_m = 0;
   for (int k = 1; k <= 2; ++k) {

@@ -24,6 +24,7 @@
 #include "parallel/tensor/tensor_plan.h"
 #include "parallel/tensor/tensor_replicas.h"
 #include "local_tensors.h"
+#include "fill_state.h"
 
 using namespace ff;
 using ff::testing::extract_local_tensors;
@@ -45,7 +46,7 @@ std::unique_ptr<ModelState> tp_state(const ParamLayout& l, const TensorReplicas&
   const AdamWConfig adam{0.9f, 0.95f, 1e-8f, 0.0f};  // unused: no step is taken
   auto state = make_model_state(l, adam, DataParallelConfig{}, nullptr, nullptr, replicas.ranges());
   const std::vector<float> zeros(params.size(), 0.0f);
-  state->load_full(params.data(), zeros.data(), zeros.data());
+  testkit::fill_state(*state, params.data(), zeros.data(), zeros.data());
   state->zero_grads();
   return state;
 }

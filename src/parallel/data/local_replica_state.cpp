@@ -48,11 +48,6 @@ void LocalReplicaState::init_parameters(const ModelConfig& c, uint64_t seed) {
   parameters_set();
 }
 
-void LocalReplicaState::load_full(const float* params, const float* m, const float* v) {
-  inner_->load_full(params, m, v);
-  parameters_set();
-}
-
 void LocalReplicaState::parameters_set() {
   if (sgd_) sgd_->begin_round();  // a new round starts from these parameters
   on_parameters_set();

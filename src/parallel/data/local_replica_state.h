@@ -16,7 +16,7 @@ class LocalReplicaState : public ModelState {
  public:
   // local_mean: rescale the gradient to this replica's own batch mean (the trainer scales by
   // 1/global batch, right when the ranks' gradients are summed; local steps sum nothing).
-  // model: the layout parameters are initialised from (null: load_full them).
+  // model: the layout parameters are initialised from (null: filled through checkpoint_runs, then after_load).
   LocalReplicaState(const ParamGroupSpec& spec, const ParamLayout* model, const AdamWConfig& adam,
                     const DataParallelConfig& cfg, Tracer* tracer, bool local_mean);
   ParamSource& params() override { return inner_->params(); }
@@ -33,7 +33,6 @@ class LocalReplicaState : public ModelState {
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   // A checkpoint holds rank 0's replica: at the end of a round every replica holds the same.
   void gather_full(float* params, float* m, float* v) override { inner_->gather_full(params, m, v); }
-  void load_full(const float* params, const float* m, const float* v) override;
   // The one dense group covers the whole layout in model order: its coordinates are the model's.
   StateRuns checkpoint_runs(bool for_save) override { return inner_->checkpoint_runs(for_save); }
   void after_load() override {

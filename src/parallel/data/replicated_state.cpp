@@ -65,13 +65,6 @@ void ReplicatedState::gather_full(float* params, float* m, float* v) {
   if (v) std::memcpy(v, adam_.v(), bytes);
 }
 
-void ReplicatedState::load_full(const float* params, const float* m, const float* v) {
-  const size_t bytes = params_.bytes();
-  std::memcpy(params_.data(), params, bytes);
-  std::memcpy(adam_.m(), m, bytes);
-  std::memcpy(adam_.v(), v, bytes);
-}
-
 StateRuns ReplicatedState::checkpoint_runs(bool for_save) {
   if (for_save && comm_rank_ != 0) return {};  // every replica holds the same state
   const size_t n = params_.size();

@@ -23,7 +23,6 @@ class ReplicatedState final : public ModelState {
   void optimizer_step(float lr, int step) override;
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
-  void load_full(const float* params, const float* m, const float* v) override;
   StateRuns checkpoint_runs(bool for_save) override;
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
     *count = seg.count;

@@ -154,17 +154,6 @@ void ShardedState::gather_full(float* params, float* m, float* v) {
   gather_segments(adam_.v(), v);
 }
 
-void ShardedState::load_full(const float* params, const float* m, const float* v) {
-  if (stage_ != 3) std::memcpy(params_.data(), params, params_.bytes());
-  for (const ShardedSegment& s : shards_.segments()) {
-    const size_t from = s.seg.offset + s.mine.offset, n = s.mine.count * sizeof(float);
-    if (stage_ == 3) std::memcpy(params_.data() + s.shard_at, params + from, n);
-    std::memcpy(adam_.m() + s.shard_at, m + from, n);
-    std::memcpy(adam_.v() + s.shard_at, v + from, n);
-  }
-  if (gather_) gather_->invalidate();
-}
-
 std::vector<const WeightTwinSource*> ShardedState::weight_twins() const {
   if (!gather_ || !gather_->gathers_16bit()) return {};
   return {gather_.get()};

@@ -34,7 +34,6 @@ class ShardedState final : public ModelState {
   void optimizer_step(float lr, int step) override;
   void init_parameters(const ModelConfig& c, uint64_t seed) override;
   void gather_full(float* params, float* m, float* v) override;
-  void load_full(const float* params, const float* m, const float* v) override;
   StateRuns checkpoint_runs(bool for_save) override;
   void after_load() override;
   float* segment_grads(const ParamSegment& seg, size_t* count) override {
