@@ -8,12 +8,12 @@ bash scripts/setup.sh fivefold  # the tests build in scripts/test.sh, not here
 ff=build/fivefold
 # Token shards of an older format (the u32 version at byte 8; src/io/token_shard.h) are refused by
 # training, so a data folder prepared by an earlier fivefold is prepared again.
-shard_version=$(od -An -tu4 -j8 -N4 data/kjv/train.bin 2>/dev/null | tr -d ' ' || true)
+shard_version=$(od -An -tu4 -j8 -N4 data/kjv/train-00000.bin 2>/dev/null | tr -d ' ' || true)
 if [ "$shard_version" != 2 ]; then
   rm -rf data/kjv
   mkdir -p data
   bible -f Gen1:1-Rev22:21 > data/kjv.txt
-  $ff prepare --text data/kjv.txt --vocab 4096 --out data/kjv
+  $ff prepare --text data/kjv.txt --one-doc-per-line --vocab 4096 --out data/kjv
 fi
 rm -rf runs/small
 # Open MPI refuses root unless told twice; containers and CI machines often run as root.

@@ -23,7 +23,7 @@ if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_
 
 bible -f Gen1:1-Rev22:21 >"$work/kjv.txt"
 head -n 4000 "$work/kjv.txt" >"$work/text.txt"
-"$ff" prepare --text "$work/text.txt" --vocab 512 --out "$work/data" >/dev/null
+"$ff" prepare --text "$work/text.txt" --one-doc-per-line --vocab 512 --out "$work/data" >/dev/null
 
 # name | ranks | flags (after the common ones)
 layouts=(

@@ -50,7 +50,7 @@ import random
 random.seed(1)
 words = 'and the lord said unto moses behold land of egypt children israel went out into'.split()
 print('\n'.join(' '.join(random.choice(words) for _ in range(12)) for _ in range(600)))" >"$run/text.txt"
-  ASAN_OPTIONS=$no_leaks build-asan/fivefold prepare --text "$run/text.txt" --vocab 300 --out "$run/data" \
+  ASAN_OPTIONS=$no_leaks build-asan/fivefold prepare --text "$run/text.txt" --one-doc-per-line --vocab 300 --out "$run/data" \
     >/dev/null || status=1
   # Two ranks under data, tensor (+ sequence) and pipeline parallelism: every exit path of the
   # communication layer (groups made and freed) runs under the sanitizers.

@@ -1,40 +1,68 @@
 #pragma once
-// `fivefold prepare`: text file in, everything training needs out.
+// `fivefold prepare`: corpus files in, everything training needs out, streamed.
 //
-// out_dir/tokenizer.model  BPE tokenizer trained on the whole text file
-// out_dir/train.bin        token shard: every training line as BOS, its tokens, "\n"
-// out_dir/val.bin          the same for the last val_fraction of the lines
-// out_dir/meta.json        vocab_size, token and line counts, source file, special ids
+// out_dir/tokenizer.model         the tokenizer: trained on the corpus (or its first
+//                                 tokenizer_sample_mb MB of documents), or a copy of the one given
+// out_dir/train-00000.bin, ...    token shards, each document BOS + tokens + EOS
+// out_dir/val-00000.bin, ...      the validation documents, the same way
+// out_dir/meta.json               written last: the shards, counts, tokenizer, how it was made
 //
-// Each line is a small document: BOS opens it, as in LLaMA, so a sampler that starts from BOS
-// (plus an optional prompt) is in distribution, and the newline piece closes it, so decoded
-// samples come out one verse (paragraph) per line, exactly as in the source, and sampling runs
-// on across verses instead of stopping as it would at EOS. The split takes the last lines rather
-// than a random subset, so it is deterministic and validation text never interleaves with
-// training text inside a window.
+// Documents are read by a reader thread, encoded by `threads` threads and written in corpus
+// order, so memory is bounded whatever the corpus size and the output does not depend on the
+// thread count. Everything is built in out_dir/.prepare-partial and moved in only when complete:
+// an interrupted prepare leaves out_dir as it was, and nothing that looks complete.
+//
+// Validation takes whole documents: every (1 / val_fraction)-th document, evenly spread and
+// deterministic, or the first val_docs documents; a requested split always gets one.
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "io/corpus/document_reader.h"
 
 namespace ff {
 
+struct PrepareOptions {
+  std::vector<std::string> inputs;  // files, folders, globs (io/corpus/input_paths.h)
+  std::string out_dir;
+  CorpusOptions corpus;
+  std::string tokenizer;            // a SentencePiece .model to reuse; empty: train one
+  int vocab_size = 4096;            // for a trained tokenizer
+  uint64_t tokenizer_sample_bytes = uint64_t(256) << 20;  // text the tokenizer trains on, at most
+  double val_fraction = 0.05;
+  uint64_t val_docs = 0;            // > 0: the first val_docs documents, instead of the fraction
+  int threads = 0;                  // encoder threads; 0: every core
+  uint64_t shard_tokens = uint64_t(256) << 20;
+  bool progress = false;            // redraw a progress line on stderr
+};
+
 struct PrepareResult {
   std::string tokenizer_path;
-  std::string train_path;
-  std::string val_path;
   std::string meta_path;
+  std::vector<std::string> train_paths, val_paths;
   int vocab_size = 0;
   int bos_id = -1;
   int eos_id = -1;
-  int newline_id = -1;
-  uint64_t train_lines = 0;
-  uint64_t val_lines = 0;
-  uint64_t train_tokens = 0;
-  uint64_t val_tokens = 0;
-  double tokenizer_seconds = 0;  // training the tokenizer
-  double encode_seconds = 0;     // encoding and writing the shards
+  uint64_t train_documents = 0, val_documents = 0;
+  uint64_t train_tokens = 0, val_tokens = 0;
+  uint64_t empty_documents = 0, bad_records = 0;
+  std::vector<std::string> first_bad_records;
+  uint64_t input_bytes = 0;
+  double tokenizer_seconds = 0;  // training the tokenizer (0 when one was given)
+  double encode_seconds = 0;     // reading, encoding and writing the shards
 };
 
+PrepareResult prepare_corpus(const PrepareOptions& options);
+
+// One text file, one line per document: what the tests' tiny corpora are.
 PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
                              const std::string& out_dir, double val_fraction = 0.05);
+
+// The shards a prepared folder lists in its meta.json, as paths; a folder from before sharding
+// (train.bin and val.bin) gives those. Throws naming the folder and the fix when it is neither.
+struct PreparedShards {
+  std::vector<std::string> train, val;
+};
+PreparedShards prepared_shards(const std::string& data_dir);
 
 }  // namespace ff

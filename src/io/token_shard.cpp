@@ -21,7 +21,7 @@ constexpr size_t kHeaderBytes = 48;
 // The header fields the checksum covers besides the payload: vocab, reserved, tokenizer sum.
 constexpr size_t kCoveredAt = 32, kCoveredBytes = 16;
 const char* const kFix = "re-run fivefold prepare to rebuild the token shards";
-const char* const kMissingFix = "run fivefold prepare first, it writes train.bin and val.bin";
+const char* const kMissingFix = "run fivefold prepare first, it writes the token shards";
 
 // Hashing the covered fields with the payload's hash (not the payload itself) avoids copying a
 // large payload next to its header; any change to a field or to the payload changes the result.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "io/prepare.h"
 #include "io/token_shard.h"
 #include "io/tokenizer.h"
 
@@ -48,13 +49,21 @@ RunTokenizer open_run_tokenizer(const TrainConfig& c) {
 }
 
 RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer) {
-  const std::string train_path = data_file(c, "train.bin"), val_path = data_file(c, "val.bin");
+  const PreparedShards shards = prepared_shards(c.data);
   const TokenShardExpect expect{c.model.vocab_size, tokenizer.checksum, "the tokenizer " + tokenizer.path};
+  // A split's shards in the order meta.json lists them, as one token sequence.
+  auto read_split = [&](const std::vector<std::string>& paths) {
+    std::vector<int32_t> all;
+    for (const std::string& p : paths) {
+      const std::vector<int32_t> part = read_token_shard(data_file(c, fs::path(p).filename().c_str()), expect);
+      check_token_range(part, c.model.vocab_size, p);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return std::make_shared<const std::vector<int32_t>>(std::move(all));
+  };
   RunTokens t;
-  t.train = std::make_shared<const std::vector<int32_t>>(read_token_shard(train_path, expect));
-  t.val = std::make_shared<const std::vector<int32_t>>(read_token_shard(val_path, expect));
-  check_token_range(*t.train, c.model.vocab_size, train_path);
-  check_token_range(*t.val, c.model.vocab_size, val_path);
+  t.train = read_split(shards.train);
+  t.val = read_split(shards.val);
   return t;
 }
 

@@ -24,7 +24,8 @@ struct RunTokens {
   std::shared_ptr<const std::vector<int32_t>> train, val;
 };
 
-// DATA/train.bin and DATA/val.bin, refused (naming the file and the fix) when made by another
+// The train and val shards DATA/meta.json lists (DATA/train.bin and DATA/val.bin in a folder
+// prepared before shards were split), refused (naming the file and the fix) when made by another
 // tokenizer or holding an id outside the vocabulary.
 RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer);
 

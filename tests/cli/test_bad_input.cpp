@@ -101,7 +101,7 @@ TEST(BadInput, VocabMismatchBetweenTokenizerAndConfigOrCheckpoint) {
   // A tokenizer of another size beside the checkpoint.
   std::string other = temp_dir("othertok");
   write_corpus_text(other + "/c.txt", 500, 3);
-  CliResult p = run_fivefold("prepare --text " + other + "/c.txt --vocab 300 --out " + other + "/p");
+  CliResult p = run_fivefold("prepare --one-doc-per-line --text " + other + "/c.txt --vocab 300 --out " + other + "/p");
   ASSERT_EQ(p.exit_code, 0) << p.output;
   fs::copy_file(other + "/p/tokenizer.model", run + "/tokenizer.model", fs::copy_options::overwrite_existing);
   r = run_fivefold("sample --ckpt " + run + " --prompt And --max-tokens 5");
@@ -111,10 +111,10 @@ TEST(BadInput, VocabMismatchBetweenTokenizerAndConfigOrCheckpoint) {
 TEST(BadInput, CorruptShard) {
   std::string data = temp_dir("corrupt-data");
   fs::copy(tiny_data_dir(), data);
-  flip_byte(data + "/train.bin");
+  flip_byte(data + "/train-00000.bin");
   std::string out = temp_dir("corrupt-out");
   CliResult r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + data + " --out " + out);
-  expect_failure(r, {"train.bin", "fivefold prepare"});
+  expect_failure(r, {"train-00000.bin", "fivefold prepare"});
   EXPECT_FALSE(fs::exists(out + "/latest"));
 }
 
@@ -150,7 +150,7 @@ namespace {
 std::string other_prepared(const std::string& tag, int vocab) {
   std::string other = temp_dir(tag);
   write_corpus_text(other + "/c.txt", 500, 3);
-  CliResult p = run_fivefold("prepare --text " + other + "/c.txt --vocab " + std::to_string(vocab) +
+  CliResult p = run_fivefold("prepare --one-doc-per-line --text " + other + "/c.txt --vocab " + std::to_string(vocab) +
                              " --out " + other + "/p");
   EXPECT_EQ(p.exit_code, 0) << p.output;
   return other + "/p";
@@ -163,11 +163,11 @@ TEST(BadInput, EvalRefusesAShardOfAnotherVocabulary) {
   std::string run = good_run();
   for (int vocab : {400, 300}) {
     const std::string data = other_prepared("evalvocab" + std::to_string(vocab), vocab);
-    CliResult r = run_fivefold("eval --ckpt " + run + " --data " + data + "/val.bin");
-    expect_failure(r, {"val.bin", ("vocabulary of " + std::to_string(vocab)).c_str(), "has 320"});
+    CliResult r = run_fivefold("eval --ckpt " + run + " --data " + data + "/val-00000.bin");
+    expect_failure(r, {"val-00000.bin", ("vocabulary of " + std::to_string(vocab)).c_str(), "has 320"});
     EXPECT_EQ(r.output.find("loss"), std::string::npos) << r.output;
   }
-  CliResult ok = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin");
+  CliResult ok = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val-00000.bin");
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
@@ -184,7 +184,7 @@ TEST(BadInput, ReplacedTokenizerOfTheSameSizeIsNoticed) {
   fs::copy_file(other + "/tokenizer.model", data + "/tokenizer.model", fs::copy_options::overwrite_existing);
   r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + data + " --out " +
                    temp_dir("sw"));
-  expect_failure(r, {"train.bin", "different tokenizer.model"});
+  expect_failure(r, {"train-00000.bin", "different tokenizer.model"});
   // A consistent data folder of another tokenizer does not continue a run trained on the first.
   std::string resumed = good_run();
   const std::string good = checkpoint_bytes(resumed);
@@ -199,16 +199,16 @@ TEST(BadInput, CommandLineValuesOutOfRange) {
   std::string run = good_run();
   for (const char* batch : {"-1", "0", "100000000"}) {
     CliResult r =
-        run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --batch " + batch);
+        run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val-00000.bin --batch " + batch);
     expect_failure(r, {(std::string("--batch is ") + batch).c_str(), "between 1 and 4096"});
   }
   CliResult r = run_fivefold(tiny_train(temp_dir("bare"), "--dim"));
   expect_failure(r, {"--dim needs a value"});
-  r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --max-windows");
+  r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val-00000.bin --max-windows");
   expect_failure(r, {"--max-windows needs a value"});
-  r = run_fivefold("eval --data " + tiny_data_dir() + "/val.bin --ckpt");
+  r = run_fivefold("eval --data " + tiny_data_dir() + "/val-00000.bin --ckpt");
   expect_failure(r, {"--ckpt needs a value"});
-  r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val.bin --threads 100000");
+  r = run_fivefold("eval --ckpt " + run + " --data " + tiny_data_dir() + "/val-00000.bin --threads 100000");
   expect_failure(r, {"--threads is 100000", "at most 4 per core"});
   r = run_fivefold(tiny_train(temp_dir("eps"), "--adam-eps 0"));
   expect_failure(r, {"adam_eps must be a positive number"});
@@ -222,6 +222,6 @@ TEST(BadInput, OutThatIsAFileOrCannotBeCreated) {
   EXPECT_EQ(r.output.find("filesystem error"), std::string::npos) << r.output;
   r = run_fivefold(tiny_train(dir + "/a_file/below"));
   expect_failure(r, {"--out", "cannot be created", "writable location"});
-  r = run_fivefold("prepare --text " + dir + "/a_file --vocab 300 --out " + dir + "/a_file");
+  r = run_fivefold("prepare --one-doc-per-line --text " + dir + "/a_file --vocab 300 --out " + dir + "/a_file");
   expect_failure(r, {"is a file, not a folder"});
 }

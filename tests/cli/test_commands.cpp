@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 TEST(Commands, PrepareTrainEvalSampleExport) {
   std::string dir = temp_dir("walk");
   write_corpus_text(dir + "/text.txt", 2000, 21);
-  CliResult r = run_fivefold("prepare --text " + dir + "/text.txt --vocab 320 --out " + dir + "/data");
+  CliResult r = run_fivefold("prepare --one-doc-per-line --text " + dir + "/text.txt --vocab 320 --out " + dir + "/data");
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + dir + "/data --out " + dir +
@@ -33,7 +33,7 @@ TEST(Commands, PrepareTrainEvalSampleExport) {
   EXPECT_LT(recs[29]["val_loss"].get<double>(), recs[9]["val_loss"].get<double>());
   EXPECT_TRUE(fs::exists(dir + "/run/config.toml"));
 
-  r = run_fivefold("eval --ckpt " + dir + "/run --data " + dir + "/data/val.bin");
+  r = run_fivefold("eval --ckpt " + dir + "/run --data " + dir + "/data/val-00000.bin");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("loss"), std::string::npos);
 

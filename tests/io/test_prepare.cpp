@@ -43,6 +43,23 @@ std::string join(const std::vector<std::string>& lines, size_t begin, size_t end
 
 }  // namespace
 
+namespace {
+
+// Every document framed as BOS, its tokens, EOS; validation every 10th document for 0.1.
+std::vector<int32_t> expected_split(const Tokenizer& tok, const std::vector<std::string>& docs, bool val,
+                                    size_t every) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (((i + 1) % every == 0) != val) continue;
+    out.push_back(tok.bos_id());
+    for (int32_t id : tok.encode(docs[i])) out.push_back(id);
+    out.push_back(tok.eos_id());
+  }
+  return out;
+}
+
+}  // namespace
+
 TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   ff::testing::TempDir dir;
   const auto lines = verse_lines(300);
@@ -50,37 +67,23 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   const std::string out = dir.file("data");
   PrepareResult r = prepare_corpus(dir.file("text.txt"), 320, out, 0.1);
 
-  EXPECT_EQ(r.train_lines, 270u);
-  EXPECT_EQ(r.val_lines, 30u);
+  EXPECT_EQ(r.train_documents, 270u);
+  EXPECT_EQ(r.val_documents, 30u);
   EXPECT_EQ(r.vocab_size, 320);
   EXPECT_EQ(r.tokenizer_path, out + "/tokenizer.model");
+  ASSERT_EQ(r.train_paths, std::vector<std::string>{out + "/train-00000.bin"});
+  ASSERT_EQ(r.val_paths, std::vector<std::string>{out + "/val-00000.bin"});
 
-  const auto train = read_token_shard(out + "/train.bin");
-  const auto val = read_token_shard(out + "/val.bin");
+  const auto train = read_token_shard(out + "/train-00000.bin");
+  const auto val = read_token_shard(out + "/val-00000.bin");
   EXPECT_EQ(train.size(), r.train_tokens);
   EXPECT_EQ(val.size(), r.val_tokens);
 
   Tokenizer tok(out + "/tokenizer.model");
-  EXPECT_EQ(r.newline_id, tok.newline_id());
-  // Layout: every line is BOS, its tokens, newline.
-  EXPECT_EQ(train.front(), tok.bos_id());
-  EXPECT_EQ(val.front(), tok.bos_id());
-  EXPECT_EQ(train.back(), tok.newline_id());
-  EXPECT_EQ(std::count(train.begin(), train.end(), tok.newline_id()), 270);
-  EXPECT_EQ(std::count(train.begin(), train.end(), tok.bos_id()), 270);
-  EXPECT_EQ(std::count(val.begin(), val.end(), tok.newline_id()), 30);
+  EXPECT_EQ(train, expected_split(tok, lines, false, 10));
+  EXPECT_EQ(val, expected_split(tok, lines, true, 10));
+  EXPECT_EQ(std::count(train.begin(), train.end(), tok.eos_id()), 270);
   EXPECT_EQ(std::count(val.begin(), val.end(), tok.bos_id()), 30);
-  for (size_t i = 0; i + 1 < train.size(); ++i) {
-    if (train[i] == tok.newline_id()) {
-      ASSERT_EQ(train[i + 1], tok.bos_id()) << i;
-    }
-  }
-  std::vector<int32_t> first_line = {tok.bos_id()};
-  for (int32_t id : tok.encode(lines[0])) first_line.push_back(id);
-  first_line.push_back(tok.newline_id());
-  EXPECT_TRUE(std::equal(first_line.begin(), first_line.end(), train.begin()));
-  EXPECT_EQ(tok.decode(train), join(lines, 0, 270));
-  EXPECT_EQ(tok.decode(val), join(lines, 270, 300));
 
   std::ifstream in(out + "/meta.json");
   const nlohmann::json meta = nlohmann::json::parse(in);
@@ -89,17 +92,22 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   EXPECT_EQ(meta["val_tokens"], r.val_tokens);
   EXPECT_EQ(meta["bos_id"], 1);
   EXPECT_EQ(meta["eos_id"], 2);
-  EXPECT_EQ(meta["newline_id"], 3);
-  EXPECT_EQ(meta["train_lines"], 270);
-  EXPECT_EQ(meta["source_file"], std::filesystem::absolute(dir.file("text.txt")).string());
-  EXPECT_EQ(read_token_shard_info(out + "/train.bin").vocab_size, 320u);
+  EXPECT_EQ(meta["train_documents"], 270);
+  EXPECT_EQ(meta["train_shards"], nlohmann::json::array({"train-00000.bin"}));
+  EXPECT_EQ(meta["val_shards"], nlohmann::json::array({"val-00000.bin"}));
+  EXPECT_EQ(meta["inputs"][0], std::filesystem::absolute(dir.file("text.txt")).string());
+  EXPECT_EQ(meta["tokenizer_source"].get<std::string>().rfind("trained on every document", 0), 0u);
+  EXPECT_EQ(read_token_shard_info(out + "/train-00000.bin").vocab_size, 320u);
   // Both shards carry the checksum of the tokenizer file's bytes (a replaced tokenizer of the
   // same size is noticed).
   const std::string model_bytes = ff::testing::read_all(out + "/tokenizer.model");
   const uint64_t sum = checksum64(model_bytes.data(), model_bytes.size());
   EXPECT_EQ(tok.checksum(), sum);
-  EXPECT_EQ(read_token_shard_info(out + "/train.bin").tokenizer_checksum, sum);
-  EXPECT_EQ(read_token_shard_info(out + "/val.bin").tokenizer_checksum, sum);
+  EXPECT_EQ(read_token_shard_info(out + "/train-00000.bin").tokenizer_checksum, sum);
+  EXPECT_EQ(read_token_shard_info(out + "/val-00000.bin").tokenizer_checksum, sum);
+  const PreparedShards listed = prepared_shards(out);
+  EXPECT_EQ(listed.train, r.train_paths);
+  EXPECT_EQ(listed.val, r.val_paths);
 }
 
 TEST(Prepare, CrlfAndLfGiveTheSameTokens) {
@@ -111,7 +119,8 @@ TEST(Prepare, CrlfAndLfGiveTheSameTokens) {
   ff::testing::write_all(dir.file("crlf.txt"), crlf);
   prepare_corpus(dir.file("lf.txt"), 300, dir.file("a"), 0.05);
   prepare_corpus(dir.file("crlf.txt"), 300, dir.file("b"), 0.05);
-  EXPECT_EQ(read_token_shard(dir.file("a/val.bin")), read_token_shard(dir.file("b/val.bin")));
+  EXPECT_EQ(read_token_shard(dir.file("a/val-00000.bin")), read_token_shard(dir.file("b/val-00000.bin")));
+  EXPECT_EQ(read_token_shard(dir.file("a/train-00000.bin")), read_token_shard(dir.file("b/train-00000.bin")));
 }
 
 TEST(Prepare, BadInputsAreExplained) {
@@ -126,9 +135,16 @@ TEST(Prepare, BadInputsAreExplained) {
                {"vocab size 9000", "too large"});
   expect_error([&] { prepare_corpus(dir.file("text.txt"), 300, dir.file("o"), 1.0); },
                {"val_fraction"});
+  // Too few documents to split shows only once they are counted, after encoding: a tokenizer
+  // is reused so that training one on a single line does not fail first.
+  const PrepareResult some = prepare_corpus(dir.file("text.txt"), 300, dir.file("some"));
   ff::testing::write_all(dir.file("one.txt"), "a single line\n");
-  expect_error([&] { prepare_corpus(dir.file("one.txt"), 300, dir.file("o")); },
-               {"only 1 lines", "validation"});
+  PrepareOptions one;
+  one.inputs = {dir.file("one.txt")};
+  one.out_dir = dir.file("o");
+  one.tokenizer = some.tokenizer_path;
+  expect_error([&] { prepare_corpus(one); }, {"only 1 document", "validation", "--val-fraction 0"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("o/meta.json")));
 }
 
 namespace {
@@ -166,14 +182,14 @@ TEST(Prepare, FailingMidwayLeavesTheFolderAsItWas) {
   const std::string out = dir.file("data");
   prepare_corpus(dir.file("a.txt"), 320, out, 0.1);
   std::map<std::string, std::string> before;
-  for (const char* f : {"tokenizer.model", "tokenizer.vocab", "train.bin", "val.bin", "meta.json"})
+  for (const char* f : {"tokenizer.model", "tokenizer.vocab", "train-00000.bin", "val-00000.bin", "meta.json"})
     before[f] = ff::testing::read_all(out + "/" + f);
   // Room for the tokenizer files but not for train.bin: the failure comes after the tokenizer.
   const size_t cap = std::max(before["tokenizer.model"].size(), before["tokenizer.vocab"].size()) + 64;
-  ASSERT_LT(cap, before["train.bin"].size());
+  ASSERT_LT(cap, before["train-00000.bin"].size());
   {
     FileSizeCap full(cap);
-    expect_error([&] { prepare_corpus(dir.file("b.txt"), 320, out, 0.1); }, {"train.bin", "left as it was"});
+    expect_error([&] { prepare_corpus(dir.file("b.txt"), 320, out, 0.1); }, {"train-00000.bin", "left as it was"});
   }
   for (const auto& [f, bytes] : before) EXPECT_EQ(ff::testing::read_all(out + "/" + f), bytes) << f;
   EXPECT_FALSE(std::filesystem::exists(out + "/.prepare-partial"));
@@ -182,10 +198,184 @@ TEST(Prepare, FailingMidwayLeavesTheFolderAsItWas) {
   const std::string fresh = dir.file("fresh");
   {
     FileSizeCap full(cap);
-    expect_error([&] { prepare_corpus(dir.file("b.txt"), 320, fresh, 0.1); }, {"train.bin"});
+    expect_error([&] { prepare_corpus(dir.file("b.txt"), 320, fresh, 0.1); }, {"train-00000.bin"});
   }
   EXPECT_TRUE(std::filesystem::is_empty(fresh));
   // And the next prepare simply works.
   prepare_corpus(dir.file("b.txt"), 320, out, 0.1);
-  EXPECT_NE(ff::testing::read_all(out + "/train.bin"), before["train.bin"]);
+  EXPECT_NE(ff::testing::read_all(out + "/train-00000.bin"), before["train-00000.bin"]);
+}
+
+namespace {
+
+std::vector<int32_t> concat_shards(const std::vector<std::string>& paths) {
+  std::vector<int32_t> all;
+  for (const auto& p : paths) {
+    const auto part = read_token_shard(p);
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+nlohmann::json read_meta(const std::string& dir) {
+  std::ifstream in(dir + "/meta.json");
+  return nlohmann::json::parse(in);
+}
+
+// n jsonl records, the i-th "record i: " and a verse.
+std::vector<std::string> record_texts(int n) {
+  std::vector<std::string> texts;
+  const auto verses = verse_lines(n);
+  for (int i = 0; i < n; ++i) texts.push_back("record " + std::to_string(i) + ":\n" + verses[size_t(i)]);
+  return texts;
+}
+
+std::string as_jsonl(const std::vector<std::string>& texts) {
+  std::string out;
+  for (const auto& t : texts) out += nlohmann::json({{"text", t}, {"meta", 1}}).dump() + "\n";
+  return out;
+}
+
+}  // namespace
+
+// The output depends on the corpus alone: one encoder thread or several, the same bytes; shards
+// rotate at shard_tokens without cutting a document, and together hold every document in order.
+TEST(Prepare, StreamingOutputIsTheSameForEveryThreadCountAndRotatesShards) {
+  ff::testing::TempDir dir;
+  const auto texts = record_texts(3000);
+  ff::testing::write_all(dir.file("in/a.jsonl"), "");
+  std::filesystem::create_directories(dir.file("in/b"));
+  ff::testing::write_all(dir.file("in/a.jsonl"), as_jsonl({texts.begin(), texts.begin() + 1000}));
+  ff::testing::write_all(dir.file("in/b/c.jsonl"), as_jsonl({texts.begin() + 1000, texts.end()}));
+  PrepareOptions o;
+  o.inputs = {dir.file("in")};
+  o.vocab_size = 400;
+  o.val_fraction = 0.1;
+  o.shard_tokens = 5000;
+  o.threads = 1;
+  o.out_dir = dir.file("one");
+  const PrepareResult one = prepare_corpus(o);
+  // SentencePiece's training is not bit-reproducible run to run; the encoding is the subject.
+  o.tokenizer = one.tokenizer_path;
+  o.threads = 3;
+  o.out_dir = dir.file("three");
+  const PrepareResult three = prepare_corpus(o);
+
+  ASSERT_GT(one.train_paths.size(), 3u);
+  ASSERT_EQ(one.train_paths.size(), three.train_paths.size());
+  for (size_t i = 0; i < one.train_paths.size(); ++i) {
+    EXPECT_TRUE(ff::testing::read_all(one.train_paths[i]) == ff::testing::read_all(three.train_paths[i])) << i;
+    const auto shard = read_token_shard(one.train_paths[i]);
+    EXPECT_LE(shard.size(), 5000u);
+    EXPECT_EQ(shard.front(), 1);  // every shard starts a document
+    EXPECT_EQ(shard.back(), 2);
+  }
+  Tokenizer tok(one.tokenizer_path);
+  EXPECT_EQ(concat_shards(one.train_paths), expected_split(tok, texts, false, 10));
+  EXPECT_EQ(concat_shards(one.val_paths), expected_split(tok, texts, true, 10));
+  EXPECT_EQ(one.train_documents, 2700u);
+  const auto meta = read_meta(dir.file("one"));
+  EXPECT_EQ(meta["train_shards"].size(), one.train_paths.size());
+  EXPECT_EQ(meta["input_files"], 2);
+}
+
+TEST(Prepare, ParagraphsReusedTokenizerAndValidationByCount) {
+  ff::testing::TempDir dir;
+  const auto lines = verse_lines(200);
+  ff::testing::write_all(dir.file("lines.txt"), join(lines, 0, lines.size()));
+  const PrepareResult first = prepare_corpus(dir.file("lines.txt"), 320, dir.file("first"), 0.1);
+
+  // Paragraphs of three verses; the lines inside a document are joined with "\n".
+  std::string text;
+  std::vector<std::string> docs;
+  for (size_t i = 0; i + 3 <= lines.size(); i += 3) {
+    docs.push_back(lines[i] + "\n" + lines[i + 1] + "\n" + lines[i + 2]);
+    text += docs.back() + "\r\n\r\n";
+  }
+  ff::testing::write_all(dir.file("paras.txt"), text);
+  PrepareOptions o;
+  o.inputs = {dir.file("paras.txt")};
+  o.out_dir = dir.file("second");
+  o.tokenizer = first.tokenizer_path;
+  o.val_docs = 5;
+  const PrepareResult r = prepare_corpus(o);
+  EXPECT_EQ(ff::testing::read_all(r.tokenizer_path), ff::testing::read_all(first.tokenizer_path));
+  EXPECT_EQ(r.val_documents, 5u);
+  EXPECT_EQ(r.train_documents, docs.size() - 5);
+  Tokenizer tok(r.tokenizer_path);
+  std::vector<int32_t> val, train;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    auto& split = i < 5 ? val : train;
+    split.push_back(tok.bos_id());
+    for (int32_t id : tok.encode(docs[i])) split.push_back(id);
+    split.push_back(tok.eos_id());
+  }
+  EXPECT_EQ(concat_shards(r.val_paths), val);
+  EXPECT_EQ(concat_shards(r.train_paths), train);
+  EXPECT_NE(std::find(train.begin(), train.end(), tok.newline_id()), train.end());
+  const auto meta = read_meta(dir.file("second"));
+  EXPECT_EQ(meta["tokenizer_source"], "reused " + std::filesystem::absolute(first.tokenizer_path).string());
+  EXPECT_EQ(meta["val_docs"], 5);
+  // A reused tokenizer that is not one is refused before any work.
+  o.tokenizer = dir.file("paras.txt");
+  o.out_dir = dir.file("third");
+  EXPECT_THROW(prepare_corpus(o), std::runtime_error);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("third")));
+}
+
+TEST(Prepare, SkippedRecordsAndTheTokenizerSampleAreRecorded) {
+  ff::testing::TempDir dir;
+  const auto texts = record_texts(400);
+  std::string body = as_jsonl(texts);
+  body += "{broken\n{\"text\": \"\"}\n{\"title\": \"no text\"}\n";
+  ff::testing::write_all(dir.file("d.jsonl"), body);
+  PrepareOptions o;
+  o.inputs = {dir.file("d.jsonl")};
+  o.out_dir = dir.file("out");
+  o.vocab_size = 320;
+  expect_error([&] { prepare_corpus(o); }, {"d.jsonl:401", "bad JSON", "--on-bad-record skip", "left as it was"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out/meta.json")));
+  o.corpus.on_bad_record = BadRecordPolicy::skip;
+  o.tokenizer_sample_bytes = 4000;
+  const PrepareResult r = prepare_corpus(o);
+  EXPECT_EQ(r.bad_records, 2u);
+  EXPECT_EQ(r.empty_documents, 1u);
+  EXPECT_EQ(r.train_documents + r.val_documents, 400u);
+  const auto meta = read_meta(dir.file("out"));
+  EXPECT_EQ(meta["bad_records"], 2);
+  EXPECT_EQ(meta["empty_documents"], 1);
+  ASSERT_EQ(meta["first_bad_records"].size(), 2u);
+  EXPECT_EQ(meta["first_bad_records"][1].get<std::string>().rfind(dir.file("d.jsonl") + ":403: no field", 0), 0u);
+  // The sample stopped at the first document past 4000 bytes of text.
+  size_t bytes = 0, docs = 0;
+  while (bytes < 4000) bytes += texts[docs++].size();
+  EXPECT_EQ(meta["tokenizer_source"], "trained on the first " + std::to_string(docs) + " documents (" +
+                                          std::to_string(bytes) + " bytes, --tokenizer-sample-mb)");
+}
+
+// A smaller prepare into a folder that held a larger one leaves none of the old shards behind.
+TEST(Prepare, ANewPrepareReplacesEveryOldShard) {
+  ff::testing::TempDir dir;
+  const auto texts = record_texts(600);
+  ff::testing::write_all(dir.file("d.jsonl"), as_jsonl(texts));
+  PrepareOptions o;
+  o.inputs = {dir.file("d.jsonl")};
+  o.out_dir = dir.file("out");
+  o.vocab_size = 320;
+  o.shard_tokens = 1000;
+  const PrepareResult many = prepare_corpus(o);
+  ASSERT_GT(many.train_paths.size(), 3u);
+  ff::testing::write_all(dir.file("out/notes.txt"), "mine");
+  const std::vector<int32_t> tokens = concat_shards(many.train_paths);
+  o.shard_tokens = 1u << 20;
+  o.tokenizer = many.tokenizer_path;  // reused from the folder being replaced
+  const PrepareResult few = prepare_corpus(o);
+  ASSERT_EQ(few.train_paths.size(), 1u);
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("out"))) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  // The trained tokenizer's listing (tokenizer.vocab) went with it: a reused model has none.
+  EXPECT_EQ(names, (std::vector<std::string>{"meta.json", "notes.txt", "tokenizer.model", "train-00000.bin",
+                                             "val-00000.bin"}));
+  EXPECT_EQ(concat_shards(few.train_paths), tokens);
 }

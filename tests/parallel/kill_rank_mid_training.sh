@@ -42,7 +42,7 @@ echo "mpirun exit code $code, ${elapsed} s after the kill"
 [ "$elapsed" -le 30 ] || fail "the job took ${elapsed} s to end (limit 30 s)"
 grep -qE "process rank [01] .*exited on signal 9" "$log" || fail "the output does not name the rank that died by signal 9"
 # The last good checkpoint survives and loads.
-"$fivefold" eval --ckpt "$out/run" --data "$data/val.bin" --max-windows 4 >"$out/eval.txt" 2>&1 ||
+"$fivefold" eval --ckpt "$out/run" --data "$data/val-00000.bin" --max-windows 4 >"$out/eval.txt" 2>&1 ||
   { cat "$out/eval.txt"; fail "the checkpoint left behind does not load"; }
 cat "$out/eval.txt"
 grep -E "process rank [01]" "$log"

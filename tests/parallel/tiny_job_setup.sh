@@ -11,4 +11,4 @@ fail() {
 awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons people shall go", w, " ");
              for (i = 0; i < 3000; i++) { line = "And"; for (j = 0; j < 8; j++) line = line " " w[int(rand() * 17) + 1];
                                           print line "." } }' >"$out/corpus.txt"
-"$fivefold" prepare --text "$out/corpus.txt" --vocab 300 --out "$out/data" >"$log" 2>&1 || fail "prepare failed"
+"$fivefold" prepare --text "$out/corpus.txt" --one-doc-per-line --vocab 300 --out "$out/data" >"$log" 2>&1 || fail "prepare failed"
