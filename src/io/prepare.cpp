@@ -98,9 +98,8 @@ DocumentFrame frame_of(const Tokenizer& tok) {
 // A text document: frame around its tokens. A fine-tuning record: frame around prompt then
 // completion, the loss mask 1 on the completion and the closing frame only, so the model learns
 // to answer (and to stop) but not to write prompts.
-EncodedDocument encode_document(const Tokenizer& tok, const DocumentFrame& f, const Document& d) {
+EncodedDocument encode_document(const Tokenizer& tok, const DocumentFrame& f, const Document& d, bool pair) {
   EncodedDocument out;
-  const bool pair = !d.completion.empty();
   out.ids = f.prefix;
   const std::vector<int32_t> first = tok.encode(pair ? d.prompt : d.text);
   out.ids.insert(out.ids.end(), first.begin(), first.end());
@@ -175,8 +174,9 @@ PrepareResult build(const PrepareOptions& o, const std::vector<std::string>& fil
   t0 = std::chrono::steady_clock::now();
   DocumentReader reader(files, o.corpus);
   r.input_bytes = reader.total_file_bytes();
-  ShardSeries train(staging.string(), "train", r.vocab_size, tok.checksum(), o.shard_tokens);
-  ShardSeries val(staging.string(), "val", r.vocab_size, tok.checksum(), o.shard_tokens);
+  const bool masked = o.corpus.prompt_completion;
+  ShardSeries train(staging.string(), "train", r.vocab_size, tok.checksum(), o.shard_tokens, masked);
+  ShardSeries val(staging.string(), "val", r.vocab_size, tok.checksum(), o.shard_tokens, masked);
   const bool want_val = o.val_docs > 0 || o.val_fraction > 0;
   const DocumentFrame frame = frame_of(tok);
   PrepareProgress progress(o.progress, reader.total_file_bytes());
@@ -185,7 +185,7 @@ PrepareResult build(const PrepareOptions& o, const std::vector<std::string>& fil
   std::optional<EncodedDocument> held;
   uint64_t index = 0;
   EncodePipelineHooks hooks;
-  hooks.encode = [&](const Document& d) { return encode_document(tok, frame, d); };
+  hooks.encode = [&](const Document& d) { return encode_document(tok, frame, d, masked); };
   hooks.consume = [&](EncodedDocument&& d) {
     if (is_validation(index++, o)) {
       val.append(d);

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "io/token_shard.h"
 
 namespace ff {
 
@@ -14,33 +13,38 @@ std::string shard_file_name(const std::string& prefix, size_t index) {
 }
 
 ShardSeries::ShardSeries(std::string dir, std::string prefix, int vocab_size,
-                         uint64_t tokenizer_checksum, uint64_t shard_tokens)
+                         uint64_t tokenizer_checksum, uint64_t shard_tokens, bool with_loss_mask)
     : dir_(std::move(dir)),
       prefix_(std::move(prefix)),
       vocab_size_(vocab_size),
       tokenizer_checksum_(tokenizer_checksum),
-      shard_tokens_(shard_tokens) {}
+      shard_tokens_(shard_tokens),
+      with_loss_mask_(with_loss_mask) {}
+
+void ShardSeries::open_next() {
+  if (current_) {
+    current_->commit();
+    names_.push_back(shard_file_name(prefix_, names_.size()));
+  }
+  current_ = std::make_unique<TokenShardWriter>(dir_ + "/" + shard_file_name(prefix_, names_.size()),
+                                                vocab_size_, tokenizer_checksum_, with_loss_mask_);
+}
 
 void ShardSeries::append(const EncodedDocument& doc) {
-  if (!doc.loss_mask.empty()) {
-    throw std::runtime_error("prepare: this build's token shards carry no loss mask; "
-                             "prompt/completion data needs token shards version 3");
+  if (doc.loss_mask.empty() == with_loss_mask_) {
+    throw std::logic_error("ShardSeries::append: a document's loss mask does not match the series");
   }
-  if (!current_.empty() && current_.size() + doc.ids.size() > shard_tokens_) flush();
-  current_.insert(current_.end(), doc.ids.begin(), doc.ids.end());
+  if (!current_ || (current_->tokens() > 0 && current_->tokens() + doc.ids.size() > shard_tokens_)) open_next();
+  current_->append(doc.ids.data(), doc.ids.size(), with_loss_mask_ ? doc.loss_mask.data() : nullptr);
   tokens_ += doc.ids.size();
   ++documents_;
 }
 
-void ShardSeries::flush() {
-  const std::string name = shard_file_name(prefix_, names_.size());
-  write_token_shard(dir_ + "/" + name, current_, vocab_size_, tokenizer_checksum_);
-  names_.push_back(name);
-  current_.clear();
-}
-
 void ShardSeries::finish() {
-  if (!current_.empty() || names_.empty()) flush();
+  if (!current_) open_next();
+  current_->commit();
+  names_.push_back(shard_file_name(prefix_, names_.size()));
+  current_.reset();
 }
 
 }  // namespace ff

@@ -14,6 +14,7 @@
 #include "io/checksum.h"
 #include "io/prepare.h"
 #include "io/token_shard.h"
+#include "io/token_shard_reader.h"
 #include "io/tokenizer.h"
 #include "io_test_util.h"
 
@@ -378,4 +379,62 @@ TEST(Prepare, ANewPrepareReplacesEveryOldShard) {
   EXPECT_EQ(names, (std::vector<std::string>{"meta.json", "notes.txt", "tokenizer.model", "train-00000.bin",
                                              "val-00000.bin"}));
   EXPECT_EQ(concat_shards(few.train_paths), tokens);
+}
+
+// Fine-tuning records: BOS + prompt + completion + EOS, the loss mask 1 on the completion's
+// tokens and the EOS only, carried in every shard.
+TEST(Prepare, PromptCompletionRecordsCarryALossMaskOnTheAnswer) {
+  ff::testing::TempDir dir;
+  const auto lines = verse_lines(200);
+  ff::testing::write_all(dir.file("lines.txt"), join(lines, 0, lines.size()));
+  const PrepareResult base = prepare_corpus(dir.file("lines.txt"), 320, dir.file("base"), 0.1);
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (size_t i = 0; i + 1 < lines.size(); i += 2) {
+    pairs.emplace_back("Q: " + lines[i] + "\nA:", " " + lines[i + 1]);
+    body += nlohmann::json({{"question", pairs.back().first}, {"answer", pairs.back().second}}).dump() + "\n";
+  }
+  ff::testing::write_all(dir.file("ft.data"), body);
+  PrepareOptions o;
+  o.inputs = {dir.file("ft.data")};
+  o.out_dir = dir.file("ft");
+  o.tokenizer = base.tokenizer_path;
+  o.corpus.format = CorpusFormat::jsonl;
+  o.corpus.prompt_completion = true;
+  o.corpus.prompt_field = "question";
+  o.corpus.completion_field = "answer";
+  o.val_docs = 3;
+  o.shard_tokens = 700;
+  const PrepareResult r = prepare_corpus(o);
+  ASSERT_GT(r.train_paths.size(), 1u);
+  Tokenizer tok(r.tokenizer_path);
+  std::vector<int32_t> ids;
+  std::vector<uint8_t> mask;
+  for (size_t i = 3; i < pairs.size(); ++i) {
+    const auto prompt = tok.encode(pairs[i].first), answer = tok.encode(pairs[i].second);
+    ids.push_back(tok.bos_id());
+    ids.insert(ids.end(), prompt.begin(), prompt.end());
+    mask.insert(mask.end(), prompt.size() + 1, 0);
+    ids.insert(ids.end(), answer.begin(), answer.end());
+    ids.push_back(tok.eos_id());
+    mask.insert(mask.end(), answer.size() + 1, 1);
+  }
+  std::vector<int32_t> got_ids;
+  std::vector<uint8_t> got_mask;
+  for (const std::string& p : r.train_paths) {
+    const TokenShardReader shard(p);
+    ASSERT_TRUE(shard.has_loss_mask()) << p;
+    const size_t n = shard.info().tokens;
+    std::vector<int32_t> part(n);
+    std::vector<uint8_t> part_mask(n);
+    shard.read_tokens(0, n, part.data());
+    shard.read_loss_mask(0, n, part_mask.data());
+    got_ids.insert(got_ids.end(), part.begin(), part.end());
+    got_mask.insert(got_mask.end(), part_mask.begin(), part_mask.end());
+  }
+  EXPECT_EQ(got_ids, ids);
+  EXPECT_EQ(got_mask, mask);
+  EXPECT_EQ(r.val_documents, 3u);
+  EXPECT_TRUE(read_token_shard_info(r.val_paths[0]).loss_mask);
+  EXPECT_EQ(read_meta(dir.file("ft"))["loss_mask"], "1 on completion tokens and eos_id, 0 on bos_id and prompt");
 }
