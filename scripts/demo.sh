@@ -9,7 +9,7 @@ ff=build/fivefold
 # Token shards of an older format (the u32 version at byte 8; src/io/token_shard.h) are refused by
 # training, so a data folder prepared by an earlier fivefold is prepared again.
 shard_version=$(od -An -tu4 -j8 -N4 data/kjv/train-00000.bin 2>/dev/null | tr -d ' ' || true)
-if [ "$shard_version" != 2 ]; then
+if [ "$shard_version" != 3 ]; then
   rm -rf data/kjv
   mkdir -p data
   bible -f Gen1:1-Rev22:21 > data/kjv.txt
