@@ -36,8 +36,9 @@ EXIT_PASS, EXIT_FAIL, EXIT_MALFORMED = 0, 1, 2
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
 
 SHARD_MAGIC = b"FFTOKENS"
-# Header bytes by format version (src/io/token_shard.h): version 2 added the tokenizer checksum.
-SHARD_HEADERS = {1: 40, 2: 48}
+# Header bytes by format version (src/io/token_shard.h): version 2 added the tokenizer checksum,
+# version 3 an optional loss mask after the tokens (flags bit 0 at byte 36).
+SHARD_HEADERS = {1: 40, 2: 48, 3: 48}
 
 
 class Malformed(Exception):
@@ -182,10 +183,12 @@ def read_shard(path, vocab_size):
     count, = struct.unpack_from("<Q", blob, 16)
     if width not in (2, 4):
         raise Malformed(f"{path}: bytes per token is {width}, expected 2 or 4")
-    if len(blob) != header + count * width:
+    flags = struct.unpack_from("<I", blob, 36)[0] if version >= 3 else 0
+    mask_bytes = (count + 7) // 8 if flags & 1 else 0
+    if len(blob) != header + count * width + mask_bytes:
         raise Malformed(f"{path}: header says {count} tokens of {width} bytes but the file has "
                         f"{len(blob) - header} payload bytes")
-    ids = np.frombuffer(blob, dtype="<u2" if width == 2 else "<u4", offset=header)
+    ids = np.frombuffer(blob, dtype="<u2" if width == 2 else "<u4", offset=header, count=count)
     ids = torch.from_numpy(ids.astype(np.int64))
     # An id outside the exported vocab would make F.embedding fail or silently test garbage.
     if count and int(ids.max()) >= vocab_size:
