@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The prepare benchmark: a corpus of at least 2 GB (bench/data/gen_corpus.py, jsonl.zst in /tmp)
-prepared by `fivefold prepare` with a reused SentencePiece tokenizer at 1 and 2 encoder threads;
-peak RSS (/usr/bin/time -v), MB/s of uncompressed text and tokens/s. A corpus a tenth the size,
-prepared the same way, shows the peak RSS does not grow with the corpus.
+prepared by `fivefold prepare` with a reused SentencePiece tokenizer; peak RSS (/usr/bin/time -v),
+MB/s of uncompressed text and tokens/s. A corpus a tenth the size, prepared at 1 and 2 encoder
+threads, gives the scaling and shows the peak RSS does not grow with the corpus.
 
     python3 bench/data/bench_prepare.py [--fivefold build/fivefold] [--dir /tmp/ff-corpus] [--write]
 
@@ -70,7 +70,8 @@ def main():
     ap.add_argument("--fivefold", default=os.path.join(ROOT, "build", "fivefold"))
     ap.add_argument("--dir", default="/tmp/ff-corpus")
     ap.add_argument("--gb", type=float, default=2.0)
-    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--small-threads", default="1,2")
+    ap.add_argument("--big-threads", default="2")
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args()
     big = os.path.join(a.dir, "corpus.jsonl.zst")
@@ -87,7 +88,8 @@ def main():
     tok = os.path.join(tok_dir, "tokenizer.model")
 
     rows = []
-    for corpus, nbytes, threads_list in ((big, big_bytes, a.threads.split(",")), (small, small_bytes, ["2"])):
+    for corpus, nbytes, threads_list in ((small, small_bytes, a.small_threads.split(",")),
+                                         (big, big_bytes, a.big_threads.split(","))):
         for t in threads_list:
             out = os.path.join(a.dir, f"out-{os.path.basename(corpus).split('.')[0]}-{t}")
             rss, secs, tokens, meta = prepare(a.fivefold, corpus, out, ["--tokenizer", tok, "--threads", t])

@@ -39,7 +39,10 @@ def main():
         sentences.append(s[0].upper() + s[1:] + rng.choice([".", ".", ".", "?", "!"]))
     target = int(a.gb * 1e9)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    z = subprocess.Popen(["zstd", "-q", "-3", "-T2", "-f", "-o", a.out], stdin=subprocess.PIPE)
+    # Written under another name and renamed when complete, so a killed run leaves no corpus the
+    # benchmark would take for a whole one.
+    partial = a.out + ".partial"
+    z = subprocess.Popen(["zstd", "-q", "-3", "-T2", "-f", "-o", partial], stdin=subprocess.PIPE)
     written = docs = 0
     while written < target:
         chunk = []
@@ -54,6 +57,7 @@ def main():
     z.stdin.close()
     if z.wait() != 0:
         raise SystemExit("zstd failed")
+    os.replace(partial, a.out)
     print(f"{a.out}: {docs} documents, {written / 1e9:.2f} GB uncompressed, "
           f"{os.path.getsize(a.out) / 1e9:.2f} GB on disk")
 
