@@ -1,6 +1,7 @@
 // The happy path a user walks: prepare, train, eval, sample, export.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -52,4 +53,41 @@ TEST(Commands, PrepareTrainEvalSampleExport) {
   EXPECT_EQ(cfg["hidden_size"], 64);
   EXPECT_EQ(cfg["num_key_value_heads"], 2);
   EXPECT_EQ(cfg["architectures"][0], "LlamaForCausalLM");
+}
+
+// prepare as a user with real corpora runs it: a folder of gzip'd jsonl with a bad line, refused
+// by default at file:line, skipped and reported with --on-bad-record skip; the data trains.
+TEST(Commands, PrepareReadsAFolderOfCompressedJsonlAndReportsBadRecords) {
+  const std::string dir = temp_dir("jsonl");
+  write_corpus_text(dir + "/text.txt", 1200, 5);
+  fs::create_directories(dir + "/in/part2");
+  std::ifstream text(dir + "/text.txt");
+  std::ofstream a(dir + "/in/a.jsonl"), b(dir + "/in/part2/b.jsonl");
+  int n = 0;
+  for (std::string line; std::getline(text, line); ++n) {
+    (n < 600 ? a : b) << nlohmann::json({{"text", line}}).dump() << "\n";
+    if (n == 700) b << "{\"text\": \"unterminated\n";
+  }
+  a.close();
+  b.close();
+  ASSERT_EQ(std::system(("gzip " + dir + "/in/part2/b.jsonl").c_str()), 0);
+  CliResult r = run_fivefold("prepare --input " + dir + "/in --vocab 320 --out " + dir + "/data");
+  ASSERT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("b.jsonl.gz:102: bad JSON"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--on-bad-record skip"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir + "/data/meta.json"));
+
+  r = run_fivefold("prepare --input " + dir + "/in --vocab 320 --out " + dir + "/data --on-bad-record skip --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped bad record " + dir + "/in/part2/b.jsonl.gz:102: bad JSON"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 bad records skipped"), std::string::npos) << r.output;
+  std::ifstream m(dir + "/data/meta.json");
+  const nlohmann::json meta = nlohmann::json::parse(m);
+  EXPECT_EQ(meta["input_files"], 2);
+  EXPECT_EQ(meta["bad_records"], 1);
+  EXPECT_EQ(meta["train_documents"].get<int>() + meta["val_documents"].get<int>(), 1200);
+  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + dir + "/data --out " + dir +
+                   "/run --steps 3 --eval-every 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
 }
