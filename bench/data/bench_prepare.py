@@ -83,8 +83,12 @@ def main():
     # so they measure streaming and encoding alone.
     tok_dir = os.path.join(a.dir, "tok")
     if not os.path.exists(os.path.join(tok_dir, "tokenizer.model")):
-        run([a.fivefold, "prepare", "--input", small, "--out", tok_dir, "--vocab", "4096",
-             "--tokenizer-sample-mb", "32", "--val-fraction", "0"], stdout=subprocess.DEVNULL)
+        sample = os.path.join(a.dir, "tok-sample.jsonl")
+        text = subprocess.run(f"zstd -dc {small} | head -c 32000000", shell=True, capture_output=True).stdout
+        with open(sample, "wb") as f:
+            f.write(text[: text.rfind(b"\n") + 1])
+        run([a.fivefold, "prepare", "--input", sample, "--out", tok_dir, "--vocab", "4096",
+             "--val-fraction", "0"], stdout=subprocess.DEVNULL)
     tok = os.path.join(tok_dir, "tokenizer.model")
 
     rows = []
