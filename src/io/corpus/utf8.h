@@ -8,6 +8,6 @@ namespace ff {
 
 // Offset of the first byte that does not start or continue a well-formed UTF-8 sequence
 // (overlong forms, surrogates and code points past U+10FFFF included), or npos when all is well.
-size_t first_invalid_utf8(std::string_view s);
+size_t invalid_utf8_offset(std::string_view s);
 
 }  // namespace ff
