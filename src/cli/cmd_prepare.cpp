@@ -77,6 +77,9 @@ int cmd_prepare(const Args& a) {
   o.vocab_size = a.get_int("vocab", 4096);
   o.tokenizer_sample_bytes =
       uint64_t(a.get_int("tokenizer-sample-mb", 256, 1, 1 << 20, "text the tokenizer trains on, in MB")) << 20;
+  if (a.has("val-docs") && a.has("val-fraction")) {
+    throw std::runtime_error("prepare: --val-docs and --val-fraction both choose the validation split; pass one");
+  }
   o.val_fraction = a.get_double("val-fraction", 0.05);
   o.val_docs = uint64_t(a.get_int("val-docs", 0, 0, 1 << 30, "documents held out for validation"));
   o.threads = a.get_int("threads", 0, 0, 4096, "encoder threads; 0 takes every core");
