@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/token_stream.h"
 #include "train/train_config.h"
 
 namespace ff {
@@ -21,11 +22,12 @@ struct RunTokenizer {
 RunTokenizer open_run_tokenizer(const TrainConfig& c);
 
 struct RunTokens {
-  std::shared_ptr<const std::vector<int32_t>> train, val;
+  std::shared_ptr<const TokenStream> train, val;
 };
 
-// DATA/train.bin and DATA/val.bin, refused (naming the file and the fix) when made by another
-// tokenizer or holding an id outside the vocabulary.
+// DATA/train.bin and DATA/val.bin, read in windows (a rank never holds a whole corpus), refused
+// (naming the file and the fix) when made by another tokenizer or holding an id outside the
+// vocabulary: every shard is verified before the first batch.
 RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer);
 
 }  // namespace ff

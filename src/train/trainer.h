@@ -92,7 +92,7 @@ class Trainer {
   std::string out_dir_;
   const Mesh* mesh_ = nullptr;
   int dp_rank_ = 0;  // the data coordinate: which rows of the batch this rank reads
-  std::shared_ptr<const std::vector<int32_t>> val_tokens_;
+  std::shared_ptr<const TokenStream> val_tokens_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<LossScaler> scaler_;            // precision = fp16
   // What the run's GEMMs compute (precision, fp8 scaling, weight twins, packing), read by the
