@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "comm/flight_recorder.h"
 #include "io/atomic_file.h"
+#include "kernels/cross_entropy.h"
 #include "model/precision.h"
 #include "train/fault_injection.h"
 #include "train/memory_check.h"
@@ -157,8 +159,15 @@ StepRecord Trainer::train_step() {
   last_compute_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compute).count();
   par_->finish_grads();
   if (after_grads_reduced) after_grads_reduced(state);
-  // A replica that must not wait on the others (async) reports its own batch's loss.
-  loss_sum = state.lockstep() ? sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp}) : loss_sum * cfg_.dp;
+  if (state.lockstep()) {
+    loss_sum = sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp});
+  } else {
+    // A replica that must not wait on the others (async) reports its own batch's loss: its sum
+    // times the global batch's targets over its own (dp without a loss mask).
+    const auto own = std::count_if(batch_targets_.begin(), batch_targets_.end(),
+                                   [](int32_t t) { return t != kIgnoredTarget; });
+    loss_sum *= own > 0 ? double(targets) / double(own) : double(cfg_.dp);
+  }
   const double loss = loss_sum / double(targets);
   // The state sums over its reduction groups; tp, then pp, one axis at a time so the additions
   // happen in the same order as always (a different order changes the last bits of the norm,
