@@ -41,10 +41,14 @@ class DataLoader {
   uint64_t seed() const { return seed_; }
   // Window index (start token / seq_len) at slot `slot` of epoch `epoch`'s order.
   uint64_t window_at(uint64_t epoch, uint64_t slot);
+  // The sequence-th window of this loader's order counted from epoch 0 (sequence = epoch *
+  // windows_per_epoch + slot) into in and tgt (seq_len each; either may be null: then nothing is
+  // written there); returns its loss-target count. Reads nothing when both are null and the
+  // stream has no loss mask. A mixture (mixture_loader.h) draws its rows one by one through it.
+  uint64_t read_sequence(uint64_t sequence, int32_t* in, int32_t* tgt);
 
  private:
   const std::vector<uint64_t>& order(uint64_t epoch);
-  uint64_t window_start(uint64_t global_row) { return window_at(pos_.epoch + global_row / windows_, global_row % windows_) * uint64_t(seq_len_); }
 
   std::shared_ptr<const TokenStream> tokens_;
   int seq_len_;
