@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/rng.h"
+#include "io/window_permutation.h"
 
 namespace ff {
 
@@ -65,7 +66,10 @@ const std::vector<uint64_t>& DataLoader::order(uint64_t epoch) {
   return slot.windows;
 }
 
-uint64_t DataLoader::window_at(uint64_t epoch, uint64_t slot) { return order(epoch)[slot]; }
+uint64_t DataLoader::window_at(uint64_t epoch, uint64_t slot) {
+  if (windows_ > kMaxTabledWindows) return permute_index(slot, windows_, seed_ ^ kShuffleSalt, epoch);
+  return order(epoch)[slot];
+}
 
 uint64_t DataLoader::read_sequence(uint64_t sequence, int32_t* in, int32_t* tgt) {
   const size_t T = size_t(seq_len_);
