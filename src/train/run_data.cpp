@@ -89,9 +89,9 @@ std::string describe_data_plan(const RunTokens& tokens, const MixtureLoader& loa
   if (tokens.folders.size() < 2) return "";
   std::string s = fmt::format("data: {} folders mixed by weight, row by row (deficit rule):", tokens.folders.size());
   for (size_t i = 0; i < tokens.folders.size(); ++i)
-    s += fmt::format("{} {} {:.3f} ({} windows of {} tokens, {} shards)", i ? "," : "", tokens.folders[i].dir,
+    s += fmt::format("{} {} {:.3f} ({} windows of {} tokens, {} shard{})", i ? "," : "", tokens.folders[i].dir,
                      tokens.folders[i].weight, loader.source(i).windows_per_epoch(), loader.source(i).seq_len(),
-                     tokens.train_shards[i]);
+                     tokens.train_shards[i], tokens.train_shards[i] == 1 ? "" : "s");
   return s;
 }
 

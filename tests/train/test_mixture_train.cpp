@@ -177,3 +177,23 @@ TEST(DataMixture, AFolderWithAnotherTokenizerIsRefusedNamingBothChecksums) {
   const std::string msg2 = error_of([&] { Trainer t(tiny(tiny_dir + ":0.5," + mixed + ":0.5", 2), testkit::temp_dir("refused")); });
   expect_words(msg2, {"'data'", tiny_dir, mixed, "train-00000.bin", hex(mine), hex(theirs)});
 }
+
+TEST(DataMixture, ThePlanAndTheRealisedRowsAreDescribed) {
+  const std::string a = testkit::tiny_data_dir(), b = testkit::mixture_partner_dir();
+  TrainConfig c = tiny(a + ":1," + b + ":3", 1);
+  const RunTokenizer tok = open_run_tokenizer(c);
+  c.model.vocab_size = tok.vocab_size;
+  const RunTokens tokens = read_run_tokens(c, tok);
+  MixtureLoader loader(tokens.train, c.model.seq_len, c.seed);
+  const uint64_t windows_b = (tokens.train[1].tokens->size() - 1) / uint64_t(c.model.seq_len);
+  expect_words(describe_data_plan(tokens, loader),
+               {"2 folders", a + " 0.250", b + " 0.750", std::to_string(windows_b) + " windows", "3 shards"});
+  std::vector<int32_t> x(8 * 32), y(8 * 32);
+  loader.next_batch(8, 0, 8, x.data(), y.data());
+  expect_words(describe_data_realised(tokens, loader), {"8 in all", a + " 2 (0.2500", b + " 6 (0.7500"});
+  // One folder: nothing to describe, as before mixtures.
+  TrainConfig plain = tiny(a, 1);
+  plain.model.vocab_size = tok.vocab_size;
+  const RunTokens one = read_run_tokens(plain, tok);
+  EXPECT_EQ(describe_data_plan(one, MixtureLoader(one.train, 32, 1)), "");
+}
