@@ -78,16 +78,15 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (resume) check_resume(*resume, tokenizer.checksum, tokenizer.path);
   else refuse_only_damaged_checkpoints(out_dir_);
 
-  const RunTokens tokens = read_run_tokens(cfg_, tokenizer);
-  loader_ = std::make_unique<DataLoader>(tokens.train, cfg_.model.seq_len, cfg_.seed);
-  DataLoader val(tokens.val, cfg_.model.seq_len, cfg_.seed);  // throws now if val is too short
+  tokens_ = read_run_tokens(cfg_, tokenizer);
+  loader_ = std::make_unique<MixtureLoader>(tokens_.train, cfg_.model.seq_len, cfg_.seed);
+  MixtureLoader val(tokens_.val, cfg_.model.seq_len, cfg_.seed);  // throws now if a validation split is too short
   if (cfg_.eval_every > 0) {  // and if its loss mask leaves the evaluation nothing to average
     const int G = cfg_.micro_batch * cfg_.dp;
     uint64_t val_targets = 0;
     for (int b = 0; b < cfg_.eval_batches; ++b) val_targets += val.next_batch(G, 0, 0, nullptr, nullptr);
     require_validation_targets(val_targets, cfg_, G);
   }
-  val_tokens_ = tokens.val;
 
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   par_ = std::make_unique<ParallelModel>(cfg_, mesh_, tracer_.get(), gemm_);
@@ -208,13 +207,15 @@ StepRecord Trainer::train_step() {
 
 double Trainer::evaluate() {
   const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = mb * cfg_.dp;
-  // A fresh loader at position 0 each time: every evaluation sees the same sequences. Each
+  // A fresh loader at position 0 each time: every evaluation sees the same sequences, a mixture's
+  // drawn from the folders' validation splits by the training weights (so val_loss estimates the
+  // loss of the mixture being trained). Each
   // evaluation batch is G windows split over the data-parallel ranks like a training batch, so
   // the number equals a serial run's with micro_batch G, and every rank runs the same number of
   // forwards (ZeRO-3's gathers stay in step).
   const FreshWeightCopy fresh(par_->weight_copy());
   const Fp8Training::NotRecording frozen(par_->fp8());
-  DataLoader val(val_tokens_, T, cfg_.seed);
+  MixtureLoader val(tokens_.val, T, cfg_.seed);
   std::vector<int32_t> in(size_t(mb) * T), tgt(size_t(mb) * T);
   double sum = 0;
   uint64_t targets = 0;  // the loss targets of every evaluation batch, each counted whole on every rank
@@ -230,6 +231,8 @@ double Trainer::evaluate() {
 void Trainer::run() {
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   report_->start(*par_, memory_line_, quiet);
+  if (const std::string plan = describe_data_plan(tokens_, *loader_); !plan.empty() && leader() && !quiet)
+    std::printf("%s\n", plan.c_str());
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
   if (!resume_changes_.empty() && leader() && !quiet)
@@ -248,6 +251,8 @@ void Trainer::run() {
   const uint64_t dp_bytes = cfg_.dp > 1 ? mesh_->group(MeshGroup::dp_cp).stats().total_bytes() : 0;
   if (leader() && !quiet && cfg_.dp > 1)
     std::printf("data-parallel bytes sent per rank: %llu\n", (unsigned long long)dp_bytes);
+  if (const std::string realised = describe_data_realised(tokens_, *loader_); !realised.empty() && leader() && !quiet)
+    std::printf("%s\n", realised.c_str());
   save();
   finish_saves();
   report_->write_trace(tracer_.get(), quiet);
