@@ -1,10 +1,12 @@
 #include "io/data_loader.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "core/rng.h"
+#include "io/window_permutation.h"
 
 namespace ff {
 
@@ -64,7 +66,29 @@ const std::vector<uint64_t>& DataLoader::order(uint64_t epoch) {
   return slot.windows;
 }
 
-uint64_t DataLoader::window_at(uint64_t epoch, uint64_t slot) { return order(epoch)[slot]; }
+uint64_t DataLoader::window_at(uint64_t epoch, uint64_t slot) {
+  if (windows_ > kMaxTabledWindows) return permute_index(slot, windows_, seed_ ^ kShuffleSalt, epoch);
+  return order(epoch)[slot];
+}
+
+uint64_t DataLoader::read_sequence(uint64_t sequence, int32_t* in, int32_t* tgt) {
+  const size_t T = size_t(seq_len_);
+  const bool masked = tokens_->has_loss_mask();
+  if (!in && !tgt && !masked) return T;
+  uint8_t* mask = masked ? window_mask_.data() : nullptr;
+  // Targets are inputs shifted by one, so a window reads seq_len + 1 tokens.
+  const uint64_t start = window_at(sequence / windows_, sequence % windows_) * uint64_t(seq_len_);
+  tokens_->read(start, T + 1, in || tgt ? window_.data() : nullptr, mask);
+  uint64_t targets = T;
+  if (masked) {
+    targets = 0;
+    for (size_t t = 1; t <= T; ++t) targets += mask[t];
+  }
+  if (in) std::copy(window_.begin(), window_.begin() + T, in);
+  if (tgt)
+    for (size_t t = 0; t < T; ++t) tgt[t] = masked && !mask[t + 1] ? -1 : window_[t + 1];
+  return targets;
+}
 
 uint64_t DataLoader::next_batch(int n, int offset, int count, int32_t* inputs, int32_t* targets) {
   if (n <= 0 || offset < 0 || count < 0 || offset + int64_t(count) > n) {
@@ -74,23 +98,12 @@ uint64_t DataLoader::next_batch(int n, int offset, int count, int32_t* inputs, i
                              "; each rank must read a slice of [0, n) with n > 0");
   }
   const size_t T = size_t(seq_len_);
-  const bool masked = tokens_->has_loss_mask();
-  uint8_t* mask = masked ? window_mask_.data() : nullptr;
-  uint64_t targets_in_batch = masked ? 0 : uint64_t(n) * T;
+  const uint64_t first = pos_.epoch * windows_ + pos_.cursor;
+  uint64_t targets_in_batch = 0;
   for (int r = 0; r < n; ++r) {
     const bool mine = r >= offset && r < offset + count;
-    if (!mine && !masked) continue;
-    // Targets are inputs shifted by one, so a window reads seq_len + 1 tokens.
-    tokens_->read(window_start(pos_.cursor + uint64_t(r)), T + 1, mine ? window_.data() : nullptr, mask);
-    if (masked)
-      for (size_t t = 1; t <= T; ++t) targets_in_batch += mask[t];
-    if (!mine) continue;
-    int32_t* in = inputs + size_t(r - offset) * T;
-    int32_t* tgt = targets + size_t(r - offset) * T;
-    for (size_t t = 0; t < T; ++t) {
-      in[t] = window_[t];
-      tgt[t] = masked && !mask[t + 1] ? -1 : window_[t + 1];
-    }
+    const size_t at = size_t(r - offset) * T;
+    targets_in_batch += read_sequence(first + uint64_t(r), mine ? inputs + at : nullptr, mine ? targets + at : nullptr);
   }
   const uint64_t end = pos_.cursor + uint64_t(n);
   pos_.epoch += end / windows_;

@@ -3,8 +3,9 @@
 //
 // The stream is cut into non-overlapping windows of seq_len + 1 tokens (window i starts at
 // i * seq_len, so neighbours share one token and targets are inputs shifted by one). Each epoch
-// visits every window exactly once in an order drawn from (seed, epoch) alone, and a global batch
-// is the next n windows of that order, continuing into the next epoch's order at the end. The
+// visits every window exactly once in an order drawn from (seed, epoch) alone (how: see
+// kMaxTabledWindows), and a global batch is the next n windows of that order, continuing into the
+// next epoch's order at the end. The
 // whole state is Position, so a resumed run, or a data-parallel rank reading rows
 // [offset, offset + count) of the same global batch, sees exactly the serial run's rows.
 // A target the stream's loss mask leaves out is written as -1 (no loss, no gradient), and each
@@ -39,12 +40,20 @@ class DataLoader {
   size_t windows_per_epoch() const { return windows_; }
   int seq_len() const { return seq_len_; }
   uint64_t seed() const { return seed_; }
+  // Epochs of up to this many windows are shuffled into a table (Fisher-Yates, 8 bytes a window,
+  // two epochs cached); larger ones are ordered by a keyed bijection computed per slot
+  // (window_permutation.h), so a rank's memory stays flat however large the corpus.
+  static constexpr uint64_t kMaxTabledWindows = uint64_t(1) << 22;
   // Window index (start token / seq_len) at slot `slot` of epoch `epoch`'s order.
   uint64_t window_at(uint64_t epoch, uint64_t slot);
+  // The sequence-th window of this loader's order counted from epoch 0 (sequence = epoch *
+  // windows_per_epoch + slot) into in and tgt (seq_len each; either may be null: then nothing is
+  // written there); returns its loss-target count. Reads nothing when both are null and the
+  // stream has no loss mask. A mixture (mixture_loader.h) draws its rows one by one through it.
+  uint64_t read_sequence(uint64_t sequence, int32_t* in, int32_t* tgt);
 
  private:
   const std::vector<uint64_t>& order(uint64_t epoch);
-  uint64_t window_start(uint64_t global_row) { return window_at(pos_.epoch + global_row / windows_, global_row % windows_) * uint64_t(seq_len_); }
 
   std::shared_ptr<const TokenStream> tokens_;
   int seq_len_;

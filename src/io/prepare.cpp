@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -296,30 +295,6 @@ PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
   o.corpus.format = CorpusFormat::text;
   o.corpus.split = TextSplit::line;
   return prepare_corpus(o);
-}
-
-PreparedShards prepared_shards(const std::string& data_dir) {
-  const fs::path dir(data_dir), meta_path = dir / "meta.json";
-  PreparedShards s;
-  std::ifstream in(meta_path);
-  if (in) {
-    nlohmann::json meta;
-    try {
-      meta = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error("prepared data " + meta_path.string() + ": not JSON (" + e.what() +
-                               "); re-run fivefold prepare");
-    }
-    if (meta.contains("train_shards") && meta.contains("val_shards")) {
-      for (const auto& n : meta["train_shards"]) s.train.push_back((dir / n.get<std::string>()).string());
-      for (const auto& n : meta["val_shards"]) s.val.push_back((dir / n.get<std::string>()).string());
-      return s;
-    }
-  }
-  // Folders prepared before shards were split: one file each.
-  s.train = {(dir / "train.bin").string()};
-  s.val = {(dir / "val.bin").string()};
-  return s;
 }
 
 }  // namespace ff

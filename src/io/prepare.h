@@ -58,11 +58,4 @@ PrepareResult prepare_corpus(const PrepareOptions& options);
 PrepareResult prepare_corpus(const std::string& text_file, int vocab_size,
                              const std::string& out_dir, double val_fraction = 0.05);
 
-// The shards a prepared folder lists in its meta.json, as paths; a folder from before sharding
-// (train.bin and val.bin) gives those. Throws naming the folder and the fix when it is neither.
-struct PreparedShards {
-  std::vector<std::string> train, val;
-};
-PreparedShards prepared_shards(const std::string& data_dir);
-
 }  // namespace ff

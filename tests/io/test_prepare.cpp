@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/checksum.h"
+#include "io/data_folder.h"
 #include "io/prepare.h"
 #include "io/token_shard.h"
 #include "io/token_shard_reader.h"
@@ -106,7 +107,7 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   EXPECT_EQ(tok.checksum(), sum);
   EXPECT_EQ(read_token_shard_info(out + "/train-00000.bin").tokenizer_checksum, sum);
   EXPECT_EQ(read_token_shard_info(out + "/val-00000.bin").tokenizer_checksum, sum);
-  const PreparedShards listed = prepared_shards(out);
+  const DataFolderShards listed = data_folder_shards(out);
   EXPECT_EQ(listed.train, r.train_paths);
   EXPECT_EQ(listed.val, r.val_paths);
 }
