@@ -94,7 +94,7 @@ def main():
     rows = []
     for corpus, nbytes, threads_list in ((small, small_bytes, a.small_threads.split(",")),
                                          (big, big_bytes, a.big_threads.split(","))):
-        for t in threads_list:
+        for t in [t for t in threads_list if t]:
             out = os.path.join(a.dir, f"out-{os.path.basename(corpus).split('.')[0]}-{t}")
             rss, secs, tokens, meta = prepare(a.fivefold, corpus, out, ["--tokenizer", tok, "--threads", t])
             rows.append((corpus, nbytes, os.path.getsize(corpus), int(t), secs, tokens, rss,
