@@ -61,8 +61,10 @@ def cpu_name():
     name = re.search(r"Model name:\s*(.+)", out).group(1).strip()
     cpus = re.search(r"^CPU\(s\):\s*(\d+)", out, re.M).group(1)
     flags = re.search(r"Flags:\s*(.+)", out)
-    isa = "AVX-512" if flags and "avx512f" in flags.group(1) else "no AVX-512"
-    return f"{name}, {cpus} cores ({isa})"
+    f = flags.group(1).split() if flags else []
+    isa = ", ".join(x for x, flag in (("AVX-512", "avx512f"), ("AVX512-BF16", "avx512_bf16")) if flag in f)
+    load = os.getloadavg()[0]
+    return f"{name}, {cpus} cores ({isa or 'no AVX-512'}), load average {load:.1f} at the end"
 
 
 def main():
