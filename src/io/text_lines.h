@@ -1,6 +1,6 @@
 #pragma once
-// The one way the io layer reads a text corpus, so the tokenizer trains on exactly the lines
-// that prepare encodes.
+// A small text file's lines in memory, for training a tokenizer on a file. prepare streams its
+// corpus through io/corpus/ instead, and trains on the documents it encodes.
 #include <string>
 #include <vector>
 
