@@ -124,7 +124,7 @@ void HfTokenizer::read_model(const nlohmann::json& model, const HfJsonPlace& whe
   const nlohmann::json* vocab_json = hf_field(model, "vocab");
   if (!vocab_json || !vocab_json->is_object())
     refuse_hf_json(where.at("vocab"), vocab_json ? *vocab_json : nlohmann::json(), "an object of token -> id");
-  std::unordered_map<std::string, int32_t> vocab;
+  StringMap<int32_t> vocab;
   vocab.reserve(vocab_json->size());
   for (const auto& [token, id] : vocab_json->items()) vocab[token] = checked_id(id, where.at("vocab").at(token));
   for (const auto& [token, id] : vocab) {
@@ -226,7 +226,12 @@ void HfTokenizer::encode_text(std::string_view text, bool at_text_start, std::ve
     const std::string normalized = normalizer_->apply(std::string(text));
     pre_tokenizer_->apply(normalized, at_text_start, words);
   }
-  for (const std::string& w : words) model_->encode_word(w, out);
+  for (const std::string& w : words) {
+    if (cache_.find(w, out)) continue;
+    const size_t first = out.size();
+    model_->encode_word(w, out);
+    cache_.remember(w, out.data() + first, out.size() - first);
+  }
 }
 
 std::vector<int32_t> HfTokenizer::encode(std::string_view text) const {
