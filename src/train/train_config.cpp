@@ -50,7 +50,7 @@ Binding enum_key(const char* name, const char* before, const EnumTable<T>& table
 
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = {
-      {{"data", "folder written by `fivefold prepare` (train.bin, val.bin, tokenizer.model)"}, FF_FIELD(data)},
+      {{"data", "folder written by `fivefold prepare` (train.bin, val.bin, tokenizer.model or tokenizer.json)"}, FF_FIELD(data)},
       {{"vocab_size", "tokens in the vocabulary; 0 = read it from the tokenizer in `data`"}, FF_FIELD(model.vocab_size)},
       {{"dim", "residual width (hidden size)"}, FF_FIELD(model.dim)},
       {{"n_layers", "decoder blocks"}, FF_FIELD(model.n_layers)},

@@ -217,6 +217,12 @@ TEST_F(HfTokenizerTest, TokenizerFileInAFolder) {
   expect_error([&] { tokenizer_file_in(dir_.path().string()); }, {"both tokenizer.json and tokenizer.model"});
 }
 
+TEST_F(HfTokenizerTest, OpenedByContentWhateverItsName) {
+  auto tok = open(ff::testing::tiny_byte_level_tokenizer_json(), "renamed.tok");
+  EXPECT_EQ(tok->kind(), TokenizerKind::hf_byte_level_bpe);
+  EXPECT_EQ(tok->encode("hello"), Ids({13}));
+}
+
 TEST_F(HfTokenizerTest, EncodeIsThreadSafe) {
   auto tok = open(ff::testing::tiny_byte_level_tokenizer_json());
   const std::string text = "hello  world<|endoftext|>HE'S 12345\n";
