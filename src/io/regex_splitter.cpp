@@ -38,7 +38,8 @@ RegexSplitter::RegexSplitter(const std::string& pattern, bool literal, bool jit,
   re_->what = what;
   int err = 0;
   PCRE2_SIZE at = 0;
-  const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
+  // PCRE2 refuses UCP beside LITERAL; a literal has no classes for it to change anyway.
+  const uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   re_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err, &at,
                             nullptr);
   if (!re_->code)

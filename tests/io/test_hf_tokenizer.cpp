@@ -92,6 +92,19 @@ TEST_F(HfTokenizerTest, NfcComposesBeforeTheBytesAreMapped) {
   EXPECT_EQ(tok->encode("e\u0301"), Ids({31, 32}));  // e + combining acute composes to U+00E9
 }
 
+TEST_F(HfTokenizerTest, SplitOnAStringPatternIsLiteral) {
+  nlohmann::json j = ff::testing::tiny_byte_level_tokenizer_json();
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers",
+                         {{{"type", "Split"}, {"pattern", {{"String", "l."}}}, {"behavior", "Isolated"}, {"invert", false}},
+                          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+  auto tok = open(j);
+  // "l." is text, not "l then any character": "hello" has no "l." so stays whole (hello);
+  // "hel.lo" splits into "he", "l.", "lo": he | l . | l o ("." is not in the vocabulary).
+  EXPECT_EQ(tok->encode("hello"), Ids({13}));
+  EXPECT_EQ(tok->encode("hel.lo"), Ids({9, 2, 2, 3}));
+}
+
 TEST_F(HfTokenizerTest, IgnoreMergesEmitsWholeWords) {
   nlohmann::json j = ff::testing::tiny_byte_level_tokenizer_json();
   auto merged = open(j);
