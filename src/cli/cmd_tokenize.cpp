@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -73,9 +74,19 @@ void for_each_line(size_t n, const Work& work) {
   if (!error.empty()) throw std::runtime_error(error);
 }
 
+// A file is replaced atomically; a device or pipe (/dev/null, a FIFO) is written in place, since
+// renaming a new file over it would replace the device itself.
 void write_output(const std::string& path, const std::string& text) {
-  if (path.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
-  else write_file_atomic(path, text);
+  if (path.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status) || std::filesystem::is_regular_file(status)) return write_file_atomic(path, text);
+  std::ofstream out(path, std::ios::binary);
+  out.write(text.data(), std::streamsize(text.size()));
+  if (!out) throw std::runtime_error("cannot write to " + path + "; check that it is writable");
 }
 
 }  // namespace
