@@ -2,6 +2,7 @@
 edge-case text; nothing is downloaded. Standard library plus python3-sentencepiece.
 
   text.txt                 every KJV verse (one per line) and then the edge-case lines
+  edge.txt                 the edge-case lines alone
   gpt2.tokenizer.json      byte-level BPE, GPT-2 split (bare ByteLevel with use_regex), merges as "a b"
   llama3.tokenizer.json    byte-level BPE, Llama-3 split (Split + ByteLevel without regex),
                            ignore_merges, merges as pairs, whole words in the vocab that no merge makes
@@ -94,6 +95,7 @@ def main(out_dir):
     lines = kjv + edge_text.LINES
     with open(os.path.join(out_dir, "text.txt"), "w", encoding="utf-8", newline="\n") as f:
         f.write("".join(line + "\n" for line in lines))
+    edge_text.write(os.path.join(out_dir, "edge.txt"))
     train_lines = kjv[:TRAIN_LINES] + edge_text.LINES
     vocab, merges = byte_bpe_trainer.train(byte_bpe_trainer.word_counts(train_lines), MERGES)
     write_json(os.path.join(out_dir, "gpt2.tokenizer.json"), byte_level_json(vocab, merges, llama3=False))
