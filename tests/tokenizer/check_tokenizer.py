@@ -73,20 +73,31 @@ def fivefold_decode(binary, tokenizer, ids, out):
     run([binary, "tokenize", "--tokenizer", tokenizer, "--decode", "--input", ids], out)
 
 
-def check_round_trip(texts, ours, reference, added, reference_name):
-    """Messages for lines where decoding does not give the text back as it should."""
-    if len(ours) != len(texts) or len(reference) != len(texts):
-        return [f"{len(texts)} text lines, fivefold decoded {len(ours)}, {reference_name} {len(reference)}"]
+def check_round_trip(texts, ours, ref_ids, reference, work):
+    """Messages for lines where decoding does not give the text back as it should. Only lines that
+    do not come back are decoded by the reference too (decoding everything would double the time)."""
+    if len(ours) != len(texts):
+        return [f"{len(texts)} text lines, fivefold decoded {len(ours)}"]
+    differ = [i for i in range(len(texts)) if ours[i] != texts[i]]
+    if not differ:
+        return []
+    ids_path, decoded_path = os.path.join(work, "differing.ids"), os.path.join(work, "differing.decoded")
+    with open(ids_path, "w") as f:
+        f.write("".join(" ".join(map(str, ref_ids[i])) + "\n" for i in differ))
+    reference.decode(ids_path, decoded_path)
+    theirs = read_lines(decoded_path)
+    added = reference.added_tokens()
     problems = []
-    for i, text in enumerate(texts):
-        if ours[i] != reference[i]:
-            problems.append(f"line {i + 1}: fivefold decodes to {ours[i]!r}, {reference_name} to "
-                            f"{reference[i]!r} (text {text!r})")
-        elif ours[i] != text and not any(a in text for a in added):
-            problems.append(f"line {i + 1}: decode gives {ours[i]!r}, not the text {text!r}")
-        if len(problems) >= 5:
-            break
-    return problems
+    for i, their in zip(differ, theirs):
+        if ours[i] != their:
+            problems.append(f"line {i + 1}: fivefold decodes to {ours[i]!r}, {reference.name} to {their!r} "
+                            f"(text {texts[i]!r})")
+        elif not any(a in texts[i] for a in added):
+            problems.append(f"line {i + 1}: decode gives {ours[i]!r}, not the text {texts[i]!r}")
+    if not problems:
+        print(f"{len(differ)} lines with added tokens decode as {reference.name} decodes them, not to the text "
+              "(the format adds a space after an added token)")
+    return problems[:5]
 
 
 def main():
@@ -110,25 +121,22 @@ def main():
     for threads in (1, 2):
         ours = os.path.join(args.work, f"fivefold_t{threads}.ids")
         fivefold_encode(args.fivefold, args.tokenizer, args.text, ours, threads)
-        problem = first_difference(expected, read_ids(ours), texts, reference.name, f"fivefold ({threads} threads)")
+        who = f"fivefold ({threads} thread{'s' * (threads > 1)})"
+        problem = first_difference(expected, read_ids(ours), texts, reference.name, who)
         if problem:
-            print(f"FAIL ids, {threads} threads: {problem}")
+            print(f"FAIL ids of {who}: {problem}")
             failed = True
         else:
-            print(f"ids equal {reference.name}'s on all {len(texts)} lines ({threads} threads, "
-                  f"{sum(map(len, expected))} tokens)")
+            print(f"{who}: ids equal {reference.name}'s on all {len(texts)} lines ({sum(map(len, expected))} tokens)")
 
     ours_text = os.path.join(args.work, "fivefold.decoded")
-    ref_text = os.path.join(args.work, "reference.decoded")
     fivefold_decode(args.fivefold, args.tokenizer, ref_ids, ours_text)
-    reference.decode(ref_ids, ref_text)
-    problems = check_round_trip(texts, read_lines(ours_text), read_lines(ref_text), reference.added_tokens(),
-                                reference.name)
+    problems = check_round_trip(texts, read_lines(ours_text), expected, reference, args.work)
     if problems:
         print("FAIL decode:\n  " + "\n  ".join(problems))
         failed = True
     else:
-        print(f"decode gives the text back on all {len(texts)} lines")
+        print(f"decode gives the text back on every other line ({len(texts)} in all)")
     sys.exit(1 if failed else 0)
 
 
