@@ -10,7 +10,7 @@
 #include "io/atomic_file.h"
 #include "io/text_lines.h"
 #include "io/token_shard.h"
-#include "io/tokenizer.h"
+#include "io/sentencepiece_tokenizer.h"
 
 namespace ff {
 
@@ -23,7 +23,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Each line as BOS, its tokens, then the newline piece.
-std::vector<int32_t> encode_lines(const Tokenizer& tok, const std::vector<std::string>& lines,
+std::vector<int32_t> encode_lines(const SentencePieceTokenizer& tok, const std::vector<std::string>& lines,
                                   size_t begin, size_t end) {
   std::vector<std::vector<int32_t>> per_line(end - begin);
   std::string error;
@@ -123,14 +123,14 @@ void write_outputs(const std::vector<std::string>& lines, size_t n_val, int voca
   const size_t n = lines.size();
   const fs::path dir = fs::path(r.tokenizer_path).parent_path();
   auto t0 = std::chrono::steady_clock::now();
-  Tokenizer::train_lines(lines, vocab_size, (dir / "tokenizer").string(), text_file);
+  SentencePieceTokenizer::train_lines(lines, vocab_size, (dir / "tokenizer").string(), text_file);
   r.tokenizer_seconds = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  const Tokenizer tok(r.tokenizer_path);
+  const SentencePieceTokenizer tok(r.tokenizer_path);
   if (tok.newline_id() < 0) {
     throw std::runtime_error("prepare: " + r.tokenizer_path +
-                             " has no newline piece; it was not written by Tokenizer::train, "
+                             " has no newline piece; it was not written by SentencePieceTokenizer::train, "
                              "delete it and re-run fivefold prepare");
   }
   r.vocab_size = tok.vocab_size();

@@ -40,10 +40,14 @@ void check_token_range(const std::vector<int32_t>& tokens, int vocab, const std:
 
 RunTokenizer open_run_tokenizer(const TrainConfig& c) {
   RunTokenizer t;
-  t.path = data_file(c, "tokenizer.model");
-  const Tokenizer tokenizer(t.path);
-  t.checksum = tokenizer.checksum();
-  t.vocab_size = tokenizer.vocab_size();
+  if (!fs::is_directory(c.data)) data_file(c, "tokenizer.model");  // names the prepare command
+  t.path = tokenizer_file_in(c.data);
+  t.file_name = fs::path(t.path).filename().string();
+  const std::unique_ptr<TextTokenizer> tokenizer = open_tokenizer(t.path);
+  t.checksum = tokenizer->checksum();
+  t.vocab_size = tokenizer->vocab_size();
+  t.bos_id = tokenizer->bos_id();
+  t.eos_id = tokenizer->eos_id();
   return t;
 }
 

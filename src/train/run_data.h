@@ -12,12 +12,15 @@
 namespace ff {
 
 struct RunTokenizer {
-  std::string path;  // DATA/tokenizer.model
+  std::string path;       // DATA/tokenizer.json or DATA/tokenizer.model
+  std::string file_name;  // its name, which the run folder's copy keeps
   uint64_t checksum = 0;
   int vocab_size = 0;
+  int bos_id = -1, eos_id = -1;  // -1: the tokenizer has none
 };
 
-// Reads DATA/tokenizer.model; a missing folder or file names the `prepare` command that makes it.
+// Opens the data folder's tokenizer (tokenizer_file_in); a missing folder or file names the
+// `prepare` command that makes it.
 RunTokenizer open_run_tokenizer(const TrainConfig& c);
 
 struct RunTokens {

@@ -14,7 +14,7 @@
 #include "io/checksum.h"
 #include "io/prepare.h"
 #include "io/token_shard.h"
-#include "io/tokenizer.h"
+#include "io/sentencepiece_tokenizer.h"
 #include "io_test_util.h"
 
 using namespace ff;
@@ -60,7 +60,7 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   EXPECT_EQ(train.size(), r.train_tokens);
   EXPECT_EQ(val.size(), r.val_tokens);
 
-  Tokenizer tok(out + "/tokenizer.model");
+  SentencePieceTokenizer tok(out + "/tokenizer.model");
   EXPECT_EQ(r.newline_id, tok.newline_id());
   // Layout: every line is BOS, its tokens, newline.
   EXPECT_EQ(train.front(), tok.bos_id());
