@@ -95,7 +95,7 @@ def check_round_trip(texts, ours, ref_ids, reference, work):
         elif not any(a in texts[i] for a in added):
             problems.append(f"line {i + 1}: decode gives {ours[i]!r}, not the text {texts[i]!r}")
     if not problems:
-        print(f"{len(differ)} lines with added tokens decode as {reference.name} decodes them, not to the text "
+        print(f"{len(differ)} line(s) with added tokens decode as {reference.name} decodes them, not to the text "
               "(the format adds a space after an added token)")
     return problems[:5]
 
@@ -136,7 +136,7 @@ def main():
         print("FAIL decode:\n  " + "\n  ".join(problems))
         failed = True
     else:
-        print(f"decode gives the text back on every other line ({len(texts)} in all)")
+        print(f"decode gives the text back on all {len(texts)} lines but those with added tokens noted above")
     sys.exit(1 if failed else 0)
 
 
