@@ -43,4 +43,5 @@ if (mode === "encode") {
 } else {
   out.push(JSON.stringify(tokenizer.tokenize(input)));
 }
-fs.writeSync(1, out.map((l) => l + "\n").join(""));
+// Writes to a file or pipe are synchronous in node on Linux: nothing is lost at exit.
+process.stdout.write(out.map((l) => l + "\n").join(""));
