@@ -7,7 +7,7 @@
 
 namespace ff {
 
-BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
+BpeModel::BpeModel(StringMap<int32_t> vocab,
                    const std::vector<std::pair<int32_t, int32_t>>& merges, const std::vector<int32_t>& merged_ids,
                    BpeOptions options)
     : vocab_(std::move(vocab)), options_(options) {
@@ -23,7 +23,7 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
 }
 
 int32_t BpeModel::id_of(std::string_view text) const {
-  const auto it = vocab_.find(std::string(text));
+  const auto it = vocab_.find(text);
   return it == vocab_.end() ? -1 : it->second;
 }
 

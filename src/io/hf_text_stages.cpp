@@ -129,13 +129,15 @@ void HfPreTokenizer::parse(const nlohmann::json& spec, const HfJsonPlace& where,
     Step s;
     s.kind = Step::split;
     const bool individual = hf_bool(spec, "individual_digits", false, where);
-    s.regex = std::make_shared<RegexSplitter>(individual ? R"(\p{N})" : R"(\p{N}+)", false, jit, where.path);
+    s.regex = std::make_shared<RegexSplitter>(individual ? R"(\p{N})" : R"(\p{N}+)", false, jit,
+                                             "tokenizer " + where.file + ": " + where.path);
     steps_.push_back(std::move(s));
   } else if (type == "ByteLevel") {
     Step s;
     s.kind = Step::byte_level;
     s.add_prefix_space = hf_bool(spec, "add_prefix_space", true, where);
-    if (hf_bool(spec, "use_regex", true, where)) s.regex = std::make_shared<RegexSplitter>(kGpt2Pattern, false, jit, where.path);
+    if (hf_bool(spec, "use_regex", true, where))
+      s.regex = std::make_shared<RegexSplitter>(kGpt2Pattern, false, jit, "tokenizer " + where.file + ": " + where.path);
     steps_.push_back(std::move(s));
     byte_level_ = true;
   } else if (type == "Metaspace") {

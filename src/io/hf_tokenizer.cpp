@@ -13,9 +13,9 @@ namespace ff {
 
 namespace {
 
-// More ids than any released vocabulary; a larger one is a damaged file, refused before the
-// id tables are allocated.
-constexpr int64_t kMaxVocabulary = 1 << 24;
+// More ids than any released vocabulary (the largest hold about 260k); a larger one is a damaged
+// file, refused before the id tables are allocated.
+constexpr int64_t kMaxVocabulary = 1 << 22;
 
 // End-of-text tokens in the order they are preferred when the post-processor adds none: the
 // token a model trained with this tokenizer ends documents (and generations) with.
@@ -71,6 +71,11 @@ HfTokenizer::HfTokenizer(const std::string& path, bool jit) : path_(path) {
   if (!model) refuse_hf_json(top.at("model"), nullptr, "a BPE model");
   read_model(*model, top.at("model"));
   read_added_tokens(root, top.at("added_tokens"));
+  // Released vocabularies number their tokens densely; ids far past the count are damage.
+  const size_t named = model_->vocab().size() + added_.size();
+  if (token_text_.size() > 2 * named + 1024)
+    refuse_hf_json(top.at("model").at("vocab"), int64_t(token_text_.size()) - 1,
+                   "ids numbered densely (the largest id is far beyond the " + std::to_string(named) + " tokens)");
   normalizer_ = std::make_unique<HfNormalizer>(hf_field(root, "normalizer"), top.at("normalizer"));
   pre_tokenizer_ = std::make_unique<HfPreTokenizer>(hf_field(root, "pre_tokenizer"), top.at("pre_tokenizer"), jit);
   decoder_ = std::make_unique<HfDecoder>(hf_field(root, "decoder"), top.at("decoder"));
@@ -119,7 +124,7 @@ void HfTokenizer::read_model(const nlohmann::json& model, const HfJsonPlace& whe
   const nlohmann::json* vocab_json = hf_field(model, "vocab");
   if (!vocab_json || !vocab_json->is_object())
     refuse_hf_json(where.at("vocab"), vocab_json ? *vocab_json : nlohmann::json(), "an object of token -> id");
-  std::unordered_map<std::string, int32_t> vocab;
+  StringMap<int32_t> vocab;
   vocab.reserve(vocab_json->size());
   for (const auto& [token, id] : vocab_json->items()) vocab[token] = checked_id(id, where.at("vocab").at(token));
   for (const auto& [token, id] : vocab) {
@@ -221,7 +226,12 @@ void HfTokenizer::encode_text(std::string_view text, bool at_text_start, std::ve
     const std::string normalized = normalizer_->apply(std::string(text));
     pre_tokenizer_->apply(normalized, at_text_start, words);
   }
-  for (const std::string& w : words) model_->encode_word(w, out);
+  for (const std::string& w : words) {
+    if (cache_.find(w, out)) continue;
+    const size_t first = out.size();
+    model_->encode_word(w, out);
+    cache_.remember(w, out.data() + first, out.size() - first);
+  }
 }
 
 std::vector<int32_t> HfTokenizer::encode(std::string_view text) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/bpe_model.h"
+#include "io/bpe_word_cache.h"
 #include "io/hf_decoder.h"
 #include "io/hf_text_stages.h"
 #include "io/tokenizer.h"
@@ -54,6 +55,7 @@ class HfTokenizer final : public TextTokenizer {
   uint64_t checksum_ = 0;
   TokenizerKind kind_ = TokenizerKind::hf_byte_level_bpe;
   std::unique_ptr<BpeModel> model_;
+  BpeWordCache cache_;
   std::unique_ptr<HfNormalizer> normalizer_;
   std::unique_ptr<HfPreTokenizer> pre_tokenizer_;
   std::unique_ptr<HfDecoder> decoder_;

@@ -11,6 +11,7 @@ namespace ff {
 
 struct RegexSplitter::Compiled {
   pcre2_code* code = nullptr;
+  std::string what;
   ~Compiled() { pcre2_code_free(code); }
 };
 
@@ -34,6 +35,7 @@ struct MatchData {
 
 RegexSplitter::RegexSplitter(const std::string& pattern, bool literal, bool jit, const std::string& what)
     : re_(std::make_unique<Compiled>()) {
+  re_->what = what;
   int err = 0;
   PCRE2_SIZE at = 0;
   const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
@@ -59,7 +61,9 @@ void RegexSplitter::split_isolated(std::string_view text, std::vector<std::strin
     // The text was checked to be valid UTF-8 before it got here.
     const int rc = pcre2_match(re_->code, subject, text.size(), from, PCRE2_NO_UTF_CHECK, m.md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) throw std::runtime_error("pre-tokenizer regex failed while splitting text: " + pcre2_message(rc));
+    if (rc < 0)
+      throw std::runtime_error(re_->what + ": the split pattern failed on the text (" + pcre2_message(rc) +
+                               "); the pattern backtracks too much for this input, use a simpler pattern");
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(m.md);
     const size_t begin = ov[0], end = ov[1];
     if (end == begin) {
