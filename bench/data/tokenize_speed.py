@@ -21,6 +21,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,6 +151,7 @@ def main():
         f"{ratio(row, js):.1f}x ({fixture})" for row, fixture, _ in TOKENIZERS if (row, js) in best)
         + f"; over Python sentencepiece on the .model: {ratio(TOKENIZERS[0][0], 'sentencepiece 0.1.97 (Python), 1 thread'):.2f}x "
         "(both call libsentencepiece: the difference is the Python binding and the reading of lines).")
+    shutil.rmtree(work)
     publish(SECTION, description, table, summary, write=a.write)
 
 
