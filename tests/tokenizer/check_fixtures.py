@@ -1,9 +1,9 @@
 """Checks that the oracle's fixtures are what they claim, under the references themselves:
 every tokenizer.json loads in @huggingface/tokenizers; the added tokens come out whole; the
 Llama-3 fixture's ignore_merges is exercised (a whole word that no merge builds is one token there
-and several under GPT-2's); the template adds BOS; and the SentencePiece tokenizer.json gives the
-Python sentencepiece package's ids for its .model on every line without an added token, which is
-what makes it a faithful Llama 2 style conversion.
+and several under GPT-2's); the Qwen2 fixture composes to NFC first; the template adds BOS (none
+for Qwen2); and the SentencePiece tokenizer.json gives the Python sentencepiece package's ids for
+its .model on every line without an added token, which makes it a faithful Llama 2 style conversion.
 
   check_fixtures.py FIXTURE_DIR MODULES_DIR
 """
@@ -34,7 +34,7 @@ def expect(condition, message):
 
 
 def main(fixtures, modules):
-    path = {name: os.path.join(fixtures, f"{name}.tokenizer.json") for name in ("gpt2", "llama3", "sp_bpe")}
+    path = {name: os.path.join(fixtures, f"{name}.tokenizer.json") for name in ("gpt2", "llama3", "qwen2", "sp_bpe")}
     for name in ("gpt2", "llama3"):
         pieces = json.loads(node(modules, "tokens", path[name], "a<|end_of_text|>b<think>c"))
         expect(pieces[1] == "<|end_of_text|>" and pieces[3] == "<think>",
@@ -44,15 +44,22 @@ def main(fixtures, modules):
         whole = name == "llama3"
         expect((len(pieces) == 1) == whole,
                f"{name}: {word!r} is {'one token (ignore_merges)' if whole else 'split by merges'}: {pieces}")
+    pieces = json.loads(node(modules, "tokens", path["qwen2"], "a<|im_start|>b<|endoftext|>c<think>"))
+    expect(pieces[1] == "<|im_start|>" and pieces[3] == "<|endoftext|>" and pieces[5] == "<think>",
+           f"qwen2: added tokens come out whole: {pieces}")
+    for name, composes in (("qwen2", True), ("gpt2", False)):
+        same = node(modules, "tokens", path[name], "caf\u00e9") == node(modules, "tokens", path[name], "cafe\u0301")
+        expect(same == composes, f"{name}: 'cafe' + U+0301 {'is' if composes else 'is not'} NFC-composed first")
     probe = os.path.join(fixtures, "probe.txt")
     with open(probe, "w", encoding="utf-8") as f:
         f.write("In the beginning\n")
-    for name in ("gpt2", "llama3", "sp_bpe"):
+    for name in ("gpt2", "llama3", "qwen2", "sp_bpe"):
         with open(path[name], encoding="utf-8") as f:
-            bos = next(t["id"] for t in json.load(f)["added_tokens"] if t["content"] in ("<|begin_of_text|>", "<s>"))
+            bos = [t["id"] for t in json.load(f)["added_tokens"] if t["content"] in ("<|begin_of_text|>", "<s>")]
         plain = node(modules, "encode", path[name], probe).split()
         special = node(modules, "encode", path[name], probe, "--add-special").split()
-        expect(special == [str(bos)] + plain, f"{name}: the template adds BOS {bos}: {special[:4]}...")
+        expect(special == [str(b) for b in bos] + plain,
+               f"{name}: with special tokens the ids start {special[:3]}, BOS {bos or 'none (Qwen2.5 has none)'}")
 
     text = os.path.join(fixtures, "text.txt")
     js_ids = os.path.join(fixtures, "sp_bpe.js.ids")

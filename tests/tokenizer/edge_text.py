@@ -35,6 +35,8 @@ LINES = [
     "special <|begin_of_text|> inside <|end_of_text|>and<think>glued</think> <s> and </s> <unk> end",
     "<|begin_of_text|><|begin_of_text|><think><|end_of_text|>",
     "<|begin_of_text",
+    "<|im_start|>user hello<|im_end|><|endoftext|> <|im_start|>",
+    "not NFC: e\u0301 A\u030a \u212b \u2126 \u1100\u1161\u11a8 \u0958 \u1e9b\u0323 q\u0307\u0323",
     "punctuation !!!??? ... --- (parens) [brackets] {braces} \"quotes\" \u00abguillemets\u00bb \u201ccurly\u201d",
     "unicode spaces\u00a0nbsp\u3000ideographic\u2009thin\u2002en\u200bzero-width",
     "Supercalifragilisticexpialidocious Mahershalalhashbaz JONATHELEMRECHOKIM",

@@ -6,6 +6,7 @@ edge-case text; nothing is downloaded. Standard library plus python3-sentencepie
   gpt2.tokenizer.json      byte-level BPE, GPT-2 split (bare ByteLevel with use_regex), merges as "a b"
   llama3.tokenizer.json    byte-level BPE, Llama-3 split (Split + ByteLevel without regex),
                            ignore_merges, merges as pairs, whole words in the vocab that no merge makes
+  qwen2.tokenizer.json     byte-level BPE as Qwen2.5 ships it: NFC, Split with single digits, no BOS
   sp_bpe.model             SentencePiece BPE with byte fallback trained by python3-sentencepiece
   sp_bpe.tokenizer.json    that model in the Llama 2 / TinyLlama tokenizer.json form
 """
@@ -22,9 +23,12 @@ import sp_to_tokenizer_json  # noqa: E402
 GPT2_SPLIT = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 TRAIN_LINES = 8000   # Genesis to about Judges: enough for a few thousand merges in a second
 MERGES = 4000
 BOS, EOS, THINK = "<|begin_of_text|>", "<|end_of_text|>", "<think>"
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Long KJV names the byte-level vocabulary gets as whole tokens without a merge that builds them,
 # so only a tokenizer that honours ignore_merges emits them as one id (Llama 3 ships such tokens).
 WHOLE_WORDS = ["\u0120Mahershalalhashbaz", "\u0120Chushanrishathaim", "\u0120Zaphnathpaaneah"]
@@ -45,31 +49,40 @@ def added_token(token_id, content, special):
             "normalized": False, "special": special}
 
 
-def byte_level_json(vocab, merges, llama3):
+def byte_level_json(vocab, merges, style):
+    """style: "gpt2" (bare ByteLevel with its regex, BOS template), "llama3" (Split + ByteLevel,
+    ignore_merges, ByteLevel then the BOS template, as Llama 3 ships it) or "qwen2" (NFC, Split with
+    single digits + ByteLevel, no BOS: a ByteLevel post-processor alone, as Qwen2.5 ships it)."""
     n = len(vocab)
-    added = [added_token(n, BOS, True), added_token(n + 1, EOS, True), added_token(n + 2, THINK, False)]
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": not llama3}
-    if llama3:
-        pre = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": LLAMA3_SPLIT}, "behavior": "Isolated", "invert": False},
-            byte_level]}
+    if style == "qwen2":
+        added = [added_token(n + i, t, True) for i, t in enumerate(QWEN_SPECIALS)] + [
+            added_token(n + len(QWEN_SPECIALS), THINK, False)]
     else:
-        pre = byte_level
+        added = [added_token(n, BOS, True), added_token(n + 1, EOS, True), added_token(n + 2, THINK, False)]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": style == "gpt2"}
+    pre = byte_level
+    if style != "gpt2":
+        pre = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": LLAMA3_SPLIT if style == "llama3" else QWEN2_SPLIT},
+             "behavior": "Isolated", "invert": False},
+            byte_level]}
     template = [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]
     post = {"type": "TemplateProcessing", "single": template,
             "pair": template + [{"SpecialToken": {"id": BOS, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
             "special_tokens": {BOS: {"id": BOS, "ids": [n], "tokens": [BOS]}}}
-    if llama3:  # as Llama 3 ships it: offsets trimmed by ByteLevel, then the template
+    if style == "llama3":
         post = {"type": "Sequence", "processors": [
             {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}, post]}
+    elif style == "qwen2":
+        post = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": None, "pre_tokenizer": pre, "post_processor": post,
+        "normalizer": {"type": "NFC"} if style == "qwen2" else None, "pre_tokenizer": pre, "post_processor": post,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
                   "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-                  "ignore_merges": llama3, "vocab": vocab,
-                  "merges": [list(m) for m in merges] if llama3 else [f"{a} {b}" for a, b in merges]},
+                  "ignore_merges": style == "llama3", "vocab": vocab,
+                  "merges": [list(m) for m in merges] if style == "llama3" else [f"{a} {b}" for a, b in merges]},
     }
 
 
@@ -98,12 +111,13 @@ def main(out_dir):
     edge_text.write(os.path.join(out_dir, "edge.txt"))
     train_lines = kjv[:TRAIN_LINES] + edge_text.LINES
     vocab, merges = byte_bpe_trainer.train(byte_bpe_trainer.word_counts(train_lines), MERGES)
-    write_json(os.path.join(out_dir, "gpt2.tokenizer.json"), byte_level_json(vocab, merges, llama3=False))
+    write_json(os.path.join(out_dir, "gpt2.tokenizer.json"), byte_level_json(vocab, merges, "gpt2"))
+    write_json(os.path.join(out_dir, "qwen2.tokenizer.json"), byte_level_json(vocab, merges, "qwen2"))
     llama3_vocab = dict(vocab)
     for word in WHOLE_WORDS:
         assert word not in llama3_vocab, word
         llama3_vocab[word] = len(llama3_vocab)
-    write_json(os.path.join(out_dir, "llama3.tokenizer.json"), byte_level_json(llama3_vocab, merges, llama3=True))
+    write_json(os.path.join(out_dir, "llama3.tokenizer.json"), byte_level_json(llama3_vocab, merges, "llama3"))
     prefix = os.path.join(out_dir, "sp_bpe")
     train_sentencepiece([line for line in train_lines if line], prefix)
     write_json(prefix + ".tokenizer.json", sp_to_tokenizer_json.convert(prefix + ".model"))
