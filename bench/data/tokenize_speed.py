@@ -139,6 +139,7 @@ def main():
         f"Text: every KJV verse plus the oracle's edge-case lines ({text_mb:.1f} MB, one line at a time). "
         "Tokenizers: the oracle's fixtures (`tests/tokenizer/make_fixtures.py`). "
         f"Best of {a.rounds} alternating rounds.\n\n"
+        f"- Commit: {run(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD'])[0].stdout.strip()}.\n"
         f"- CPU: {cpu_name(cpu_detail())}; load average {load:.1f} when the table was written (other "
         "work shared the machine: CPU time, unlike wall time, does not count its share).\n"
         "- Peers: @huggingface/tokenizers 0.2.0 (npm, pure JS) under node "
