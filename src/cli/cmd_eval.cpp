@@ -5,6 +5,7 @@
 #include "ckpt/trained_model.h"
 #include "cli/commands.h"
 #include "io/token_shard.h"
+#include "io/token_stream.h"
 #include "train/evaluate.h"
 #include "train/train_config.h"
 
@@ -21,10 +22,11 @@ int cmd_eval(const Args& a) {
   TrainedModel t = load_trained_model(a.require("ckpt", usage), batch);
   const TokenShardExpect expect{t.state.model.vocab_size, t.tokenizer->checksum(),
                                 "the checkpoint's tokenizer " + t.tokenizer_path};
-  std::vector<int32_t> tokens = read_token_shard(data, expect);
-  EvalResult r = evaluate_stream(*t.model, t.params.data(), tokens, batch, a.get_int("max-windows", 0));
-  std::printf("eval %s: loss %.6f over %lld tokens (checkpoint step %d)\n", data.c_str(), r.mean_loss,
-              (long long)r.tokens, t.state.step);
+  // Read in windows (a shard larger than memory evaluates too); a loss mask is honoured.
+  const auto tokens = open_token_shards({data}, expect);
+  EvalResult r = evaluate_stream(*t.model, t.params.data(), *tokens, batch, a.get_int("max-windows", 0));
+  std::printf("eval %s: loss %.6f over %lld %s (checkpoint step %d)\n", data.c_str(), r.mean_loss,
+              (long long)r.tokens, tokens->has_loss_mask() ? "loss targets" : "tokens", t.state.step);
   return 0;
 }
 

@@ -26,8 +26,21 @@ const char* tokenizer_file_name(TokenizerKind k) {
   return k == TokenizerKind::sentencepiece_model ? "tokenizer.model" : "tokenizer.json";
 }
 
+namespace {
+
+// A JSON document opens with '{' (after any whitespace); a SentencePiece model is a protobuf,
+// whose first byte is a field tag, never '{'.
+bool looks_like_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  for (int c; (c = in.get()) != EOF;)
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') return c == '{';
+  return false;
+}
+
+}  // namespace
+
 std::unique_ptr<TextTokenizer> open_tokenizer(const std::string& path) {
-  if (fs::path(path).extension() == ".json") return std::make_unique<HfTokenizer>(path);
+  if (fs::path(path).extension() == ".json" || looks_like_json(path)) return std::make_unique<HfTokenizer>(path);
   return std::make_unique<SentencePieceTokenizer>(path);
 }
 

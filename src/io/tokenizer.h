@@ -42,7 +42,8 @@ class TextTokenizer {
   virtual const std::string& path() const = 0;
 };
 
-// A file ending in .json is a Hugging Face tokenizer.json, anything else a SentencePiece model.
+// A file ending in .json or holding a JSON object is a Hugging Face tokenizer.json, anything else
+// a SentencePiece model.
 // Unsupported or malformed content is refused with a sentence naming the file and the fix.
 std::unique_ptr<TextTokenizer> open_tokenizer(const std::string& path);
 

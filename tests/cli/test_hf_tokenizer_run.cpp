@@ -67,6 +67,13 @@ TEST(HfTokenizerRun, TrainSampleEvalExportWithTokenizerJson) {
   EXPECT_EQ(cfg["vocab_size"], 264);
   EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/hf/tokenizer_config.json"))["tokenizer_class"],
             "PreTrainedTokenizerFast");
+
+  // The exported folder has only tokenizer.json; import takes it along and sample uses it.
+  r = run_fivefold("import --hf " + dir + "/hf --out " + dir + "/imported");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_file(dir + "/imported/tokenizer.json"), read_file(dir + "/data/tokenizer.json"));
+  r = run_fivefold("sample --ckpt " + dir + "/imported --prompt hi --max-tokens 4 --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
 }
 
 TEST(HfTokenizerRun, TokenizeCommandEncodesLinesAndDecodesThemBack) {

@@ -69,6 +69,29 @@ TEST_F(HfTokenizerTest, Llama3SplitPatternThroughSequence) {
   EXPECT_EQ(tok->encode("HE'S"), Ids({16, 17, 18}));
 }
 
+TEST_F(HfTokenizerTest, DigitsSplitEachDigitBeforeByteLevel) {
+  nlohmann::json j = ff::testing::tiny_byte_level_tokenizer_json();
+  j["pre_tokenizer"] = {{"type", "Sequence"},
+                        {"pretokenizers",
+                         {{{"type", "Digits"}, {"individual_digits", true}},
+                          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}}}};
+  auto tok = open(j);
+  // Every digit is its own word, so no digit merge applies: 1 2 3 4 5.
+  EXPECT_EQ(tok->encode("12345"), Ids({19, 20, 21, 22, 23}));
+}
+
+TEST_F(HfTokenizerTest, NfcComposesBeforeTheBytesAreMapped) {
+  nlohmann::json j = ff::testing::tiny_byte_level_tokenizer_json();
+  // U+00E9 is C3 A9 in UTF-8, which the byte-level alphabet writes as "Ã" and "©".
+  j["model"]["vocab"]["Ã"] = 31;
+  j["model"]["vocab"]["©"] = 32;
+  j["added_tokens"][0]["normalized"] = false;
+  j["normalizer"] = {{"type", "NFC"}};
+  auto tok = open(j);
+  EXPECT_EQ(tok->encode("\u00e9"), Ids({31, 32}));
+  EXPECT_EQ(tok->encode("e\u0301"), Ids({31, 32}));  // e + combining acute composes to U+00E9
+}
+
 TEST_F(HfTokenizerTest, IgnoreMergesEmitsWholeWords) {
   nlohmann::json j = ff::testing::tiny_byte_level_tokenizer_json();
   auto merged = open(j);
@@ -192,6 +215,12 @@ TEST_F(HfTokenizerTest, TokenizerFileInAFolder) {
   EXPECT_EQ(tokenizer_file_in(dir_.path().string()), dir_.file("tokenizer.json"));
   ff::testing::write_all(dir_.file("tokenizer.model"), "x");
   expect_error([&] { tokenizer_file_in(dir_.path().string()); }, {"both tokenizer.json and tokenizer.model"});
+}
+
+TEST_F(HfTokenizerTest, OpenedByContentWhateverItsName) {
+  auto tok = open(ff::testing::tiny_byte_level_tokenizer_json(), "renamed.tok");
+  EXPECT_EQ(tok->kind(), TokenizerKind::hf_byte_level_bpe);
+  EXPECT_EQ(tok->encode("hello"), Ids({13}));
 }
 
 TEST_F(HfTokenizerTest, EncodeIsThreadSafe) {
