@@ -12,4 +12,4 @@ for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "$tool not found: bash scripts/setup.sh installs nodejs and npm" >&2; exit 1; }
 done
 mkdir -p "$dir"
-npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@huggingface/tokenizers@$version"
+npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error "@huggingface/tokenizers@$version"
