@@ -8,12 +8,15 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libdnnl-dev libopenblas-dev
           libsentencepiece-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libgtest-dev
-          libbenchmark-dev bible-kjv python3-torch
+          libbenchmark-dev bible-kjv python3-torch libpcre2-dev libicu-dev python3-sentencepiece nodejs
           zlib1g-dev libzstd-dev zstd)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The tokenizer oracle's npm install needs npm: Debian packages it apart from nodejs; NodeSource's
+# nodejs carries its own (and conflicts with Debian's npm), so only a missing command asks for it.
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   sudo_cmd=""

@@ -28,7 +28,7 @@ struct CheckpointState {
   int step = 0;
   DataLoader::Position data;
   std::string config_toml;  // the resolved config of the run that wrote it, for humans
-  uint64_t tokenizer_checksum = 0;  // Tokenizer::checksum() of the run's tokenizer; 0 = unrecorded
+  uint64_t tokenizer_checksum = 0;  // TextTokenizer::checksum() of the run's tokenizer; 0 = unrecorded
   std::vector<float> router_bias;   // MoE: the selection bias (n_layers x n_experts); empty = zero
   std::optional<LossScaleState> loss_scale;  // fp16's dynamic loss scale; none for other precisions
 };

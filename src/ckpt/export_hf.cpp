@@ -21,7 +21,7 @@ DType parse_export_dtype(const std::string& s) {
 
 void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
                          const ParamLayout& layout, const float* params,
-                         const std::string& tokenizer_model, int bos_id, int eos_id, DType dtype) {
+                         const std::string& tokenizer_file, int bos_id, int eos_id, DType dtype) {
   if (dtype != DType::f32 && dtype != DType::bf16)
     throw std::invalid_argument(std::string("export writes fp32 or bf16, not ") + dtype_name(dtype));
   const MoeConfig& m = c.moe;
@@ -69,8 +69,8 @@ void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
       {"vocab_size", c.vocab_size},
       {"tie_word_embeddings", c.tied_embeddings},
       {"attention_bias", false},
-      {"bos_token_id", bos_id},
-      {"eos_token_id", eos_id},
+      {"bos_token_id", bos_id >= 0 ? nlohmann::json(bos_id) : nlohmann::json()},
+      {"eos_token_id", eos_id >= 0 ? nlohmann::json(eos_id) : nlohmann::json()},
       {"torch_dtype", dtype == DType::bf16 ? "bfloat16" : "float32"}};
   if (m.enabled()) {
     config["architectures"] = {"MixtralForCausalLM"};
@@ -82,11 +82,14 @@ void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
     config["output_router_logits"] = false;
   }
   write_file_atomic((fs::path(out_dir) / "config.json").string(), config.dump(2) + "\n");
-  fs::copy_file(tokenizer_model, fs::path(out_dir) / "tokenizer.model",
-                fs::copy_options::overwrite_existing);
-  nlohmann::json tok_config = {{"tokenizer_class", "LlamaTokenizer"},
-                               {"add_bos_token", true},
-                               {"add_eos_token", false}};
+  const fs::path tok_name = fs::path(tokenizer_file).filename();
+  fs::copy_file(tokenizer_file, fs::path(out_dir) / tok_name, fs::copy_options::overwrite_existing);
+  // A tokenizer.json carries its own post-processor (BOS/EOS); a SentencePiece model needs
+  // LlamaTokenizer told to add BOS.
+  const nlohmann::json tok_config =
+      tok_name == "tokenizer.json"
+          ? nlohmann::json{{"tokenizer_class", "PreTrainedTokenizerFast"}}
+          : nlohmann::json{{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", true}, {"add_eos_token", false}};
   write_file_atomic((fs::path(out_dir) / "tokenizer_config.json").string(),
                     tok_config.dump(2) + "\n");
 }

@@ -97,9 +97,14 @@ void read_tensor(const std::string& file, const ParamView& v, float* dst) {
 size_t import_hugging_face(const std::string& hf_dir, const std::string& out_dir) {
   const fs::path dir(hf_dir);
   const ModelConfig c = model_config_from_hf((dir / "config.json").string());
-  const fs::path tok = dir / "tokenizer.model";
-  if (!fs::exists(tok)) throw std::runtime_error("'" + hf_dir + "' has no tokenizer.model (SentencePiece) to train with");
-  const Tokenizer tokenizer(tok.string());
+  // Folders that ship both (Llama 2) encode alike with either; the SentencePiece model is kept
+  // as before, tokenizer.json serves the folders that have only it (Llama 3, Qwen2.5, SmolLM2).
+  fs::path tok = dir / "tokenizer.model";
+  if (!fs::exists(tok)) tok = dir / "tokenizer.json";
+  if (!fs::exists(tok))
+    throw std::runtime_error("'" + hf_dir + "' has neither tokenizer.model (SentencePiece) nor tokenizer.json to "
+                             "train with; copy the model's tokenizer file into the folder");
+  const std::unique_ptr<TextTokenizer> tokenizer = open_tokenizer(tok.string());
   const ParamLayout layout(c);
   const auto where = tensor_files(dir);
   std::vector<float> params(layout.total()), zeros(layout.total(), 0.0f);
@@ -111,10 +116,10 @@ size_t import_hugging_face(const std::string& hf_dir, const std::string& out_dir
   fs::create_directories(out_dir);
   CheckpointState s;
   s.model = c;
-  s.tokenizer_checksum = tokenizer.checksum();
+  s.tokenizer_checksum = tokenizer->checksum();
   // A step-0 checkpoint of one serial rank: the moments are zero, as a fresh AdamW's are.
   save_serial_checkpoint(out_dir, s, params.data(), zeros.data(), zeros.data());
-  fs::copy_file(tok, fs::path(out_dir) / "tokenizer.model", fs::copy_options::overwrite_existing);
+  fs::copy_file(tok, fs::path(out_dir) / tok.filename(), fs::copy_options::overwrite_existing);
   return params.size();
 }
 

@@ -12,7 +12,8 @@ namespace ff {
 // activations), naming the file and key.
 ModelConfig model_config_from_hf(const std::string& config_json_path);
 
-// Writes OUT/step_0/ (a sharded checkpoint of one serial rank) and OUT/tokenizer.model; F32, BF16 and F16 tensors convert to f32
+// Writes OUT/step_0/ (a sharded checkpoint of one serial rank) and OUT/tokenizer.model (or
+// tokenizer.json when the folder has no .model); F32, BF16 and F16 tensors convert to f32
 // (exactly: every 16-bit value is an f32 value). Returns the parameters read.
 size_t import_hugging_face(const std::string& hf_dir, const std::string& out_dir);
 

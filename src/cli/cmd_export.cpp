@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 
 #include "ckpt/export_hf.h"
 #include "ckpt/trained_model.h"
@@ -17,8 +18,8 @@ int cmd_export(const Args& a) {
   TrainedModel t = load_trained_model(a.require("ckpt", usage), 1);
   export_hugging_face(out, t.model->config(), t.model->layout(), t.params.data(), t.tokenizer_path,
                       t.tokenizer->bos_id(), t.tokenizer->eos_id(), dtype);
-  std::printf("exported step %d to %s (model.safetensors in %s, config.json, tokenizer.model)\n",
-              t.state.step, out.c_str(), dtype == DType::bf16 ? "bf16" : "fp32");
+  std::printf("exported step %d to %s (model.safetensors in %s, config.json, %s)\n", t.state.step, out.c_str(),
+              dtype == DType::bf16 ? "bf16" : "fp32", std::filesystem::path(t.tokenizer_path).filename().c_str());
   return 0;
 }
 

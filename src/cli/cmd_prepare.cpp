@@ -18,7 +18,7 @@ const char* const kUsage =
     "  text:  a blank line ends a document, or --doc-separator LINE, or --one-doc-per-line\n"
     "  jsonl: --text-field text; prompt-completion: --prompt-field prompt --completion-field completion\n"
     "  --on-bad-record fatal|skip   --max-record-mb 64\n"
-    "  --tokenizer FILE.model (reuse) | --vocab 4096 --tokenizer-sample-mb 256 (train one)\n"
+    "  --tokenizer FILE (a .model or tokenizer.json, reused) | --vocab 4096 --tokenizer-sample-mb 256 (train one)\n"
     "  --val-fraction 0.05 | --val-docs N   --threads 0 (every core)   --shard-tokens 268435456";
 
 CorpusOptions corpus_options(const Args& a) {

@@ -14,6 +14,7 @@ int cmd_verify(const Args& a);
 int cmd_calibrate(const Args& a);
 int cmd_report(const Args& a);
 int cmd_import(const Args& a);
+int cmd_tokenize(const Args& a);
 // These two run without MPI (launch starts mpirun; diagnose reads files) and take the raw words.
 int cmd_launch(int argc, char** argv);
 int cmd_diagnose(int argc, char** argv);

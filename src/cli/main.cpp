@@ -23,6 +23,7 @@ const char* kUsage =
     "  calibrate --out cluster.toml                 measure GEMM, memory and links for plan\n"
     "  report  --runs RUN[,RUN...] --out FILE.png|svg  loss, val loss, tokens/s, memory side by side\n"
     "  import  --hf DIR --out RUN                   a Hugging Face LLaMA folder into a checkpoint\n"
+    "  tokenize --tokenizer FILE --input FILE [--ids-out FILE] [--decode]  ids of each line (or text back)\n"
     "  launch  --max-restarts K [--backoff S] -- mpirun ... fivefold train ...   restart a failed job\n"
     "  diagnose RUN                                 name the rank behind a hang (watchdog's records)\n"
     "`fivefold <command> --help` explains a command.\n";
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
     if (cmd == "calibrate") return ff::cli::cmd_calibrate(a);
     if (cmd == "report") return ff::cli::cmd_report(a);
     if (cmd == "import") return ff::cli::cmd_import(a);
+    if (cmd == "tokenize") return ff::cli::cmd_tokenize(a);
     std::fprintf(stderr, "fivefold: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const ff::AgreedError& e) {

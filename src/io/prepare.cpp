@@ -14,6 +14,7 @@
 #include "io/encode_pipeline.h"
 #include "io/prepare_progress.h"
 #include "io/shard_series.h"
+#include "io/sentencepiece_tokenizer.h"
 #include "io/tokenizer.h"
 
 namespace ff {
@@ -21,8 +22,6 @@ namespace ff {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kTokenizerFile = "tokenizer.model";
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -75,29 +74,30 @@ std::string train_tokenizer(const std::vector<std::string>& files, const Prepare
     add(d.completion);
   }
   if (reader.counts().documents == 0) throw std::runtime_error(no_document_error(o.inputs, reader.counts()));
-  Tokenizer::train_lines(lines, o.vocab_size, (staging / "tokenizer").string(), o.inputs.front());
+  SentencePieceTokenizer::train_lines(lines, o.vocab_size, (staging / "tokenizer").string(), o.inputs.front());
   return whole ? "trained on every document (" + std::to_string(bytes) + " bytes)"
                : "trained on the first " + std::to_string(reader.counts().documents - 1) +
                      " documents (" + std::to_string(bytes) + " bytes, --tokenizer-sample-mb)";
 }
 
-// What the tokenizer puts around every document's tokens: BOS before and EOS after, each when
-// the tokenizer has one.
+// What goes around every document's tokens: the tokenizer's own document prefix (BOS for a
+// SentencePiece model and for a post-processor that adds one, nothing for GPT-2's) and its suffix,
+// or EOS when the convention adds none, so documents packed into one window stay separated and
+// the model learns where a document ends.
 struct DocumentFrame {
   std::vector<int32_t> prefix, suffix;
 };
 
-DocumentFrame frame_of(const Tokenizer& tok) {
-  DocumentFrame f;
-  if (tok.bos_id() >= 0) f.prefix.push_back(tok.bos_id());
-  if (tok.eos_id() >= 0) f.suffix.push_back(tok.eos_id());
+DocumentFrame frame_of(const TextTokenizer& tok) {
+  DocumentFrame f{tok.document_prefix(), tok.document_suffix()};
+  if (f.suffix.empty() && tok.eos_id() >= 0) f.suffix.push_back(tok.eos_id());
   return f;
 }
 
 // A text document: frame around its tokens. A fine-tuning record: frame around prompt then
 // completion, the loss mask 1 on the completion and the closing frame only, so the model learns
 // to answer (and to stop) but not to write prompts.
-EncodedDocument encode_document(const Tokenizer& tok, const DocumentFrame& f, const Document& d, bool pair) {
+EncodedDocument encode_document(const TextTokenizer& tok, const DocumentFrame& f, const Document& d, bool pair) {
   EncodedDocument out;
   out.ids = f.prefix;
   const std::vector<int32_t> first = tok.encode(pair ? d.prompt : d.text);
@@ -156,16 +156,20 @@ nlohmann::json absolute_paths(const std::vector<std::string>& specs) {
 PrepareResult build(const PrepareOptions& o, const std::vector<std::string>& files, const fs::path& staging) {
   PrepareResult r;
   auto t0 = std::chrono::steady_clock::now();
-  const std::string tokenizer_path = (staging / kTokenizerFile).string();
-  std::string tokenizer_source;
+  std::string tokenizer_source, tokenizer_name;
   if (o.tokenizer.empty()) {
     tokenizer_source = train_tokenizer(files, o, staging);
+    tokenizer_name = tokenizer_file_name(TokenizerKind::sentencepiece_model);
     r.tokenizer_seconds = seconds_since(t0);
   } else {
-    fs::copy_file(o.tokenizer, tokenizer_path);
+    // Stored under its kind's name, so the data folder holds the one tokenizer training opens.
+    tokenizer_name = tokenizer_file_name(open_tokenizer(o.tokenizer)->kind());
+    fs::copy_file(o.tokenizer, staging / tokenizer_name);
     tokenizer_source = "reused " + fs::absolute(o.tokenizer).lexically_normal().string();
   }
-  const Tokenizer tok(tokenizer_path);
+  const std::unique_ptr<TextTokenizer> opened = open_tokenizer((staging / tokenizer_name).string());
+  const TextTokenizer& tok = *opened;
+  r.tokenizer_path = tokenizer_name;
   r.vocab_size = tok.vocab_size();
   r.bos_id = tok.bos_id();
   r.eos_id = tok.eos_id();
@@ -228,7 +232,7 @@ PrepareResult build(const PrepareOptions& o, const std::vector<std::string>& fil
       {"vocab_size", r.vocab_size},
       {"bos_id", r.bos_id},
       {"eos_id", r.eos_id},
-      {"tokenizer", kTokenizerFile},
+      {"tokenizer", tokenizer_name},
       {"tokenizer_source", tokenizer_source},
       {"layout", "each document: bos_id (if any), its tokens, eos_id (if any); text lines joined with \"\\n\""},
       {"loss_mask", o.corpus.prompt_completion ? "1 on completion tokens and eos_id, 0 on bos_id and prompt" : "none"},
@@ -259,7 +263,7 @@ PrepareResult build(const PrepareOptions& o, const std::vector<std::string>& fil
 PrepareResult prepare_corpus(const PrepareOptions& o) {
   check_options(o);
   const std::vector<std::string> files = expand_inputs(o.inputs);
-  if (!o.tokenizer.empty()) Tokenizer(o.tokenizer);  // refused here, before any work, if bad
+  if (!o.tokenizer.empty()) open_tokenizer(o.tokenizer);  // refused here, before any work, if bad
 
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
@@ -278,7 +282,7 @@ PrepareResult prepare_corpus(const PrepareOptions& o) {
     throw std::runtime_error(std::string(e.what()) + " (" + o.out_dir + " was left as it was)");
   }
   move_into_place(staging, dir);
-  r.tokenizer_path = (dir / kTokenizerFile).string();
+  r.tokenizer_path = (dir / r.tokenizer_path).string();
   r.meta_path = (dir / "meta.json").string();
   r.train_paths = paths_in(dir, r.train_paths);
   r.val_paths = paths_in(dir, r.val_paths);

@@ -1,9 +1,11 @@
 #pragma once
 // `fivefold prepare`: corpus files in, everything training needs out, streamed.
 //
-// out_dir/tokenizer.model         the tokenizer: trained on the corpus (or its first
-//                                 tokenizer_sample_mb MB of documents), or a copy of the one given
-// out_dir/train-00000.bin, ...    token shards, each document BOS + tokens + EOS
+// out_dir/tokenizer.model         the tokenizer: a SentencePiece model trained on the corpus (or
+//   (or tokenizer.json)           its first tokenizer_sample_mb MB of documents), or a copy of the
+//                                 .model or Hugging Face tokenizer.json given
+// out_dir/train-00000.bin, ...    token shards, each document the tokenizer's document prefix
+//                                 (BOS), its tokens, then its suffix or EOS
 // out_dir/val-00000.bin, ...      the validation documents, the same way
 // out_dir/meta.json               written last: the shards, counts, tokenizer, how it was made
 //
@@ -26,7 +28,7 @@ struct PrepareOptions {
   std::vector<std::string> inputs;  // files, folders, globs (io/corpus/input_paths.h)
   std::string out_dir;
   CorpusOptions corpus;
-  std::string tokenizer;            // a SentencePiece .model to reuse; empty: train one
+  std::string tokenizer;            // a SentencePiece .model or tokenizer.json to reuse; empty: train one
   int vocab_size = 4096;            // for a trained tokenizer
   uint64_t tokenizer_sample_bytes = uint64_t(256) << 20;  // text the tokenizer trains on, at most
   double val_fraction = 0.05;

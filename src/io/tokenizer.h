@@ -1,53 +1,59 @@
 #pragma once
-// BPE tokenizer backed by SentencePiece. Training fixes the conventions the rest of the engine
-// relies on: byte fallback (any UTF-8 text round-trips exactly, no <unk> in practice), identity
-// normalization without a dummy prefix (decode(encode(s)) == s byte for byte), and "\n" as a
-// single dedicated piece, so a corpus kept as lines decodes back into lines.
+// The one interface every tokenizer kind is used through (prepare, train, sample, eval, export,
+// import, `fivefold tokenize`), and the factory that opens a tokenizer file by its content.
+// encode never adds special tokens; document_prefix()/document_suffix() say what the tokenizer's
+// own convention puts around a document, so callers add them explicitly.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
 
 namespace ff {
 
-class Tokenizer {
- public:
-  // Writes model_prefix.model (and model_prefix.vocab, a human-readable listing). The vocabulary
-  // reserves 3 control ids (unk=0, bos=1, eos=2), 256 byte pieces and the newline piece, so
-  // vocab_size must be larger than 260 plus the distinct characters of the text.
-  // Lines are read with any trailing '\r' dropped, so CRLF and LF files give the same model.
-  static void train(const std::string& text_file, int vocab_size, const std::string& model_prefix);
-  // The same from lines already in memory; source names them in error messages.
-  static void train_lines(const std::vector<std::string>& lines, int vocab_size,
-                          const std::string& model_prefix, const std::string& source);
-
-  explicit Tokenizer(const std::string& model_path);
-  ~Tokenizer();
-  Tokenizer(Tokenizer&&) noexcept;
-  Tokenizer& operator=(Tokenizer&&) noexcept;
-
-  // Thread-safe: SentencePiece encoding does not mutate the processor.
-  std::vector<int32_t> encode(const std::string& text) const;
-  // Control ids (bos/eos) decode to nothing; the newline id decodes to "\n".
-  std::string decode(const std::vector<int32_t>& ids) const;
-  int vocab_size() const;
-  int bos_id() const;
-  int eos_id() const;
-  int newline_id() const;  // -1 for models not trained by Tokenizer::train
-  const std::string& path() const { return path_; }
-  // checksum64 of the model file's bytes, recorded in shards and checkpoints made with it so a
-  // replaced or damaged tokenizer.model that still parses is noticed.
-  uint64_t checksum() const { return checksum_; }
-
- private:
-  std::string path_;
-  uint64_t checksum_ = 0;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-  int newline_id_ = -1;
+enum class TokenizerKind {
+  sentencepiece_model,   // a SentencePiece .model (protobuf)
+  hf_byte_level_bpe,     // tokenizer.json: GPT-2, Llama 3, Qwen2/2.5, SmolLM2
+  hf_sentencepiece_bpe,  // tokenizer.json: Llama 2, TinyLlama, Mistral (byte fallback)
 };
+const char* tokenizer_kind_name(TokenizerKind k);
+
+class TextTokenizer {
+ public:
+  virtual ~TextTokenizer() = default;
+  // Thread-safe (const, no shared mutable state). No BOS/EOS: see document_prefix/suffix.
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // Every id must be below vocab_size() (else throws naming the id). Control ids of a
+  // SentencePiece model decode to nothing; a tokenizer.json's added tokens decode to their text.
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  // One more than the largest id (the embedding rows a model needs).
+  virtual int vocab_size() const = 0;
+  virtual int bos_id() const = 0;      // -1 when the tokenizer has none (Qwen2.5)
+  virtual int eos_id() const = 0;      // -1 when none
+  virtual int newline_id() const = 0;  // the one id that is exactly "\n", -1 if none
+  // What the tokenizer's convention puts before and after a document's tokens (a
+  // SentencePiece model: BOS before, nothing after; a tokenizer.json: its post-processor).
+  virtual std::vector<int32_t> document_prefix() const = 0;
+  virtual std::vector<int32_t> document_suffix() const = 0;
+  virtual TokenizerKind kind() const = 0;
+  // checksum64 of the file's bytes, recorded in shards and checkpoints made with it so a
+  // replaced or damaged tokenizer file that still parses is noticed.
+  virtual uint64_t checksum() const = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// A file ending in .json or holding a JSON object is a Hugging Face tokenizer.json, anything else
+// a SentencePiece model.
+// Unsupported or malformed content is refused with a sentence naming the file and the fix.
+std::unique_ptr<TextTokenizer> open_tokenizer(const std::string& path);
+
+// DIR/tokenizer.json or DIR/tokenizer.model, whichever exists; both or neither is refused
+// naming the folder and what to do.
+std::string tokenizer_file_in(const std::string& dir);
+// checksum64 of a tokenizer file's bytes without parsing it: equals checksum() of the tokenizer
+// opened from that file.
+uint64_t tokenizer_file_checksum(const std::string& path);
+// The name a tokenizer of this kind is stored under in a data or run folder.
+const char* tokenizer_file_name(TokenizerKind k);
 
 }  // namespace ff

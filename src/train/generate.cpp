@@ -31,11 +31,14 @@ int32_t pick(const float* logits, int V, const SampleOptions& opt, RngState& rng
 }
 }  // namespace
 
-std::string generate(Llama& model, const float* params, const Tokenizer& tok,
+std::string generate(Llama& model, const float* params, const TextTokenizer& tok,
                      const std::string& prompt, const SampleOptions& opt) {
   const int V = model.config().vocab_size, T = model.config().seq_len;
-  std::vector<int32_t> ids = tok.encode(prompt);
-  ids.insert(ids.begin(), tok.bos_id());
+  // The prompt opens a document, as the training data's documents were opened.
+  const std::vector<int32_t> prefix = tok.document_prefix();
+  std::vector<int32_t> ids = prefix;
+  const std::vector<int32_t> prompt_ids = tok.encode(prompt);
+  ids.insert(ids.end(), prompt_ids.begin(), prompt_ids.end());
   RngState rng{opt.seed, 0};
   for (int i = 0; i < opt.max_tokens; ++i) {
     const int ctx = std::min<int>(int(ids.size()), T);
@@ -44,7 +47,8 @@ std::string generate(Llama& model, const float* params, const Tokenizer& tok,
     if (next == tok.eos_id()) break;
     ids.push_back(next);
   }
-  return tok.decode(ids);
+  // The document's opening tokens are not text (a tokenizer.json would print them).
+  return tok.decode(std::vector<int32_t>(ids.begin() + std::ptrdiff_t(prefix.size()), ids.end()));
 }
 
 }  // namespace ff

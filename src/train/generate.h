@@ -18,7 +18,7 @@ struct SampleOptions {
 
 // Returns the prompt followed by the generated continuation. The context slides when it
 // outgrows the model's seq_len.
-std::string generate(Llama& model, const float* params, const Tokenizer& tok,
+std::string generate(Llama& model, const float* params, const TextTokenizer& tok,
                      const std::string& prompt, const SampleOptions& opt);
 
 }  // namespace ff

@@ -40,10 +40,14 @@ std::string data_file(const std::string& dir, const char* name) {
 
 RunTokenizer open_folder_tokenizer(const std::string& dir) {
   RunTokenizer t;
-  t.path = data_file(dir, "tokenizer.model");
-  const Tokenizer tokenizer(t.path);
-  t.checksum = tokenizer.checksum();
-  t.vocab_size = tokenizer.vocab_size();
+  if (!fs::is_directory(dir)) data_file(dir, "tokenizer.model");  // names the prepare command
+  t.path = tokenizer_file_in(dir);
+  t.file_name = fs::path(t.path).filename().string();
+  const std::unique_ptr<TextTokenizer> tokenizer = open_tokenizer(t.path);
+  t.checksum = tokenizer->checksum();
+  t.vocab_size = tokenizer->vocab_size();
+  t.bos_id = tokenizer->bos_id();
+  t.eos_id = tokenizer->eos_id();
   return t;
 }
 

@@ -16,13 +16,15 @@
 namespace ff {
 
 struct RunTokenizer {
-  std::string path;  // DATA/tokenizer.model
+  std::string path;       // DATA/tokenizer.json or DATA/tokenizer.model
+  std::string file_name;  // its name, which the run folder's copy keeps
   uint64_t checksum = 0;
   int vocab_size = 0;
+  int bos_id = -1, eos_id = -1;  // -1: the tokenizer has none
 };
 
-// Reads one data folder's tokenizer; a missing folder or file names the `prepare` command that
-// makes it.
+// Reads one data folder's tokenizer (tokenizer_file_in: tokenizer.json or tokenizer.model); a
+// missing folder or file names the `prepare` command that makes it.
 RunTokenizer open_folder_tokenizer(const std::string& dir);
 // The tokenizer of the first folder of `data`; every other folder's tokenizer must have its
 // checksum (refused naming both folders and both checksums).

@@ -116,7 +116,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
       write_file_atomic((fs::path(out_dir_) / fmt::format("config.step_{}.toml", step_)).string(),
                         resume->state.config_toml);
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
-    fs::copy_file(tokenizer.path, fs::path(out_dir_) / "tokenizer.model", fs::copy_options::overwrite_existing);
+    // One tokenizer file in the run folder, so sample/eval/export cannot pick a stale one.
+    for (const char* name : {"tokenizer.json", "tokenizer.model"})
+      if (name != tokenizer.file_name) fs::remove(fs::path(out_dir_) / name);
+    fs::copy_file(tokenizer.path, fs::path(out_dir_) / tokenizer.file_name, fs::copy_options::overwrite_existing);
   }
   report_ = std::make_unique<ProgressReport>(cfg_, out_dir_, mesh_, step_);
 }

@@ -42,7 +42,7 @@ void Trainer::save() {
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only
   // rank 0's info reaches the manifest.
   if (leader())
-    s.tokenizer_checksum = Tokenizer((fs::path(out_dir_) / "tokenizer.model").string()).checksum();
+    s.tokenizer_checksum = tokenizer_file_checksum(tokenizer_file_in(out_dir_));
   const nlohmann::json layout = {{"ranks", world_size()}, {"dp", cfg_.dp}, {"cp", cfg_.cp},
                                  {"tp", cfg_.tp},         {"pp", cfg_.pp}, {"zero", cfg_.zero}};
   const auto skip = saved_elsewhere(cfg_.model, par_->layout(), par_->tp_size(), par_->tp_rank(), par_->split(),

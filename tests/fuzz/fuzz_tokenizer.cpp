@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "io/tokenizer.h"
+#include "io/sentencepiece_tokenizer.h"
 
 using namespace ff;
 using namespace ff::fuzz;
@@ -18,9 +18,9 @@ TEST(FuzzTokenizer, DamagedModelsAreRefusedOrCarryAnotherChecksum) {
     text += "And the LORD spake unto Moses, saying " + std::to_string(i % 17) + ".\n";
   }
   write_bytes(dir + "/text.txt", text);
-  Tokenizer::train(dir + "/text.txt", 300, dir + "/tok");
+  SentencePieceTokenizer::train(dir + "/text.txt", 300, dir + "/tok");
   const std::string good = read_bytes(dir + "/tok.model");
-  const uint64_t good_sum = Tokenizer(dir + "/tok.model").checksum();
+  const uint64_t good_sum = SentencePieceTokenizer(dir + "/tok.model").checksum();
   const std::string path = dir + "/case.model";
   RngState rng{16005, 0};
   int loaded = 0;
@@ -28,7 +28,7 @@ TEST(FuzzTokenizer, DamagedModelsAreRefusedOrCarryAnotherChecksum) {
     const std::string bad = mutate(good, rng);
     write_bytes(path, bad);
     if (run_case(path, [&] {
-          Tokenizer t(path);
+          SentencePieceTokenizer t(path);
           if (bad != good) {
             ASSERT_NE(t.checksum(), good_sum) << "case " << i;
           }

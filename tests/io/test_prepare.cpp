@@ -16,6 +16,8 @@
 #include "io/prepare.h"
 #include "io/token_shard.h"
 #include "io/token_shard_reader.h"
+#include "io/sentencepiece_tokenizer.h"
+#include "../support/tiny_hf_tokenizers.h"
 #include "io/tokenizer.h"
 #include "io_test_util.h"
 
@@ -48,7 +50,7 @@ std::string join(const std::vector<std::string>& lines, size_t begin, size_t end
 namespace {
 
 // Every document framed as BOS, its tokens, EOS; validation every 10th document for 0.1.
-std::vector<int32_t> expected_split(const Tokenizer& tok, const std::vector<std::string>& docs, bool val,
+std::vector<int32_t> expected_split(const SentencePieceTokenizer& tok, const std::vector<std::string>& docs, bool val,
                                     size_t every) {
   std::vector<int32_t> out;
   for (size_t i = 0; i < docs.size(); ++i) {
@@ -81,7 +83,7 @@ TEST(Prepare, ShardsMetaAndTokenizerAgree) {
   EXPECT_EQ(train.size(), r.train_tokens);
   EXPECT_EQ(val.size(), r.val_tokens);
 
-  Tokenizer tok(out + "/tokenizer.model");
+  SentencePieceTokenizer tok(out + "/tokenizer.model");
   EXPECT_EQ(train, expected_split(tok, lines, false, 10));
   EXPECT_EQ(val, expected_split(tok, lines, true, 10));
   EXPECT_EQ(std::count(train.begin(), train.end(), tok.eos_id()), 270);
@@ -272,7 +274,7 @@ TEST(Prepare, StreamingOutputIsTheSameForEveryThreadCountAndRotatesShards) {
     EXPECT_EQ(shard.front(), 1);  // every shard starts a document
     EXPECT_EQ(shard.back(), 2);
   }
-  Tokenizer tok(one.tokenizer_path);
+  SentencePieceTokenizer tok(one.tokenizer_path);
   EXPECT_EQ(concat_shards(one.train_paths), expected_split(tok, texts, false, 10));
   EXPECT_EQ(concat_shards(one.val_paths), expected_split(tok, texts, true, 10));
   EXPECT_EQ(one.train_documents, 2700u);
@@ -304,7 +306,7 @@ TEST(Prepare, ParagraphsReusedTokenizerAndValidationByCount) {
   EXPECT_EQ(ff::testing::read_all(r.tokenizer_path), ff::testing::read_all(first.tokenizer_path));
   EXPECT_EQ(r.val_documents, 5u);
   EXPECT_EQ(r.train_documents, docs.size() - 5);
-  Tokenizer tok(r.tokenizer_path);
+  SentencePieceTokenizer tok(r.tokenizer_path);
   std::vector<int32_t> val, train;
   for (size_t i = 0; i < docs.size(); ++i) {
     auto& split = i < 5 ? val : train;
@@ -408,7 +410,7 @@ TEST(Prepare, PromptCompletionRecordsCarryALossMaskOnTheAnswer) {
   o.shard_tokens = 700;
   const PrepareResult r = prepare_corpus(o);
   ASSERT_GT(r.train_paths.size(), 1u);
-  Tokenizer tok(r.tokenizer_path);
+  SentencePieceTokenizer tok(r.tokenizer_path);
   std::vector<int32_t> ids;
   std::vector<uint8_t> mask;
   for (size_t i = 3; i < pairs.size(); ++i) {
@@ -438,4 +440,34 @@ TEST(Prepare, PromptCompletionRecordsCarryALossMaskOnTheAnswer) {
   EXPECT_EQ(r.val_documents, 3u);
   EXPECT_TRUE(read_token_shard_info(r.val_paths[0]).loss_mask);
   EXPECT_EQ(read_meta(dir.file("ft"))["loss_mask"], "1 on completion tokens and eos_id, 0 on bos_id and prompt");
+}
+
+// A reused Hugging Face tokenizer.json is stored under its own name and frames documents by its
+// convention: GPT-2's byte-level post-processor adds nothing before a document, so only its end
+// token (<|endoftext|>, id 30) follows each. Ids worked by hand in tests/io/test_hf_tokenizer.cpp.
+TEST(Prepare, ReusedTokenizerJsonFramesDocumentsItsOwnWay) {
+  ff::testing::TempDir dir;
+  ff::testing::write_all(dir.file("gpt2-like.json"), ff::testing::tiny_byte_level_tokenizer_json().dump());
+  ff::testing::write_all(dir.file("d.jsonl"),
+                         "{\"text\": \"hello\"}\n{\"text\": \"hello world\"}\n{\"text\": \" world\"}\n{\"text\": \"lll\"}\n");
+  PrepareOptions o;
+  o.inputs = {dir.file("d.jsonl")};
+  o.out_dir = dir.file("out");
+  o.tokenizer = dir.file("gpt2-like.json");
+  o.val_docs = 1;
+  const PrepareResult r = prepare_corpus(o);
+  EXPECT_EQ(r.tokenizer_path, dir.file("out/tokenizer.json"));
+  EXPECT_EQ(ff::testing::read_all(r.tokenizer_path), ff::testing::read_all(dir.file("gpt2-like.json")));
+  EXPECT_EQ(r.bos_id, -1);
+  EXPECT_EQ(r.eos_id, 30);
+  EXPECT_EQ(concat_shards(r.val_paths), (std::vector<int32_t>{13, 30}));
+  EXPECT_EQ(concat_shards(r.train_paths), (std::vector<int32_t>{13, 11, 12, 2, 7, 30, 11, 12, 2, 7, 30, 8, 2, 30}));
+  EXPECT_EQ(read_meta(dir.file("out"))["tokenizer"], "tokenizer.json");
+  EXPECT_EQ(tokenizer_file_in(dir.file("out")), r.tokenizer_path);
+  // A later prepare of the folder with a trained SentencePiece model leaves one tokenizer file.
+  const auto lines = verse_lines(200);
+  ff::testing::write_all(dir.file("lines.txt"), join(lines, 0, lines.size()));
+  prepare_corpus(dir.file("lines.txt"), 320, dir.file("out"), 0.1);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out/tokenizer.json")));
+  EXPECT_EQ(tokenizer_file_in(dir.file("out")), dir.file("out/tokenizer.model"));
 }

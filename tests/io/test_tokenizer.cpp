@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "io/tokenizer.h"
+#include "io/sentencepiece_tokenizer.h"
 #include "io_test_util.h"
 
 using namespace ff;
@@ -36,7 +36,7 @@ class TokenizerTest : public ::testing::Test {
   void SetUp() override {
     text_ = generated_text(400);
     ff::testing::write_all(dir_.file("text.txt"), text_);
-    Tokenizer::train(dir_.file("text.txt"), 400, dir_.file("tok"));
+    SentencePieceTokenizer::train(dir_.file("text.txt"), 400, dir_.file("tok"));
   }
   ff::testing::TempDir dir_;
   std::string text_;
@@ -45,7 +45,7 @@ class TokenizerTest : public ::testing::Test {
 }  // namespace
 
 TEST_F(TokenizerTest, SpecialIdsAndVocab) {
-  Tokenizer tok(dir_.file("tok.model"));
+  SentencePieceTokenizer tok(dir_.file("tok.model"));
   EXPECT_EQ(tok.vocab_size(), 400);
   EXPECT_EQ(tok.bos_id(), 1);
   EXPECT_EQ(tok.eos_id(), 2);
@@ -55,7 +55,7 @@ TEST_F(TokenizerTest, SpecialIdsAndVocab) {
 }
 
 TEST_F(TokenizerTest, TrainingTextRoundTripsAndCompresses) {
-  Tokenizer tok(dir_.file("tok.model"));
+  SentencePieceTokenizer tok(dir_.file("tok.model"));
   std::istringstream lines(text_);
   size_t bytes = 0, ids = 0;
   for (std::string line; std::getline(lines, line);) {
@@ -72,7 +72,7 @@ TEST_F(TokenizerTest, TrainingTextRoundTripsAndCompresses) {
 }
 
 TEST_F(TokenizerTest, AnyTextRoundTripsThroughByteFallback) {
-  Tokenizer tok(dir_.file("tok.model"));
+  SentencePieceTokenizer tok(dir_.file("tok.model"));
   const std::vector<std::string> samples = {
       "",
       "  leading and double  spaces, trailing ",
@@ -93,9 +93,9 @@ TEST_F(TokenizerTest, TrainingIsDeterministicAndCrlfBlind) {
   std::string crlf;
   for (char c : text_) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
   ff::testing::write_all(dir_.file("crlf.txt"), crlf);
-  Tokenizer::train(dir_.file("text.txt"), 400, dir_.file("again"));
-  Tokenizer::train(dir_.file("crlf.txt"), 400, dir_.file("crlf"));
-  Tokenizer a(dir_.file("tok.model")), b(dir_.file("again.model")), c(dir_.file("crlf.model"));
+  SentencePieceTokenizer::train(dir_.file("text.txt"), 400, dir_.file("again"));
+  SentencePieceTokenizer::train(dir_.file("crlf.txt"), 400, dir_.file("crlf"));
+  SentencePieceTokenizer a(dir_.file("tok.model")), b(dir_.file("again.model")), c(dir_.file("crlf.model"));
   // Same pieces in the same order (the model files differ only in the recorded prefix).
   for (int id = 0; id < 400; ++id) {
     ASSERT_EQ(a.decode({id}), b.decode({id})) << id;
@@ -105,23 +105,23 @@ TEST_F(TokenizerTest, TrainingIsDeterministicAndCrlfBlind) {
 }
 
 TEST_F(TokenizerTest, VocabSizeOutOfRangeIsExplained) {
-  expect_error([&] { Tokenizer::train(dir_.file("text.txt"), 200, dir_.file("x")); },
+  expect_error([&] { SentencePieceTokenizer::train(dir_.file("text.txt"), 200, dir_.file("x")); },
                {"vocab size 200", "too small"});
-  expect_error([&] { Tokenizer::train(dir_.file("text.txt"), 265, dir_.file("x")); },
+  expect_error([&] { SentencePieceTokenizer::train(dir_.file("text.txt"), 265, dir_.file("x")); },
                {"vocab size 265", "too small", "needs at least"});
-  expect_error([&] { Tokenizer::train(dir_.file("text.txt"), 5000, dir_.file("x")); },
+  expect_error([&] { SentencePieceTokenizer::train(dir_.file("text.txt"), 5000, dir_.file("x")); },
                {"vocab size 5000", "too large", "at most"});
 }
 
-TEST(Tokenizer, MissingOrBadFilesAreExplained) {
+TEST(SentencePieceTokenizer, MissingOrBadFilesAreExplained) {
   ff::testing::TempDir dir;
-  expect_error([&] { Tokenizer t(dir.file("none.model")); },
+  expect_error([&] { SentencePieceTokenizer t(dir.file("none.model")); },
                {"none.model", "not found", "fivefold prepare"});
   ff::testing::write_all(dir.file("junk.model"), "this is not a protobuf");
-  expect_error([&] { Tokenizer t(dir.file("junk.model")); }, {"cannot be loaded"});
-  expect_error([&] { Tokenizer::train(dir.file("none.txt"), 300, dir.file("m")); },
+  expect_error([&] { SentencePieceTokenizer t(dir.file("junk.model")); }, {"cannot be loaded"});
+  expect_error([&] { SentencePieceTokenizer::train(dir.file("none.txt"), 300, dir.file("m")); },
                {"none.txt", "not found"});
   ff::testing::write_all(dir.file("empty.txt"), "");
-  expect_error([&] { Tokenizer::train(dir.file("empty.txt"), 300, dir.file("m")); },
+  expect_error([&] { SentencePieceTokenizer::train(dir.file("empty.txt"), 300, dir.file("m")); },
                {"empty.txt", "empty"});
 }

@@ -164,8 +164,8 @@ TEST(DataMixture, AFolderWithAnotherTokenizerIsRefusedNamingBothChecksums) {
   testkit::write_corpus_text(other + "/corpus.txt", 1500, 99);
   prepare_corpus(other + "/corpus.txt", 320, other + "/prepared", 0.1);
   const std::string other_dir = other + "/prepared";
-  const uint64_t mine = Tokenizer(tiny_dir + "/tokenizer.model").checksum();
-  const uint64_t theirs = Tokenizer(other_dir + "/tokenizer.model").checksum();
+  const uint64_t mine = open_tokenizer(tiny_dir + "/tokenizer.model")->checksum();
+  const uint64_t theirs = open_tokenizer(other_dir + "/tokenizer.model")->checksum();
   ASSERT_NE(mine, theirs);
   const std::string msg = error_of([&] { Trainer t(tiny(tiny_dir + ":0.5," + other_dir + ":0.5", 2), testkit::temp_dir("refused")); });
   expect_words(msg, {"'data'", tiny_dir, other_dir, hex(mine), hex(theirs), "--tokenizer"});
