@@ -11,7 +11,7 @@
 #include "io/corpus/byte_source.h"
 #include "io/corpus/document_reader.h"
 #include "io/corpus/input_paths.h"
-#include "io/corpus/utf8.h"
+#include "io/utf8.h"
 #include "io_test_util.h"
 
 using namespace ff;
@@ -58,15 +58,15 @@ using Docs = std::vector<std::string>;
 }  // namespace
 
 TEST(CorpusUtf8, AcceptsWellFormedAndFindsTheFirstBadByte) {
-  EXPECT_EQ(invalid_utf8_offset("plain ascii"), std::string::npos);
-  EXPECT_EQ(invalid_utf8_offset("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), std::string::npos);
-  EXPECT_EQ(invalid_utf8_offset("ab\xFF"), 2u);           // never in UTF-8
-  EXPECT_EQ(invalid_utf8_offset("a\xC0\x80"), 1u);        // overlong NUL
-  EXPECT_EQ(invalid_utf8_offset("a\xE0\x80\x80"), 1u);    // overlong 3-byte
-  EXPECT_EQ(invalid_utf8_offset("\xED\xA0\x80"), 0u);     // UTF-16 surrogate
-  EXPECT_EQ(invalid_utf8_offset("\xF4\x90\x80\x80"), 0u); // past U+10FFFF
-  EXPECT_EQ(invalid_utf8_offset("xy\xE2\x82"), 2u);       // cut short
-  EXPECT_EQ(invalid_utf8_offset("caf\xE9"), 3u);          // Latin-1
+  EXPECT_EQ(first_invalid_utf8("plain ascii"), std::string::npos);
+  EXPECT_EQ(first_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), std::string::npos);
+  EXPECT_EQ(first_invalid_utf8("ab\xFF"), 2u);           // never in UTF-8
+  EXPECT_EQ(first_invalid_utf8("a\xC0\x80"), 1u);        // overlong NUL
+  EXPECT_EQ(first_invalid_utf8("a\xE0\x80\x80"), 1u);    // overlong 3-byte
+  EXPECT_EQ(first_invalid_utf8("\xED\xA0\x80"), 0u);     // UTF-16 surrogate
+  EXPECT_EQ(first_invalid_utf8("\xF4\x90\x80\x80"), 0u); // past U+10FFFF
+  EXPECT_EQ(first_invalid_utf8("xy\xE2\x82"), 2u);       // cut short
+  EXPECT_EQ(first_invalid_utf8("caf\xE9"), 3u);          // Latin-1
 }
 
 TEST(CorpusText, BlankLinesSeparatorsAndLinesEndDocuments) {

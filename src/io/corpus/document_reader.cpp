@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "io/corpus/utf8.h"
+#include "io/utf8.h"
 
 namespace ff {
 
@@ -22,7 +22,7 @@ bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\f\v\n") == 
 
 // "" when s is UTF-8, else the problem naming the byte.
 std::string utf8_problem(const std::string& s, const char* what) {
-  const size_t at = invalid_utf8_offset(s);
+  const size_t at = first_invalid_utf8(s);
   if (at == std::string::npos) return "";
   return std::string(what) + " is not valid UTF-8 (byte " + std::to_string(at + 1) + ")";
 }
