@@ -73,7 +73,7 @@ def main():
     ap.add_argument("--dir", default="/tmp/ff-corpus")
     ap.add_argument("--gb", type=float, default=2.0)
     ap.add_argument("--small-threads", default="1,2")
-    ap.add_argument("--big-threads", default="2")
+    ap.add_argument("--big-threads", default="1,2")
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args()
     big = os.path.join(a.dir, "corpus.jsonl.zst")
