@@ -98,15 +98,17 @@ def main():
                                          (big, big_bytes, a.big_threads.split(","))):
         for t in [t for t in threads_list if t]:
             out = os.path.join(a.dir, f"out-{os.path.basename(corpus).split('.')[0]}-{t}")
+            load_before = os.getloadavg()[0]
             rss, secs, tokens, meta = prepare(a.fivefold, corpus, out, ["--tokenizer", tok, "--threads", t])
-            rows.append((corpus, nbytes, os.path.getsize(corpus), int(t), secs, tokens, rss,
+            load = f"{min(load_before, os.getloadavg()[0]):.1f}-{max(load_before, os.getloadavg()[0]):.1f}"
+            rows.append((corpus, nbytes, os.path.getsize(corpus), int(t), load, secs, tokens, rss,
                          len(meta["train_shards"]) + len(meta["val_shards"]), meta["train_documents"] + meta["val_documents"]))
             print(rows[-1], file=sys.stderr, flush=True)
 
-    lines = ["| corpus (jsonl.zst) | threads | wall s | MB/s (text) | tokens/s | tokens/s per thread | peak RSS MiB | documents | shards |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for corpus, nbytes, zbytes, t, secs, tokens, rss, shards, docs in rows:
-        lines.append(f"| {nbytes / 1e9:.2f} GB text ({zbytes / 1e9:.2f} GB on disk) | {t} | {secs:.0f} | "
+    lines = ["| corpus (jsonl.zst) | threads | load average | wall s | MB/s (text) | tokens/s | tokens/s per thread | peak RSS MiB | documents | shards |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for corpus, nbytes, zbytes, t, load, secs, tokens, rss, shards, docs in rows:
+        lines.append(f"| {nbytes / 1e9:.2f} GB text ({zbytes / 1e9:.2f} GB on disk) | {t} | {load} | {secs:.0f} | "
                      f"{nbytes / 1e6 / secs:.1f} | {tokens / secs:,.0f} | {tokens / secs / t:,.0f} | {rss:.0f} | {docs:,} | {shards} |")
     table = "\n".join(lines)
     section = f"""## Streaming prepare
@@ -118,7 +120,8 @@ flat when the corpus grows tenfold, and well under 512 MiB.
 
 {table}
 
-- CPU: {cpu_name()}; the machine was shared with other builds, so the rates are lower bounds.
+- CPU: {cpu_name()}; the load average (before and after each run) says how busy the machine
+  was: compare rows of one load only. Peak RSS from `/usr/bin/time -v`.
 - Corpus: `bench/data/gen_corpus.py` (synthetic jsonl.zst, documents of 1-5 paragraphs), tokenizer:
   SentencePiece BPE, vocab 4096, trained once on 32 MB and reused (`--tokenizer`), so the runs time
   reading, encoding and writing only. MB/s counts uncompressed text.
