@@ -108,6 +108,33 @@ void Llama::set_positions(const std::vector<int>& positions) {
     }
 }
 
+void Llama::set_document_breaks(const DocumentBreaks& breaks) {
+  if (breaks.bos < 0 && breaks.eos < 0)
+    throw std::invalid_argument("document masks need the tokenizer's BOS or EOS id; it has neither");
+  doc_masked_ = true;
+  doc_breaks_ = breaks;
+}
+
+void Llama::mark_documents(Activations& acts, const int32_t* tokens, int B, int T) const {
+  if (!doc_masked_) return;
+  const int half = cfg_.head_dim() / 2;
+  const size_t N = size_t(B) * size_t(T);
+  std::vector<int32_t> doc(N), pos(N);
+  for (int b = 0; b < B; ++b) {
+    const size_t r = size_t(b) * size_t(T);
+    ff::mark_documents(tokens + r, T, doc_breaks_, doc.data() + r, pos.data() + r);
+  }
+  // Rows of the model's own table (positions 0 .. T-1), so a document's rotations are bitwise
+  // those of the same tokens run as a sequence of their own.
+  std::vector<float> cos(N * size_t(half)), sin(N * size_t(half));
+  for (size_t t = 0; t < N; ++t)
+    for (int i = 0; i < half; ++i) {
+      cos[t * half + i] = rope_cos_.data()[size_t(pos[t]) * half + i];
+      sin[t * half + i] = rope_sin_.data()[size_t(pos[t]) * half + i];
+    }
+  acts.set_documents(std::move(doc), std::move(cos), std::move(sin));
+}
+
 void Llama::check_shape(int B, int T) const {
   if (B < 1 || B > max_batch_ || T < 1 || T > cfg_.seq_len)
     throw std::runtime_error(fmt::format(
@@ -148,6 +175,7 @@ double Llama::forward_loss(const float* params, const int32_t* tokens, const int
 const float* Llama::forward_logits(ParamSource& src, const int32_t* tokens, int B, int T) {
   check_shape(B, T);
   whole();
+  mark_documents(*whole_, tokens, B, T);
   embed(src, *whole_, tokens, B * T, 0);
   blocks_forward(src, *whole_, 0, cfg_.n_layers, whole_->final_out(), B, T, layout_.head_segment());
   head_forward(acquire_head(src, ParamSegment{}), *whole_, 0, B * T);
@@ -164,6 +192,7 @@ const float* Llama::forward_last_logits(const float* params, const int32_t* toke
   FlatParams src(params);
   check_shape(1, T);
   whole();
+  mark_documents(*whole_, tokens, 1, T);
   embed(src, *whole_, tokens, T, 0);
   blocks_forward(src, *whole_, 0, cfg_.n_layers, whole_->final_out(), 1, T, layout_.head_segment());
   head_forward(acquire_head(src, ParamSegment{}), *whole_, T - 1, 1);
