@@ -74,6 +74,7 @@ class Llama {
   // Key tiles the document-masked attention visited and skipped, forward and backward, since
   // construction (the caller may reset it).
   AttentionTileCounts& document_tiles() { return doc_tiles_; }
+  const AttentionTileCounts& document_tiles() const { return doc_tiles_; }
 
   // ---- the whole model ----
   // One micro-batch of training: forward, loss, backward. Adds grad_scale * d(sum of token

@@ -44,6 +44,8 @@ RunTokenizer open_run_tokenizer(const TrainConfig& c) {
   const Tokenizer tokenizer(t.path);
   t.checksum = tokenizer.checksum();
   t.vocab_size = tokenizer.vocab_size();
+  t.bos_id = tokenizer.bos_id();
+  t.eos_id = tokenizer.eos_id();
   return t;
 }
 

@@ -15,6 +15,7 @@ struct RunTokenizer {
   std::string path;  // DATA/tokenizer.model
   uint64_t checksum = 0;
   int vocab_size = 0;
+  int bos_id = -1, eos_id = -1;  // -1: the tokenizer has none
 };
 
 // Reads DATA/tokenizer.model; a missing folder or file names the `prepare` command that makes it.

@@ -51,6 +51,7 @@ Binding enum_key(const char* name, const char* before, const EnumTable<T>& table
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = {
       {{"data", "folder written by `fivefold prepare` (train.bin, val.bin, tokenizer.model)"}, FF_FIELD(data)},
+      {{"doc_mask", "packed rows: a token attends only to its own document (which starts at the tokenizer's BOS or after its EOS), RoPE positions restart at each document (true | false)"}, FF_FIELD(doc_mask)},
       {{"vocab_size", "tokens in the vocabulary; 0 = read it from the tokenizer in `data`"}, FF_FIELD(model.vocab_size)},
       {{"dim", "residual width (hidden size)"}, FF_FIELD(model.dim)},
       {{"n_layers", "decoder blocks"}, FF_FIELD(model.n_layers)},
@@ -353,6 +354,10 @@ void validate_train_config(const TrainConfig& c) {
   need(c.tp >= 1, fmt::format("tp must be >= 1 (got {})", c.tp));
   need(!c.sp || c.tp > 1, "sp = true needs tp > 1: sequence parallelism splits tokens over the tp group");
   validate_context_parallel(c.cp, c.cp_comm, c.model.seq_len, c.model.n_heads, c.model.n_kv_heads, c.tp);
+  need(!c.doc_mask || c.cp == 1,
+       fmt::format("doc_mask is not supported with cp_comm = {} (cp = {}) yet: its chunks would need the "
+                   "documents of the whole sequence; set cp = 1 or doc_mask = false",
+                   cp_comm_names().name(c.cp_comm), c.cp));
   need(c.pp >= 1, fmt::format("pp must be >= 1 (got {})", c.pp));
   if (c.pp > 1) {
     try {

@@ -25,6 +25,7 @@ namespace ff {
 struct TrainConfig {
   ModelConfig model;            // vocab_size 0 means "take it from the tokenizer in `data`"
   std::string data;             // folder written by `fivefold prepare`
+  bool doc_mask = false;        // attention stays inside each document of a packed row; RoPE restarts per document
   int steps = 100;              // optimizer steps; the LR schedule spans exactly these
   int stop_at = 0;              // stop (with a checkpoint) after this step, as if interrupted
   uint64_t seed = 1337;         // weights init and data order

@@ -54,6 +54,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         "{}), or re-run `fivefold prepare --vocab {}`",
         cfg_.model.vocab_size, tokenizer.path, tokenizer.vocab_size, tokenizer.vocab_size, cfg_.model.vocab_size));
   validate_train_config(cfg_);  // again: the shape checks now see the tokenizer's vocab_size
+  if (cfg_.doc_mask && tokenizer.bos_id < 0 && tokenizer.eos_id < 0)
+    throw std::runtime_error(fmt::format("config: doc_mask = true needs the tokenizer '{}' to have a BOS or EOS "
+                                         "token, which mark where documents start; it has neither: set "
+                                         "doc_mask = false", tokenizer.path));
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
@@ -71,6 +75,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   par_ = std::make_unique<ParallelModel>(cfg_, mesh_, tracer_.get(), gemm_);
+  if (cfg_.doc_mask) par_->model().set_document_breaks({tokenizer.bos_id, tokenizer.eos_id});
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
