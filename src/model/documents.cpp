@@ -1,5 +1,7 @@
 #include "model/documents.h"
 
+#include <cstddef>
+
 namespace ff {
 
 bool document_starts_at(const int32_t* tokens, int t, const DocumentBreaks& breaks) {
@@ -13,6 +15,13 @@ void mark_documents(const int32_t* tokens, int T, const DocumentBreaks& breaks, 
     if (t > 0 && document_starts_at(tokens, t, breaks)) ++id, start = t;
     doc[t] = id;
     pos[t] = t - start;
+  }
+}
+
+void RowDocumentMarker::mark(const int32_t* tokens, int B, int T, int32_t* doc, int32_t* pos) const {
+  for (int b = 0; b < B; ++b) {
+    const size_t r = size_t(b) * size_t(T);
+    mark_documents(tokens + r, T, breaks_, doc + r, pos + r);
   }
 }
 

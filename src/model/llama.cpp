@@ -111,26 +111,27 @@ void Llama::set_positions(const std::vector<int>& positions) {
 void Llama::set_document_breaks(const DocumentBreaks& breaks) {
   if (breaks.bos < 0 && breaks.eos < 0)
     throw std::invalid_argument("document masks need the tokenizer's BOS or EOS id; it has neither");
-  doc_masked_ = true;
-  doc_breaks_ = breaks;
+  row_marker_ = std::make_unique<RowDocumentMarker>(breaks);
+  doc_marker_ = row_marker_.get();
 }
 
 void Llama::mark_documents(Activations& acts, const int32_t* tokens, int B, int T) const {
-  if (!doc_masked_) return;
-  const int half = cfg_.head_dim() / 2;
+  if (!doc_marker_) return;
+  const int D = cfg_.head_dim(), half = D / 2;
   const size_t N = size_t(B) * size_t(T);
   std::vector<int32_t> doc(N), pos(N);
-  for (int b = 0; b < B; ++b) {
-    const size_t r = size_t(b) * size_t(T);
-    ff::mark_documents(tokens + r, T, doc_breaks_, doc.data() + r, pos.data() + r);
-  }
-  // Rows of the model's own table (positions 0 .. T-1), so a document's rotations are bitwise
-  // those of the same tokens run as a sequence of their own.
+  doc_marker_->mark(tokens, B, T, doc.data(), pos.data());
+  // Rows of the table rope_tables makes for the longest document (a row's values do not depend on
+  // the table's length), so a document rotates bitwise as the same tokens run on their own.
+  int end = 1;
+  for (int32_t p : pos) end = std::max(end, int(p) + 1);
+  std::vector<float> table_cos(size_t(end) * half), table_sin(size_t(end) * half);
+  rope_tables(table_cos.data(), table_sin.data(), end, D, cfg_.rope_theta);
   std::vector<float> cos(N * size_t(half)), sin(N * size_t(half));
   for (size_t t = 0; t < N; ++t)
     for (int i = 0; i < half; ++i) {
-      cos[t * half + i] = rope_cos_.data()[size_t(pos[t]) * half + i];
-      sin[t * half + i] = rope_sin_.data()[size_t(pos[t]) * half + i];
+      cos[t * half + i] = table_cos[size_t(pos[t]) * half + i];
+      sin[t * half + i] = table_sin[size_t(pos[t]) * half + i];
     }
   acts.set_documents(std::move(doc), std::move(cos), std::move(sin));
 }

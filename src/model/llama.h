@@ -66,7 +66,10 @@ class Llama {
   // documents are read off its tokens; attention stays inside a document and RoPE positions
   // restart at each. Unset (the default): one causal sequence per row.
   void set_document_breaks(const DocumentBreaks& breaks);
-  bool document_masked() const { return doc_masked_; }
+  // The same with the documents told by `marker` (which outlives the model), for a model that
+  // runs on pieces of longer sequences (context parallelism).
+  void set_document_marker(const DocumentMarker* marker) { doc_marker_ = marker; }
+  bool document_masked() const { return doc_marker_ != nullptr; }
   // Marks acts' rows with the documents of tokens (B, T) and their RoPE tables; nothing without
   // document breaks. The whole-model entry points do it; a pipeline stage does it for each
   // micro-batch's stash, whatever blocks it holds.
@@ -218,8 +221,8 @@ class Llama {
   DType act_dtype_;                           // of the activations only GEMMs read
   std::unique_ptr<Activations> whole_;        // the whole model's activations (parts null)
   TrackedBuffer<float> rope_cos_, rope_sin_;  // (T, D/2)
-  bool doc_masked_ = false;
-  DocumentBreaks doc_breaks_;
+  std::unique_ptr<RowDocumentMarker> row_marker_;  // set_document_breaks's
+  const DocumentMarker* doc_marker_ = nullptr;      // null: no document mask
   AttentionTileCounts doc_tiles_;
   TrackedBuffer<float> logits_;               // (N, V), then d(loss)/d(logits) in place
   TrackedBuffer<float> logits_grad16_;        // 16-bit runs: that gradient rounded, (N, V) 16-bit

@@ -354,10 +354,6 @@ void validate_train_config(const TrainConfig& c) {
   need(c.tp >= 1, fmt::format("tp must be >= 1 (got {})", c.tp));
   need(!c.sp || c.tp > 1, "sp = true needs tp > 1: sequence parallelism splits tokens over the tp group");
   validate_context_parallel(c.cp, c.cp_comm, c.model.seq_len, c.model.n_heads, c.model.n_kv_heads, c.tp);
-  need(!c.doc_mask || c.cp == 1,
-       fmt::format("doc_mask is not supported with cp_comm = {} (cp = {}) yet: its chunks would need the "
-                   "documents of the whole sequence; set cp = 1 or doc_mask = false",
-                   cp_comm_names().name(c.cp_comm), c.cp));
   need(c.pp >= 1, fmt::format("pp must be >= 1 (got {})", c.pp));
   if (c.pp > 1) {
     try {

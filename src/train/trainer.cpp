@@ -75,7 +75,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   par_ = std::make_unique<ParallelModel>(cfg_, mesh_, tracer_.get(), gemm_);
-  if (cfg_.doc_mask) par_->model().set_document_breaks({tokenizer.bos_id, tokenizer.eos_id});
+  if (cfg_.doc_mask) par_->set_document_breaks({tokenizer.bos_id, tokenizer.eos_id});
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
