@@ -294,6 +294,15 @@ TrainConfig load_train_config(const std::string& toml_path,
   return c;
 }
 
+bool saved_doc_mask(const std::string& config_toml) {
+  if (config_toml.empty()) return false;
+  try {
+    return toml::parse(config_toml)["doc_mask"].value_or(false);
+  } catch (const toml::parse_error& e) {
+    throw std::runtime_error(fmt::format("the checkpoint's saved config is not valid TOML: {}", e.description()));
+  }
+}
+
 std::string config_to_toml(const TrainConfig& src) {
   TrainConfig c = src;  // bindings hand out mutable references
   std::string out = "# resolved fivefold training config\n";

@@ -107,6 +107,9 @@ TrainConfig load_train_config(const std::string& toml_path,
 void set_config_key(TrainConfig& c, const std::string& key, const std::string& value,
                     const std::string& source);
 std::string config_to_toml(const TrainConfig& c);
+// Whether the run that saved this resolved config (a checkpoint's) trained with doc_mask; false
+// for a config without the key (runs before it existed) or an empty one.
+bool saved_doc_mask(const std::string& config_toml);
 // Cheap checks that must pass before any data is read or memory allocated: each key's range and
 // every check across keys, those of the features included (context parallelism, the pipeline
 // schedule, ZeRO-3's gather dtype, the data-parallel modes, the model's shape, MoE's layout).

@@ -114,3 +114,12 @@ TEST(TrainConfig, DocMaskIsOffByDefaultAndAFlag) {
   validate_train_config(c);  // every layout takes it, context parallelism included
   EXPECT_NE(error_of([] { load_train_config("", {{"doc-mask", "yes"}}); }).find("'doc_mask'"), std::string::npos);
 }
+
+TEST(TrainConfig, SavedDocMaskIsReadFromACheckpointsConfig) {
+  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {{"doc-mask", "true"}});
+  EXPECT_TRUE(saved_doc_mask(config_to_toml(c)));
+  c.doc_mask = false;
+  EXPECT_FALSE(saved_doc_mask(config_to_toml(c)));
+  EXPECT_FALSE(saved_doc_mask(""));            // a checkpoint that saved no config
+  EXPECT_FALSE(saved_doc_mask("steps = 3\n"));  // a run from before the key
+}
