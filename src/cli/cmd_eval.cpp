@@ -7,6 +7,7 @@
 #include "ckpt/trained_model.h"
 #include "cli/commands.h"
 #include "io/token_shard.h"
+#include "io/token_stream.h"
 #include "train/evaluate.h"
 #include "train/train_config.h"
 
@@ -29,10 +30,12 @@ int cmd_eval(const Args& a) {
   if (doc_mask == "true") t.model->set_document_breaks({t.tokenizer->bos_id(), t.tokenizer->eos_id()});
   const TokenShardExpect expect{t.state.model.vocab_size, t.tokenizer->checksum(),
                                 "the checkpoint's tokenizer " + t.tokenizer_path};
-  std::vector<int32_t> tokens = read_token_shard(data, expect);
-  EvalResult r = evaluate_stream(*t.model, t.params.data(), tokens, batch, a.get_int("max-windows", 0));
-  std::printf("eval %s: loss %.6f over %lld tokens (checkpoint step %d%s)\n", data.c_str(), r.mean_loss,
-              (long long)r.tokens, t.state.step, doc_mask == "true" ? ", document masks" : "");
+  // Read in windows (a shard larger than memory evaluates too); a loss mask is honoured.
+  const auto tokens = open_token_shards({data}, expect);
+  EvalResult r = evaluate_stream(*t.model, t.params.data(), *tokens, batch, a.get_int("max-windows", 0));
+  std::printf("eval %s: loss %.6f over %lld %s (checkpoint step %d%s)\n", data.c_str(), r.mean_loss,
+              (long long)r.tokens, tokens->has_loss_mask() ? "loss targets" : "tokens", t.state.step,
+              doc_mask == "true" ? ", document masks" : "");
   return 0;
 }
 

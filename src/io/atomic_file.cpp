@@ -51,6 +51,20 @@ void AtomicFileWriter::write_zeros(size_t bytes) {
   }
 }
 
+void AtomicFileWriter::write_at(uint64_t offset, const void* data, size_t bytes) {
+  if (offset + bytes > written_)
+    throw std::logic_error("AtomicFileWriter::write_at past the bytes written to " + tmp_);
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::pwrite(fd_, p, bytes, off_t(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw std::runtime_error("writing " + tmp_ + " failed: " + std::strerror(errno) +
+                               "; free disk space (or fix permissions) and retry");
+    p += n, bytes -= size_t(n), offset += uint64_t(n);
+  }
+}
+
 void AtomicFileWriter::commit() {
   if (::fsync(fd_) != 0) {
     throw std::runtime_error("fsync of " + tmp_ + " failed: " + std::strerror(errno) +

@@ -17,6 +17,8 @@ class AtomicFileWriter {
 
   void write(const void* data, size_t bytes);
   void write_zeros(size_t bytes);
+  // Overwrites bytes already written (a header whose fields are known only at the end).
+  void write_at(uint64_t offset, const void* data, size_t bytes);
   uint64_t bytes_written() const { return written_; }
   // fsync, rename over the target, then fsync the directory so the rename itself is durable.
   void commit();

@@ -43,6 +43,13 @@ FF_WIDE double forward_backward(T* logits, T* losses, const int32_t* targets, in
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     T* x = logits + static_cast<size_t>(n) * V;
+    if (targets[n] == kIgnoredTarget) {
+      losses[n] = 0;
+      std::fill(x, x + V, T(0));
+      if constexpr (std::is_same_v<T, float>)
+        if (rounded) convert_row(rounded.at(static_cast<size_t>(n) * V), x, V);
+      continue;
+    }
     const T m = row_max(x, V);
     const T target_logit = x[targets[n]];
     // One exp per logit: the shifted exponentials are parked in the row and rescaled by
@@ -71,6 +78,10 @@ FF_WIDE double forward_only(const T* logits, T* losses, const int32_t* targets, 
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const T* x = logits + static_cast<size_t>(n) * V;
+    if (targets[n] == kIgnoredTarget) {
+      losses[n] = 0;
+      continue;
+    }
     const T m = row_max(x, V);
     T sum = 0;
 #pragma omp simd reduction(+ : sum)

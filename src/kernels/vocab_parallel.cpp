@@ -52,10 +52,15 @@ FF_WIDE double vocab_slice_finish(float* logits, const float* row_max, const flo
                                   float grad_scale, float* losses) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
+    float* x = logits + size_t(n) * Vl;
+    if (targets[n] == kIgnoredTarget) {
+      losses[n] = 0;
+      if (exps) std::fill(x, x + Vl, 0.0f);
+      continue;
+    }
     const float sum = partials[n];
     losses[n] = std::log(sum) + (row_max[n] - partials[N + n]);
     if (!exps) continue;
-    float* x = logits + size_t(n) * Vl;
     const float k = grad_scale / sum;
 #pragma omp simd
     for (int c = 0; c < Vl; ++c) x[c] *= k;

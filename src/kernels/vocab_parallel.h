@@ -2,7 +2,10 @@
 // Vocab-parallel cross-entropy (Megatron): each rank holds columns [first, first + Vl) of the
 // logits, which are never gathered (the embedding's slice kernels are in embedding.h). The caller
 // supplies the two small reductions between the phases (a max, then a sum, of N floats each).
+// A row whose target is kIgnoredTarget has loss 0 and gradient 0, as in cross_entropy.h.
 #include <cstdint>
+
+#include "kernels/cross_entropy.h"
 
 namespace ff {
 

@@ -102,9 +102,13 @@ class Llama {
   float* router_bias(int layer) {
     return router_bias_.empty() ? nullptr : router_bias_.data() + size_t(layer) * size_t(w_.E);
   }
-  // The gradient scale of the balancing losses: forward_backward sets it to its grad_scale; a
-  // pipeline stage (which runs no whole forward_backward) sets it per step.
+  // The gradient scale of the balancing losses: forward_backward sets it to its grad_scale times
+  // the balance weight; a pipeline stage (which runs no whole forward_backward) sets it per step.
   void set_loss_scale(float s) { loss_scale_ = s; }
+  // The balancing losses stay a mean over every routed token while the token losses average over
+  // the loss targets alone (a loss mask): their scale is the token losses' times targets / tokens
+  // (1 without a mask), as Hugging Face adds a mean router loss to the masked mean.
+  void set_balance_weight(float w) { balance_weight_ = w; }
   // How routed tokens reach the experts (expert parallelism); null: this rank holds them all.
   void set_expert_exchange(ExpertExchange* x) { hooks_->set_expert_exchange(x); }
 
@@ -244,6 +248,7 @@ class Llama {
   std::vector<float> router_bias_;
   TrackedBuffer<float> moe_scratch_;
   float loss_scale_ = 0;
+  float balance_weight_ = 1;
   const float* experts_ = nullptr;
   float* expert_grads_ = nullptr;
 };

@@ -31,7 +31,7 @@ double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* 
   check_shape(B, T);
   Activations& acts = whole();
   const int N = B * T, L = cfg_.n_layers;
-  loss_scale_ = grad_scale;
+  loss_scale_ = grad_scale * balance_weight_;
   mark_documents(acts, tokens, B, T);
   embed(src, acts, tokens, N, 0);                                                     // (R, C)
   blocks_forward(src, acts, 0, L, acts.final_out(), B, T, layout_.head_segment());    // (R, C)

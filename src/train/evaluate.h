@@ -1,19 +1,20 @@
 #pragma once
 // Mean loss of a model over a token stream: every non-overlapping window of seq_len + 1 tokens,
-// in order (no shuffling), so the number is comparable across runs and layouts.
+// in order (no shuffling), so the number is comparable across runs and layouts. A stream with a
+// loss mask (fine-tuning data) averages over its loss targets alone.
 #include <cstdint>
-#include <vector>
 
+#include "io/token_stream.h"
 #include "model/llama.h"
 
 namespace ff {
 
 struct EvalResult {
   double mean_loss;
-  int64_t tokens;
+  int64_t tokens;  // the loss targets averaged over: every window token without a loss mask
 };
 
-EvalResult evaluate_stream(Llama& model, const float* params, const std::vector<int32_t>& tokens,
-                           int batch, int64_t max_windows = 0);
+EvalResult evaluate_stream(Llama& model, const float* params, const TokenStream& tokens, int batch,
+                           int64_t max_windows = 0);
 
 }  // namespace ff

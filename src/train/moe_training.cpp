@@ -26,10 +26,12 @@ MoeTraining::MoeTraining(Llama& model, const TrainConfig& c, const Mesh* mesh, T
   }
 }
 
-void MoeTraining::begin_step(float grad_scale) {
+void MoeTraining::begin_step(float grad_scale, double balance_weight) {
   model_->moe_stats().reset();
   if (exchange_) exchange_->reset_timing();
-  model_->set_loss_scale(grad_scale);
+  balance_weight_ = balance_weight;
+  model_->set_balance_weight(float(balance_weight));
+  model_->set_loss_scale(grad_scale * float(balance_weight));
 }
 
 const MoeStepSummary& MoeTraining::finish_step() {

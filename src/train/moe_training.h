@@ -33,9 +33,11 @@ class MoeTraining {
   // model: built with the parts place_experts set; mesh null: one process.
   // tracer (may be null): the ep exchanges' spans.
   MoeTraining(Llama& model, const TrainConfig& c, const Mesh* mesh, Tracer* tracer = nullptr);
-  void begin_step(float grad_scale);
-  // This rank's share of the balancing losses, to add to its sum of token losses.
-  double local_loss_sum() const { return model_->moe_stats().loss_sum(); }
+  // grad_scale: the token losses'; balance_weight: targets / tokens of the global batch (1 without
+  // a loss mask), which keeps the balancing losses a mean over every routed token.
+  void begin_step(float grad_scale, double balance_weight);
+  // This rank's share of the balancing losses, weighted to add to its sum of token losses.
+  double local_loss_sum() const { return model_->moe_stats().loss_sum() * balance_weight_; }
   // Sums the step's statistics over dp, cp and pp (collective) and moves the router bias.
   const MoeStepSummary& finish_step();
   const MoeStepSummary& last() const { return last_; }
@@ -61,6 +63,7 @@ class MoeTraining {
   const Comm* ep_ = nullptr;
   std::unique_ptr<AllToAllExperts> exchange_;
   MoeStepSummary last_;
+  double balance_weight_ = 1;
 };
 
 }  // namespace ff

@@ -101,9 +101,10 @@ void ParallelModel::set_document_breaks(const DocumentBreaks& breaks) {
   model_->set_document_marker(cp_.get());
 }
 
-double ParallelModel::forward_backward(const int32_t* inputs, const int32_t* targets, float grad_scale) {
+double ParallelModel::forward_backward(const int32_t* inputs, const int32_t* targets, float grad_scale,
+                                       double balance_weight) {
   const int mb = cfg_.micro_batch, accum = cfg_.grad_accum;
-  if (moe_) moe_->begin_step(grad_scale);
+  if (moe_) moe_->begin_step(grad_scale, balance_weight);
   int T = cfg_.model.seq_len;  // the rows per sequence the model runs: T, or this cp rank's T / cp
   if (cp_) {
     const auto rows = cp_->take_rows(inputs, targets, mb * accum);

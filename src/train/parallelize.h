@@ -40,9 +40,11 @@ class ParallelModel {
   ParallelModel& operator=(const ParallelModel&) = delete;
 
   // Forward and backward of this rank's rows of a global batch (micro_batch x grad_accum whole
-  // sequences), the gradients scaled by grad_scale; returns this rank's loss sum over its tokens,
-  // already summed over the pipeline (every stage returns the same number).
-  double forward_backward(const int32_t* inputs, const int32_t* targets, float grad_scale);
+  // sequences), the gradients scaled by grad_scale; returns this rank's loss sum over its loss
+  // targets, already summed over the pipeline (every stage returns the same number). MoE:
+  // balance_weight (MoeTraining::begin_step) weighs the balancing losses.
+  double forward_backward(const int32_t* inputs, const int32_t* targets, float grad_scale,
+                          double balance_weight);
   // Waits for the gradients' reductions; then sums the tied embedding's two copies (pp > 1).
   void finish_grads();
   // Sum of squared gradients over this rank's state, every replicated or tied element counted once

@@ -1,12 +1,14 @@
 #include "train/run_data.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "io/data_folder.h"
 #include "io/token_shard.h"
+#include "io/token_shard_reader.h"
+#include "io/token_stream.h"
 #include "io/tokenizer.h"
 
 namespace ff {
@@ -15,32 +17,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string data_file(const TrainConfig& c, const char* name) {
-  fs::path p = fs::path(c.data) / name;
+std::string data_file(const std::string& dir, const char* name) {
+  fs::path p = fs::path(dir) / name;
   if (!fs::exists(p))
     throw std::runtime_error(fmt::format(
         "data file '{}' is missing; run `fivefold prepare --text FILE --vocab N --out {}` first "
         "(config key 'data' names that folder)",
-        p.string(), c.data));
+        p.string(), dir));
   return p.string();
 }
 
-// Every token id must index the embedding; a shard from another tokenizer would not.
-void check_token_range(const std::vector<int32_t>& tokens, int vocab, const std::string& path) {
-  int32_t hi = 0;
-  for (int32_t t : tokens) hi = std::max(hi, t);
-  if (hi >= vocab)
-    throw std::runtime_error(fmt::format(
-        "token shard '{}' holds token id {} but the vocabulary has {} entries; the shard was "
-        "made by a different tokenizer: re-run `fivefold prepare`",
-        path, hi, vocab));
+[[noreturn]] void refuse_other_tokenizer(const std::string& dir, const std::string& what, uint64_t checksum,
+                                         const std::string& first_dir, const RunTokenizer& first) {
+  throw std::runtime_error(fmt::format(
+      "config key 'data': folder '{}' ({}) has tokenizer checksum {:016x} but folder '{}' (tokenizer {}) has "
+      "{:016x}; every folder of a mixture must be prepared with one tokenizer: re-run `fivefold prepare` for '{}' "
+      "with `--tokenizer {}`",
+      dir, what, checksum, first_dir, first.path, first.checksum, dir, first.path));
 }
 
 }  // namespace
 
-RunTokenizer open_run_tokenizer(const TrainConfig& c) {
+RunTokenizer open_folder_tokenizer(const std::string& dir) {
   RunTokenizer t;
-  t.path = data_file(c, "tokenizer.model");
+  t.path = data_file(dir, "tokenizer.model");
   const Tokenizer tokenizer(t.path);
   t.checksum = tokenizer.checksum();
   t.vocab_size = tokenizer.vocab_size();
@@ -49,15 +49,64 @@ RunTokenizer open_run_tokenizer(const TrainConfig& c) {
   return t;
 }
 
+RunTokenizer open_run_tokenizer(const TrainConfig& c) {
+  const std::vector<DataFolder> folders = data_folders(c.data);
+  const RunTokenizer first = open_folder_tokenizer(folders[0].dir);
+  for (size_t i = 1; i < folders.size(); ++i) {
+    const RunTokenizer other = open_folder_tokenizer(folders[i].dir);
+    if (other.checksum != first.checksum)
+      refuse_other_tokenizer(folders[i].dir, "tokenizer " + other.path, other.checksum, folders[0].dir, first);
+  }
+  return first;
+}
+
 RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer) {
-  const std::string train_path = data_file(c, "train.bin"), val_path = data_file(c, "val.bin");
-  const TokenShardExpect expect{c.model.vocab_size, tokenizer.checksum, "the tokenizer " + tokenizer.path};
   RunTokens t;
-  t.train = std::make_shared<const std::vector<int32_t>>(read_token_shard(train_path, expect));
-  t.val = std::make_shared<const std::vector<int32_t>>(read_token_shard(val_path, expect));
-  check_token_range(*t.train, c.model.vocab_size, train_path);
-  check_token_range(*t.val, c.model.vocab_size, val_path);
+  t.folders = data_folders(c.data);
+  std::vector<DataFolderShards> shards;
+  for (const auto& f : t.folders) shards.push_back(data_folder_shards(f.dir));  // every name, before any verify
+  if (t.folders.size() > 1) {
+    // A shard's recorded tokenizer is checked by header before the long verification, and named
+    // with both folders (the tokenizer files agreed, so this is a shard from another prepare).
+    for (size_t i = 0; i < t.folders.size(); ++i)
+      for (const auto* split : {&shards[i].train, &shards[i].val})
+        for (const auto& path : *split) {
+          const uint64_t recorded = TokenShardReader(path).info().tokenizer_checksum;
+          if (recorded != 0 && tokenizer.checksum != 0 && recorded != tokenizer.checksum)
+            refuse_other_tokenizer(t.folders[i].dir, "shard " + path, recorded, t.folders[0].dir, tokenizer);
+        }
+  }
+  const TokenShardExpect expect{c.model.vocab_size, tokenizer.checksum, "the tokenizer " + tokenizer.path};
+  // The shard's vocabulary must be the model's, and every id lies below it (verified), so every
+  // id indexes the embedding.
+  for (size_t i = 0; i < t.folders.size(); ++i) {
+    t.train.push_back({open_token_shards(shards[i].train, expect), t.folders[i].weight});
+    t.val.push_back({open_token_shards(shards[i].val, expect), t.folders[i].weight});
+    t.train_shards.push_back(shards[i].train.size());
+  }
   return t;
+}
+
+std::string describe_data_plan(const RunTokens& tokens, const MixtureLoader& loader) {
+  if (tokens.folders.size() < 2) return "";
+  std::string s = fmt::format("data: {} folders mixed by weight, row by row (deficit rule):", tokens.folders.size());
+  for (size_t i = 0; i < tokens.folders.size(); ++i)
+    s += fmt::format("{} {} {:.3f} ({} windows of {} tokens, {} shard{})", i ? "," : "", tokens.folders[i].dir,
+                     tokens.folders[i].weight, loader.source(i).windows_per_epoch(), loader.source(i).seq_len(),
+                     tokens.train_shards[i], tokens.train_shards[i] == 1 ? "" : "s");
+  return s;
+}
+
+std::string describe_data_realised(const RunTokens& tokens, const MixtureLoader& loader) {
+  if (tokens.folders.size() < 2) return "";
+  const auto& rows = loader.rows_per_source();
+  uint64_t total = 0;
+  for (uint64_t r : rows) total += r;
+  std::string s = fmt::format("data rows drawn per folder ({} in all):", total);
+  for (size_t i = 0; i < rows.size(); ++i)
+    s += fmt::format("{} {} {} ({:.4f}, weight {:.4f})", i ? "," : "", tokens.folders[i].dir, rows[i],
+                     total ? double(rows[i]) / double(total) : 0.0, tokens.folders[i].weight);
+  return s;
 }
 
 }  // namespace ff

@@ -1,12 +1,16 @@
 #pragma once
-// What a run reads from its data folder (`data`, written by `fivefold prepare`): the tokenizer
-// that made the shards, whose vocabulary the model must have, and the train and validation token
-// streams, checked against that vocabulary and tokenizer before any model memory is allocated.
+// What a run reads from its data folders (`data`, written by `fivefold prepare`; one folder or a
+// weighted mixture, data_mixture.h): the tokenizer that made the shards, whose vocabulary the
+// model must have and which every folder of a mixture must share, and each folder's train and
+// validation token streams, checked against that vocabulary and tokenizer before any model memory
+// is allocated.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "io/mixture_loader.h"
+#include "train/data_mixture.h"
 #include "train/train_config.h"
 
 namespace ff {
@@ -18,15 +22,29 @@ struct RunTokenizer {
   int bos_id = -1, eos_id = -1;  // -1: the tokenizer has none
 };
 
-// Reads DATA/tokenizer.model; a missing folder or file names the `prepare` command that makes it.
+// Reads one data folder's tokenizer; a missing folder or file names the `prepare` command that
+// makes it.
+RunTokenizer open_folder_tokenizer(const std::string& dir);
+// The tokenizer of the first folder of `data`; every other folder's tokenizer must have its
+// checksum (refused naming both folders and both checksums).
 RunTokenizer open_run_tokenizer(const TrainConfig& c);
 
 struct RunTokens {
-  std::shared_ptr<const std::vector<int32_t>> train, val;
+  std::vector<DataFolder> folders;
+  std::vector<MixtureSource> train, val;  // one per folder, weighted as `data` says
+  std::vector<size_t> train_shards;       // shards per folder, for the start line
 };
 
-// DATA/train.bin and DATA/val.bin, refused (naming the file and the fix) when made by another
-// tokenizer or holding an id outside the vocabulary.
+// Each folder's shards (data_folder.h: meta.json's lists, else train.bin and val.bin), read in
+// windows (a rank never holds a whole corpus), refused (naming the file and the fix) when made by
+// another tokenizer or holding an id outside the vocabulary: every shard is verified before the
+// first batch.
 RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer);
+
+// "data: 2 folders mixed by weight (deficit rule): code 0.300 (1200 windows, 3 shards), ..." for
+// the start of a run; empty for a single folder.
+std::string describe_data_plan(const RunTokens& tokens, const MixtureLoader& loader);
+// Rows each folder gave so far against its weight; empty for a single folder.
+std::string describe_data_realised(const RunTokens& tokens, const MixtureLoader& loader);
 
 }  // namespace ff

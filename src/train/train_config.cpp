@@ -50,7 +50,7 @@ Binding enum_key(const char* name, const char* before, const EnumTable<T>& table
 
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = {
-      {{"data", "folder written by `fivefold prepare` (train.bin, val.bin, tokenizer.model)"}, FF_FIELD(data)},
+      {{"data", "folder written by `fivefold prepare`, or weighted folders mixed row by row: [\"code:0.3\", \"web:0.7\"] (--data code:0.3,web:0.7)"}, FF_FIELD(data)},
       {{"doc_mask", "packed rows: a token attends only to its own document (which starts at the tokenizer's BOS or after its EOS), RoPE positions restart at each document (true | false)"}, FF_FIELD(doc_mask)},
       {{"vocab_size", "tokens in the vocabulary; 0 = read it from the tokenizer in `data`"}, FF_FIELD(model.vocab_size)},
       {{"dim", "residual width (hidden size)"}, FF_FIELD(model.dim)},
@@ -210,6 +210,24 @@ void check_toml_type(const std::string& raw_key, const toml::node& node, const s
                                        shown.str(), want));
 }
 
+// `data = ["code:0.3", "web:0.7"]` as the one string the config holds ("code:0.3,web:0.7", the
+// command line's form); data_mixture.h parses it.
+std::string data_list_text(const toml::array& list, const std::string& path) {
+  std::string text;
+  for (const auto& entry : list) {
+    const auto s = entry.value<std::string>();
+    if (!entry.is_string() || s->find(',') != std::string::npos)
+      throw std::runtime_error(fmt::format(
+          "config file '{}:{}': key 'data' lists {}; each entry must be a string \"FOLDER:WEIGHT\" (a folder name "
+          "without commas), e.g. data = [\"code:0.3\", \"web:0.7\"]",
+          path, entry.source().begin.line, entry.is_string() ? "\"" + *s + "\"" : std::string("a value that is not a string")));
+    text += (text.empty() ? "" : ",") + *s;
+  }
+  if (text.empty())
+    throw std::runtime_error(fmt::format("config file '{}': key 'data' is an empty list; name at least one folder", path));
+  return text;
+}
+
 // A 16-bit zero3_gather needs the precision of that dtype; throws naming both keys and the fix.
 void validate_zero3_gather(const TrainConfig& c) {
   if (c.zero3_gather == DType::f32 || c.zero3_gather == gemm_input_dtype_of(c.precision)) return;
@@ -277,6 +295,10 @@ TrainConfig load_train_config(const std::string& toml_path,
     }
     for (auto&& [k, node] : table) {
       std::string key(k.str()), text;
+      if (key == "data" && node.is_array()) {
+        set_config_key(c, key, data_list_text(*node.as_array(), toml_path), fmt::format("in {}:{}", toml_path, node.source().begin.line));
+        continue;
+      }
       check_toml_type(key, node, toml_path);
       if (auto v = node.value<std::string>(); v && node.is_string()) text = *v;
       else if (node.is_boolean()) text = *node.value<bool>() ? "true" : "false";

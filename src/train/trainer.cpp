@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "comm/flight_recorder.h"
 #include "io/atomic_file.h"
+#include "kernels/cross_entropy.h"
 #include "model/precision.h"
 #include "train/fault_injection.h"
 #include "train/memory_check.h"
@@ -19,6 +21,18 @@
 namespace ff {
 
 namespace fs = std::filesystem;
+
+namespace {
+// An evaluation whose batches hold no loss target has no mean to report.
+void require_validation_targets(uint64_t targets, const TrainConfig& c, int G) {
+  if (targets == 0)
+    throw std::runtime_error(fmt::format(
+        "evaluation: the loss mask of the validation data in '{}' leaves out every target of the {} "
+        "evaluation batches ({} sequences of {} tokens each); give the validation examples completion tokens, "
+        "or raise eval_batches",
+        c.data, c.eval_batches, G, c.model.seq_len));
+}
+}  // namespace
 
 Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     : cfg_(std::move(cfg)), out_dir_(std::move(out_dir)), mesh_(mesh) {
@@ -68,10 +82,15 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (resume) check_resume(*resume, tokenizer.checksum, tokenizer.path);
   else refuse_only_damaged_checkpoints(out_dir_);
 
-  const RunTokens tokens = read_run_tokens(cfg_, tokenizer);
-  loader_ = std::make_unique<DataLoader>(tokens.train, cfg_.model.seq_len, cfg_.seed);
-  DataLoader(tokens.val, cfg_.model.seq_len, cfg_.seed);  // throws now if val is too short
-  val_tokens_ = tokens.val;
+  tokens_ = read_run_tokens(cfg_, tokenizer);
+  loader_ = std::make_unique<MixtureLoader>(tokens_.train, cfg_.model.seq_len, cfg_.seed);
+  MixtureLoader val(tokens_.val, cfg_.model.seq_len, cfg_.seed);  // throws now if a validation split is too short
+  if (cfg_.eval_every > 0) {  // and if its loss mask leaves the evaluation nothing to average
+    const int G = cfg_.micro_batch * cfg_.dp;
+    uint64_t val_targets = 0;
+    for (int b = 0; b < cfg_.eval_batches; ++b) val_targets += val.next_batch(G, 0, 0, nullptr, nullptr);
+    require_validation_targets(val_targets, cfg_, G);
+  }
 
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   par_ = std::make_unique<ParallelModel>(cfg_, mesh_, tracer_.get(), gemm_);
@@ -115,7 +134,17 @@ StepRecord Trainer::train_step() {
   const auto t0 = std::chrono::steady_clock::now();
   const int T = cfg_.model.seq_len, G = cfg_.global_batch();
   const int local = cfg_.micro_batch * cfg_.grad_accum;
-  loader_->next_batch(G, dp_rank_ * local, local, batch_inputs_.data(), batch_targets_.data());
+  // Loss targets in the whole global batch (all G rows, every rank the same count): G*T unless
+  // the data's loss mask leaves some targets out.
+  const uint64_t targets =
+      loader_->next_batch(G, dp_rank_ * local, local, batch_inputs_.data(), batch_targets_.data());
+  if (targets == 0)
+    throw std::runtime_error(fmt::format(
+        "step {}: the loss mask of the training data in '{}' leaves out every target of the global batch "
+        "({} sequences of {} tokens), so the step has no loss to average; give every example completion "
+        "tokens (a non-empty completion field), or raise micro_batch or grad_accum so a batch spans more "
+        "examples",
+        step_ + 1, cfg_.data, G, T));
   // A simulated slow device: slower compute delays this rank's gradients, so sleep before them.
   straggle(straggler_, world_rank(), last_compute_seconds_);
   const auto t_compute = std::chrono::steady_clock::now();
@@ -123,17 +152,27 @@ StepRecord Trainer::train_step() {
   state.zero_grads();
   // The weights rounded once for this step's GEMMs (16-bit runs), stale again when the step ends.
   const FreshWeightCopy fresh(par_->weight_copy());
-  // The loss is the mean over every token of the global batch, so each micro-batch's gradient is
-  // scaled by 1/(G*T): summing over micro-batches and ranks then equals one big batch.
-  float grad_scale = 1.0f / float(size_t(G) * T);
+  // The loss is the mean over the loss targets of the global batch (every token without a loss
+  // mask), so each micro-batch's gradient is scaled by 1/targets: summing over micro-batches and
+  // ranks then equals one big batch, however unevenly the mask falls on the ranks' rows.
+  float grad_scale = 1.0f / float(targets);
   if (scaler_) grad_scale *= scaler_->scale();  // fp16: every gradient carries the loss scale
-  double loss_sum = par_->forward_backward(batch_inputs_.data(), batch_targets_.data(), grad_scale);
+  // MoE: the balancing losses stay a mean over every token of the batch, loss target or not.
+  const double balance_weight = double(targets) / (double(G) * T);
+  double loss_sum = par_->forward_backward(batch_inputs_.data(), batch_targets_.data(), grad_scale, balance_weight);
   last_compute_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compute).count();
   par_->finish_grads();
   if (after_grads_reduced) after_grads_reduced(state);
-  // A replica that must not wait on the others (async) reports its own batch's loss.
-  loss_sum = state.lockstep() ? sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp}) : loss_sum * cfg_.dp;
-  const double loss = loss_sum / (double(G) * T);
+  if (state.lockstep()) {
+    loss_sum = sum_over(loss_sum, {MeshAxis::dp, MeshAxis::cp});
+  } else {
+    // A replica that must not wait on the others (async) reports its own batch's loss: its sum
+    // times the global batch's targets over its own (dp without a loss mask).
+    const auto own = std::count_if(batch_targets_.begin(), batch_targets_.end(),
+                                   [](int32_t t) { return t != kIgnoredTarget; });
+    loss_sum *= own > 0 ? double(targets) / double(own) : double(cfg_.dp);
+  }
+  const double loss = loss_sum / double(targets);
   // The state sums over its reduction groups; tp, then pp, one axis at a time so the additions
   // happen in the same order as always (a different order changes the last bits of the norm,
   // and through clipping the weights).
@@ -173,26 +212,32 @@ StepRecord Trainer::train_step() {
 
 double Trainer::evaluate() {
   const int T = cfg_.model.seq_len, mb = cfg_.micro_batch, G = mb * cfg_.dp;
-  // A fresh loader at position 0 each time: every evaluation sees the same sequences. Each
+  // A fresh loader at position 0 each time: every evaluation sees the same sequences, a mixture's
+  // drawn from the folders' validation splits by the training weights (so val_loss estimates the
+  // loss of the mixture being trained). Each
   // evaluation batch is G windows split over the data-parallel ranks like a training batch, so
   // the number equals a serial run's with micro_batch G, and every rank runs the same number of
   // forwards (ZeRO-3's gathers stay in step).
   const FreshWeightCopy fresh(par_->weight_copy());
   const Fp8Training::NotRecording frozen(par_->fp8());
-  DataLoader val(val_tokens_, T, cfg_.seed);
+  MixtureLoader val(tokens_.val, T, cfg_.seed);
   std::vector<int32_t> in(size_t(mb) * T), tgt(size_t(mb) * T);
   double sum = 0;
+  uint64_t targets = 0;  // the loss targets of every evaluation batch, each counted whole on every rank
   for (int b = 0; b < cfg_.eval_batches; ++b) {
-    val.next_batch(G, dp_rank_ * mb, mb, in.data(), tgt.data());
+    targets += val.next_batch(G, dp_rank_ * mb, mb, in.data(), tgt.data());
     sum += par_->forward_loss(in.data(), tgt.data());
   }
+  require_validation_targets(targets, cfg_, G);
   sum = sum_over(sum, {MeshAxis::dp, MeshAxis::cp});
-  return sum / (double(cfg_.eval_batches) * G * T);
+  return sum / double(targets);
 }
 
 void Trainer::run() {
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   report_->start(*par_, memory_line_, quiet);
+  if (const std::string plan = describe_data_plan(tokens_, *loader_); !plan.empty() && leader() && !quiet)
+    std::printf("%s\n", plan.c_str());
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
   if (!resume_changes_.empty() && leader() && !quiet)
@@ -211,6 +256,8 @@ void Trainer::run() {
   const uint64_t dp_bytes = cfg_.dp > 1 ? mesh_->group(MeshGroup::dp_cp).stats().total_bytes() : 0;
   if (leader() && !quiet && cfg_.dp > 1)
     std::printf("data-parallel bytes sent per rank: %llu\n", (unsigned long long)dp_bytes);
+  if (const std::string realised = describe_data_realised(tokens_, *loader_); !realised.empty() && leader() && !quiet)
+    std::printf("%s\n", realised.c_str());
   save();
   finish_saves();
   report_->write_trace(tracer_.get(), quiet);

@@ -14,7 +14,7 @@
 #include "ckpt/meta.h"
 #include "ckpt/saver.h"
 #include "comm/mesh.h"
-#include "io/data_loader.h"
+#include "io/mixture_loader.h"
 #include "io/trace.h"
 #include "kernels/gemm_context.h"
 #include "train/dp_mode_config.h"
@@ -58,6 +58,8 @@ class Trainer {
   ModelState& state() { return par_->state(); }
   int step() const { return step_; }
   const std::vector<StepRecord>& history() const { return history_; }
+  // Training rows drawn from each folder of `data` so far (the realised mixture).
+  const std::vector<uint64_t>& data_rows_per_folder() const { return loader_->rows_per_source(); }
   // The last step's routing over all ranks (null: a dense model).
   const MoeStepSummary* moe_summary() const { return par_->moe() ? &par_->moe()->last() : nullptr; }
   bool quiet = false;  // tests silence the progress lines
@@ -92,8 +94,8 @@ class Trainer {
   std::string out_dir_;
   const Mesh* mesh_ = nullptr;
   int dp_rank_ = 0;  // the data coordinate: which rows of the batch this rank reads
-  std::shared_ptr<const std::vector<int32_t>> val_tokens_;
-  std::unique_ptr<DataLoader> loader_;
+  RunTokens tokens_;  // each folder of `data`, its weight and its train and validation streams
+  std::unique_ptr<MixtureLoader> loader_;
   std::unique_ptr<LossScaler> scaler_;            // precision = fp16
   // What the run's GEMMs compute (precision, fp8 scaling, weight twins, packing), read by the
   // model at every GEMM: declared before the model, so it outlives it. The counts are for tests.

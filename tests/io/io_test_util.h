@@ -11,6 +11,7 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ff::testing {
 
@@ -31,6 +32,13 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// n ids below mod, spread over the range (7919 is prime), for shards whose content matters.
+inline std::vector<int32_t> ramp(size_t n, int32_t mod) {
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = int32_t((i * 7919) % size_t(mod));
+  return v;
+}
 
 inline std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

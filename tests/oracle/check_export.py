@@ -36,8 +36,9 @@ EXIT_PASS, EXIT_FAIL, EXIT_MALFORMED = 0, 1, 2
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
 
 SHARD_MAGIC = b"FFTOKENS"
-# Header bytes by format version (src/io/token_shard.h): version 2 added the tokenizer checksum.
-SHARD_HEADERS = {1: 40, 2: 48}
+# Header bytes by format version (src/io/token_shard.h): version 2 added the tokenizer checksum;
+# version 3 keeps its header and may append a loss mask (flags bit 0), one bit per token.
+SHARD_HEADERS = {1: 40, 2: 48, 3: 48}
 
 
 class Malformed(Exception):
@@ -166,7 +167,7 @@ def read_config(path):
 
 
 def read_shard(path, vocab_size):
-    """int64 token ids of an FFTOKENS shard."""
+    """(int64 token ids, bool loss mask or None) of an FFTOKENS shard."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
@@ -182,15 +183,21 @@ def read_shard(path, vocab_size):
     count, = struct.unpack_from("<Q", blob, 16)
     if width not in (2, 4):
         raise Malformed(f"{path}: bytes per token is {width}, expected 2 or 4")
-    if len(blob) != header + count * width:
-        raise Malformed(f"{path}: header says {count} tokens of {width} bytes but the file has "
-                        f"{len(blob) - header} payload bytes")
-    ids = np.frombuffer(blob, dtype="<u2" if width == 2 else "<u4", offset=header)
+    flags = struct.unpack_from("<I", blob, 36)[0] if version == 3 else 0
+    mask_bytes = (count + 7) // 8 if flags & 1 else 0
+    if len(blob) != header + count * width + mask_bytes:
+        raise Malformed(f"{path}: header says {count} tokens of {width} bytes (and {mask_bytes} bytes of loss "
+                        f"mask) but the file has {len(blob) - header} payload bytes")
+    ids = np.frombuffer(blob, dtype="<u2" if width == 2 else "<u4", count=count, offset=header)
     ids = torch.from_numpy(ids.astype(np.int64))
+    mask = None
+    if mask_bytes:
+        bits = np.frombuffer(blob, dtype=np.uint8, count=mask_bytes, offset=header + count * width)
+        mask = torch.from_numpy(np.unpackbits(bits, bitorder="little")[:count].astype(bool))
     # An id outside the exported vocab would make F.embedding fail or silently test garbage.
     if count and int(ids.max()) >= vocab_size:
         raise Malformed(f"{path}: token id {int(ids.max())} >= vocab_size {vocab_size}")
-    return ids
+    return ids, mask
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,34 +224,41 @@ def check_tensors(tensors, cfg):
     return {n: tensors[n][2] for n in want}
 
 
-def mean_window_loss(params, cfg, ids, max_windows, batch=8):
+def mean_window_loss(params, cfg, ids, max_windows, batch=8, mask=None):
     """The fivefold eval definition: mean token cross-entropy over windows of T+1 tokens with
-    stride T, in order, the first max_windows of them when max_windows > 0."""
+    stride T, in order, the first max_windows of them when max_windows > 0. With a loss mask, the
+    mean over the targets whose mask bit is set (Hugging Face's ignore_index)."""
     T = cfg["seq_len"]
     windows = (len(ids) - 1) // T
     if windows < 1:
         raise Malformed(f"shard has {len(ids)} tokens, fewer than seq_len + 1 = {T + 1}")
     if max_windows > 0:
         windows = min(windows, max_windows)
-    total = 0.0
+    total, targets = 0.0, 0
     with torch.no_grad():
         # Batches only bound memory; the sum is per token, so batching does not change it.
         for w0 in range(0, windows, batch):
             ws = range(w0, min(windows, w0 + batch))
             x = torch.stack([ids[w * T: w * T + T] for w in ws])
             y = torch.stack([ids[w * T + 1: w * T + T + 1] for w in ws])
+            if mask is not None:
+                keep = torch.stack([mask[w * T + 1: w * T + T + 1] for w in ws])
+                y = torch.where(keep, y, torch.full_like(y, -1))
+            targets += int((y != -1).sum())
             logits = moe_oracle.forward(params, x, cfg, cfg["moe"])[0] if "moe" in cfg else oracle.forward(params, x, cfg)
             total += float(torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="sum"))
-    return total / (windows * T), windows
+                logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-1, reduction="sum"))
+    if targets == 0:
+        raise Malformed("the shard's loss mask leaves no target in the windows checked")
+    return total / targets, windows
 
 
 def run(args):
     cfg = read_config(os.path.join(args.hf_dir, "config.json"))
     tensors, _ = read_safetensors(os.path.join(args.hf_dir, "model.safetensors"))
     params = check_tensors(tensors, cfg)
-    ids = read_shard(args.shard, cfg["vocab_size"])
-    ref, windows = mean_window_loss(params, cfg, ids, args.max_windows)
+    ids, mask = read_shard(args.shard, cfg["vocab_size"])
+    ref, windows = mean_window_loss(params, cfg, ids, args.max_windows, mask=mask)
     rel = abs(args.loss - ref) / max(abs(ref), 1e-30)
     verdict = "PASS" if rel <= args.tol else "FAIL"
     print(f"{verdict} export: reference loss {ref:.8f} vs fivefold {args.loss:.8f} over {windows} "

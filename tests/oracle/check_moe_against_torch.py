@@ -162,7 +162,8 @@ def check_dump(d, args):
 
     params = {n: view(flat_p, n).requires_grad_(True) for n in want}
     logits, aux_total, layers = forward(params, inputs.view(B, T), cfg, moe)
-    ce = F.cross_entropy(logits.reshape(-1, cfg["vocab_size"]), targets)
+    # A target of -1 is masked out of the loss (completion-only fine-tuning): the mean is over the rest.
+    ce = F.cross_entropy(logits.reshape(-1, cfg["vocab_size"]), targets, ignore_index=-1)
     loss = ce + aux_total
     grads = torch.autograd.grad(loss, list(params.values()))
 

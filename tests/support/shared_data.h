@@ -20,6 +20,9 @@ inline std::string broadcast_string(const Comm& comm, std::string s) {
 inline std::string shared_tiny_data_dir(const Comm& world) {
   return broadcast_string(world, world.rank() == 0 ? tiny_data_dir() : std::string());
 }
+inline std::string shared_masked_data_dir(const Comm& world) {
+  return broadcast_string(world, world.rank() == 0 ? tiny_masked_data_dir() : std::string());
+}
 
 // A copy of a run's checkpoints (its step_N folders and the `latest` pointer) in a fresh folder,
 // so a resumed run cannot write over what another case loads next. Rank 0 copies; every rank of

@@ -7,6 +7,7 @@
 
 #include "core/rng.h"
 #include "io/prepare.h"
+#include "io/token_shard.h"
 
 namespace ff::testkit {
 
@@ -48,6 +49,35 @@ const std::string& tiny_data_dir() {
     prepare_corpus(d + "/corpus.txt", 320, d + "/prepared", 0.1);
     return d + "/prepared";
   }();
+  return dir;
+}
+
+std::string masked_copy_of_tiny_data(const LossMaskMaker& loss_mask) {
+  const fs::path from = tiny_data_dir(), to = fs::path(temp_dir("masked")) / "prepared";
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(from))
+    if (e.path().extension() != ".bin") fs::copy(e.path(), to / e.path().filename(), fs::copy_options::recursive);
+  for (const char* shard : {"train.bin", "val.bin"}) {
+    const std::string path = (from / shard).string();
+    const TokenShardInfo info = read_token_shard_info(path);
+    const std::vector<int32_t> tokens = read_token_shard(path);
+    const std::vector<uint8_t> mask = loss_mask(shard, tokens.size());
+    write_token_shard((to / shard).string(), tokens, int(info.vocab_size), info.tokenizer_checksum, &mask);
+  }
+  return to.string();
+}
+
+const std::string& tiny_masked_data_dir() {
+  static const std::string dir = masked_copy_of_tiny_data([](const std::string&, size_t n) {
+    RngState rng{99, 0};
+    std::vector<uint8_t> mask;
+    while (mask.size() < n) {
+      mask.insert(mask.end(), size_t(1 + rng.next_below(48)), uint8_t(0));  // a prompt
+      mask.insert(mask.end(), size_t(1 + rng.next_below(16)), uint8_t(1));  // its completion
+    }
+    mask.resize(n);
+    return mask;
+  });
   return dir;
 }
 

@@ -2,7 +2,9 @@
 // Test corpora made on the spot: a deterministic pseudo-text with enough structure (a small
 // vocabulary of words in verse-like lines) for a model to learn from in a few steps.
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace ff::testkit {
 
@@ -11,6 +13,14 @@ void write_corpus_text(const std::string& path, int lines, uint64_t seed);
 // A prepared data folder (tokenizer + shards) under a fresh temporary directory, made once per
 // test program and reused.
 const std::string& tiny_data_dir();
+// A copy of tiny_data_dir (tokenizer and tokens) whose shards carry a loss mask: loss_mask(shard
+// file name, token count) returns one 0/1 byte per token (1: a loss target).
+using LossMaskMaker = std::function<std::vector<uint8_t>(const std::string& shard, size_t tokens)>;
+std::string masked_copy_of_tiny_data(const LossMaskMaker& loss_mask);
+// tiny_data_dir's tokenizer and tokens with a loss mask, as fine-tuning data would carry: the
+// stream is cut into examples of a prompt (1 to 48 tokens, not targets) and a completion (1 to 16
+// tokens, targets), so the masked-in fraction differs from row to row (whole rows may have none).
+const std::string& tiny_masked_data_dir();
 // A fresh empty temporary directory.
 std::string temp_dir(const std::string& tag);
 // The repository's configs/ folder.
