@@ -249,7 +249,7 @@ void Trainer::run() {
     if (!r.skipped) history_.back().spike_median = r.spike_median = spikes_.observe(r.loss);
     double val = NAN;
     if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
-    report_->step(r, val, par_->moe(), quiet);
+    report_->step(r, val, par_->moe(), quiet, cfg_.doc_mask ? &par_->model().document_tiles() : nullptr);
     checkpoint_if_due(r, last);
   }
   // Every rank asks (a group's first request is collective); the dense group exists by now.
