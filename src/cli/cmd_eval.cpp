@@ -1,6 +1,8 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 #include "ckpt/trained_model.h"
 #include "cli/commands.h"
@@ -12,21 +14,28 @@
 namespace ff::cli {
 
 int cmd_eval(const Args& a) {
-  const char* usage = "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2]";
+  const char* usage =
+      "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2 --doc-mask true|false]\n"
+      "  --doc-mask: attention within each document of a window (default: as the checkpoint's run trained)";
   if (a.help) return std::puts(usage), 0;
-  a.only({"ckpt", "data", "batch", "max-windows", "threads"}, usage);
+  a.only({"ckpt", "data", "batch", "max-windows", "threads", "doc-mask"}, usage);
   omp_set_num_threads(a.get_int("threads", 2, 1, max_useful_threads(), "OpenMP threads, at most 4 per core"));
   const std::string data = a.require("data", usage);
   // Activations are allocated for the whole batch up front, so a huge one fails as bad_alloc.
   const int batch = a.get_int("batch", 8, 1, 4096, "windows evaluated together; 8 is plenty");
   TrainedModel t = load_trained_model(a.require("ckpt", usage), batch);
+  const std::string doc_mask = a.get("doc-mask", saved_doc_mask(t.state.config_toml) ? "true" : "false");
+  if (doc_mask != "true" && doc_mask != "false")
+    throw std::runtime_error("--doc-mask is '" + doc_mask + "'; it takes true or false");
+  if (doc_mask == "true") t.model->set_document_breaks({t.tokenizer->bos_id(), t.tokenizer->eos_id()});
   const TokenShardExpect expect{t.state.model.vocab_size, t.tokenizer->checksum(),
                                 "the checkpoint's tokenizer " + t.tokenizer_path};
   // Read in windows (a shard larger than memory evaluates too); a loss mask is honoured.
   const auto tokens = open_token_shards({data}, expect);
   EvalResult r = evaluate_stream(*t.model, t.params.data(), *tokens, batch, a.get_int("max-windows", 0));
-  std::printf("eval %s: loss %.6f over %lld %s (checkpoint step %d)\n", data.c_str(), r.mean_loss,
-              (long long)r.tokens, tokens->has_loss_mask() ? "loss targets" : "tokens", t.state.step);
+  std::printf("eval %s: loss %.6f over %lld %s (checkpoint step %d%s)\n", data.c_str(), r.mean_loss,
+              (long long)r.tokens, tokens->has_loss_mask() ? "loss targets" : "tokens", t.state.step,
+              doc_mask == "true" ? ", document masks" : "");
   return 0;
 }
 

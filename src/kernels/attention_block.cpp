@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/attention_pack.h"
 #include "kernels/attention_softmax.h"
@@ -21,9 +22,10 @@ using attn::pack_transposed;
 
 int round_up(int n, int m) { return (n + m - 1) / m * m; }
 
+// Returns the tiles a document mask let it skip (zero counts without one).
 template <class T>
-FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionBlock& s, int b,
-                          int h) {
+FF_WIDE AttentionTileCounts forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
+                                         const AttentionBlock& s, int b, int h) {
   const int Dp = round_up(s.D, simd::kLanes), Tkp = round_up(std::max(s.Tk, 1), kTile);
   const int kvh = h / (s.H / s.Hkv);
   T* Kt = detail::thread_scratch<T>(2 * static_cast<size_t>(Tkp) * Dp + 2 * kTile * Dp + kTile * kTile);
@@ -32,7 +34,9 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
   T* O = Qs + kTile * Dp;                      // (kTile, Dp) unnormalised output
   T* S = O + kTile * Dp;                       // (kTile, kTile)
   T m[kTile], l[kTile];
-  int ncols[kTile];
+  int ncols[kTile], kbeg[kTile], cbeg[kTile];
+  const bool docs = s.q_doc != nullptr;
+  AttentionTileCounts tiles;
   const T scale = T(1) / std::sqrt(T(s.D));
   const T* kb = k + b * s.kv_batch + static_cast<long>(kvh) * s.D;
   const T* vb = v + b * s.kv_batch + static_cast<long>(kvh) * s.D;
@@ -45,6 +49,7 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
     for (int r = 0; r < rows4; ++r) {
       const int e = r < rows ? attention_block_key_end(s, t0 + r) : 0;
       kmax = std::max(kmax, e);
+      kbeg[r] = docs && r < rows ? attention_block_key_begin(s, b, t0 + r) : 0;
       m[r] = -std::numeric_limits<T>::infinity();
       l[r] = 0;
     }
@@ -53,8 +58,13 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
     for (int j0 = 0; j0 < kmax; j0 += kTile) {
       for (int r = 0; r < rows4; ++r)
         ncols[r] = r < rows ? std::min(attention_block_key_end(s, t0 + r) - j0, kTile) : 0;
+      if (docs) {
+        const bool seen = attn::document_columns(kbeg, j0, rows4, ncols, cbeg);
+        ++(seen ? tiles.visited : tiles.skipped);
+        if (!seen) continue;
+      }
       attn::tile_abt(Qs, Dp, Kt + j0, Tkp, Dp, S, rows4, false);
-      attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, T(1));
+      attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, docs ? cbeg : nullptr, T(1));
       attn::tile_acc(O, Dp, S, kTile, 1, Vp + static_cast<size_t>(j0) * Dp, Dp, Dp, rows4, kTile,
                      Band::kFull);
     }
@@ -67,14 +77,20 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v, co
           seen ? m[r] + std::log(l[r]) : -std::numeric_limits<T>::infinity();
     }
   }
+  return tiles;
 }
 
 template <class T>
 double forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionBlock& s) {
   check_attention_block(s);
   const int tasks = s.B * s.H;
-#pragma omp parallel for schedule(static)
-  for (int task = 0; task < tasks; ++task) forward_head(out, lse, q, k, v, s, task / s.H, task % s.H);
+  uint64_t visited = 0, skipped = 0;
+#pragma omp parallel for schedule(static) reduction(+ : visited, skipped)
+  for (int task = 0; task < tasks; ++task) {
+    const AttentionTileCounts c = forward_head(out, lse, q, k, v, s, task / s.H, task % s.H);
+    visited += c.visited, skipped += c.skipped;
+  }
+  add_tiles(s.tiles, visited, skipped);
   return block_forward_flops(s);
 }
 
@@ -117,8 +133,9 @@ FF_WIDE void score_grad(T* dP, const T* P, const T* Dd, int rows4) {
 // One (batch, KV head): key tiles outer, query tiles inner, every query head of the group, so dK
 // and dV of this KV head are summed here in a fixed order; no other task writes them.
 template <class T>
-FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
-                            const T* out, const T* lse, const AttentionBlock& s, int b, int kvh) {
+FF_WIDE AttentionTileCounts backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k,
+                                           const T* v, const T* out, const T* lse, const AttentionBlock& s,
+                                           int b, int kvh) {
   const int Dp = round_up(s.D, simd::kLanes);
   const int Tkp = round_up(std::max(s.Tk, 1), kTile), Tqp = round_up(std::max(s.Tq, 1), kTile);
   const size_t kplane = static_cast<size_t>(Tkp) * Dp, qplane = static_cast<size_t>(Tqp) * Dp;
@@ -136,6 +153,11 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
   T* P = Dd + Tqp;     // (kTile, kTile)
   T* dS = P + kTile * kTile;
   int* ncols = reinterpret_cast<int*>(dS + kTile * kTile);  // kTile ints fit in kTile T's
+  int cbeg[kTile];
+  const bool docs = s.q_doc != nullptr;
+  std::vector<int> kbeg(docs ? size_t(Tqp) : 0, 0);  // each query row's first visible key
+  for (int t = 0; docs && t < s.Tq; ++t) kbeg[size_t(t)] = attention_block_key_begin(s, b, t);
+  AttentionTileCounts tiles;
 
   const T scale = T(1) / std::sqrt(T(s.D));
   const T* kb = k + b * s.kv_batch + static_cast<long>(kvh) * s.D;
@@ -174,9 +196,14 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
           any = any || ncols[r] > 0;
         }
         if (!any) continue;
+        if (docs) {
+          const bool seen = attn::document_columns(kbeg.data() + i0, j0, rows4, ncols, cbeg);
+          ++(seen ? tiles.visited : tiles.skipped);
+          if (!seen) continue;
+        }
         const size_t qi = static_cast<size_t>(i0) * Dp;
         attn::tile_abt(Qs + qi, Dp, Kt + j0, Tkp, Dp, P, rows4, false);
-        attn::probabilities(P, L + i0, rows4, ncols, T(1));
+        attn::probabilities(P, L + i0, rows4, ncols, docs ? cbeg : nullptr, T(1));
         attn::tile_acc(dV + kj, Dp, P, 1, kTile, dOp + qi, Dp, Dp, keys4, rows4, Band::kFull);
         attn::tile_abt(dOp + qi, Dp, Vt + j0, Tkp, Dp, dS, rows4, false);
         score_grad(dS, P, Dd + i0, rows4);
@@ -197,6 +224,7 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
       dv[off + c] += dV[static_cast<size_t>(t) * Dp + c];
     }
   }
+  return tiles;
 }
 
 template <class T>
@@ -205,9 +233,14 @@ double backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, cons
   check_attention_block(s);
   if (s.mask == AttentionMask::none) return 0;
   const int tasks = s.B * s.Hkv;
-#pragma omp parallel for schedule(static)
-  for (int task = 0; task < tasks; ++task)
-    backward_group(dq, dk, dv, dout, q, k, v, out, lse, s, task / s.Hkv, task % s.Hkv);
+  uint64_t visited = 0, skipped = 0;
+#pragma omp parallel for schedule(static) reduction(+ : visited, skipped)
+  for (int task = 0; task < tasks; ++task) {
+    const AttentionTileCounts c =
+        backward_group(dq, dk, dv, dout, q, k, v, out, lse, s, task / s.Hkv, task % s.Hkv);
+    visited += c.visited, skipped += c.skipped;
+  }
+  add_tiles(s.tiles, visited, skipped);
   return block_backward_flops(s);
 }
 
@@ -223,12 +256,21 @@ int attention_block_key_end(const AttentionBlock& s, int i) {
   return std::clamp(s.q_pos + i - s.k_pos + 1, 0, s.Tk);
 }
 
+int attention_block_key_begin(const AttentionBlock& s, int b, int i) {
+  if (!s.q_doc) return 0;
+  const int32_t doc = s.q_doc[b * s.q_doc_batch + i];
+  const int32_t* keys = s.k_doc + b * s.k_doc_batch;
+  return int(std::lower_bound(keys, keys + s.Tk, doc) - keys);
+}
+
 void check_attention_block(const AttentionBlock& s) {
   if (s.B < 0 || s.Tq < 0 || s.Tk < 0 || s.D <= 0 || s.H <= 0 || s.Hkv <= 0 || s.H % s.Hkv != 0)
     throw std::invalid_argument("attention block: bad shape B=" + std::to_string(s.B) + " Tq=" +
                                 std::to_string(s.Tq) + " Tk=" + std::to_string(s.Tk) + " H=" +
                                 std::to_string(s.H) + " Hkv=" + std::to_string(s.Hkv) + " D=" +
                                 std::to_string(s.D));
+  if ((s.q_doc == nullptr) != (s.k_doc == nullptr))
+    throw std::invalid_argument("attention block: document ids given for the queries or the keys alone; give both");
 }
 
 AttentionBlock contiguous_block(int B, int Tq, int Tk, int H, int Hkv, int D, long q_row, long kv_row) {

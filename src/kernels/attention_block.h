@@ -13,10 +13,24 @@
 //   out (b, t, h, d) at out + b*o_batch + t*o_row + h*D + d
 //   lse (b, h, t) at lse + b*l_batch + h*l_head + t
 // Query head h uses KV head h / (H / Hkv). Scale 1/sqrt(D).
+//
+// Document masks (packed sequences, FlashAttention's varlen): with per-row document ids given
+// (monotone along each sequence), query i also sees key j only if both are in the same document.
+// The visible keys of a row are then one range [begin, end): a tile no row sees is skipped, and
+// counted in the caller's AttentionTileCounts.
 #include <cstddef>
 #include <cstdint>
 
 namespace ff {
+
+// Key tiles of a document-masked call: `visited` ran, `skipped` were visible to the causal (or
+// full) mask but lay wholly outside every query row's document. The caller owns the counter.
+struct AttentionTileCounts {
+  uint64_t visited = 0, skipped = 0;
+};
+inline void add_tiles(AttentionTileCounts* to, uint64_t visited, uint64_t skipped) {
+  if (to) to->visited += visited, to->skipped += skipped;
+}
 
 // Which (query, key) pairs are visible, by global position: causal keeps key position <= query
 // position (with the blocks' offsets, so the block may be a diagonal, a full or an empty square);
@@ -31,18 +45,28 @@ struct AttentionBlock {
   long l_batch, l_head;
   int q_pos, k_pos;  // global positions of the first query and the first key
   AttentionMask mask;
+  // Optional document ids, q_doc[b * q_doc_batch + i] and k_doc[b * k_doc_batch + j], monotone
+  // along the sequence (ids compare across the two blocks). Null: no document mask.
+  const int32_t* q_doc = nullptr;
+  const int32_t* k_doc = nullptr;
+  long q_doc_batch = 0, k_doc_batch = 0;
+  AttentionTileCounts* tiles = nullptr;  // where a document-masked call counts its tiles; may be null
 };
 
 // A block over contiguous (B, T, heads, D) buffers with no padding between heads: the strides a
 // caller of the plain kernels would use (row strides q_row / kv_row given).
 AttentionBlock contiguous_block(int B, int Tq, int Tk, int H, int Hkv, int D, long q_row, long kv_row);
 
-// Keys [0, end) of the block are visible to its query row i (0 <= end <= Tk).
+// Keys [0, end) of the block are visible to its query row i (0 <= end <= Tk) by the mask.
 int attention_block_key_end(const AttentionBlock& s, int i);
+// The first key of sequence b that row i's document reaches: 0 without document ids, else the first
+// key whose id is not below the query's (the keys before belong to earlier documents).
+int attention_block_key_begin(const AttentionBlock& s, int b, int i);
 // Throws std::invalid_argument naming the bad dimension.
 void check_attention_block(const AttentionBlock& s);
 
-// Visible (query, key) pairs of one head's block; a fully masked query row counts nothing.
+// Visible (query, key) pairs of one head's block by the mask alone (documents not counted: the
+// FLOPs a caller reports are those of the causal attention); a fully masked query row counts nothing.
 uint64_t visible_pairs(const AttentionBlock& s);
 // Floating-point operations of the block's forward (QK^T and PV over visible pairs, 4 D each,
 // every query head) and of its backward (five such products: 10 D).

@@ -131,6 +131,10 @@ void validate(const AttentionShape& s) {
 template <class T>
 void forward(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionShape& s) {
   validate(s);
+  if (s.doc) {
+    attention_block_forward(out, lse, q, k, v, block_of_shape(s));
+    return;
+  }
   const int tasks = s.B * s.H;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) {
@@ -255,6 +259,10 @@ template <class T>
 void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const T* out,
               const T* lse, const AttentionShape& s) {
   validate(s);
+  if (s.doc) {
+    attention_block_backward(dq, dk, dv, dout, q, k, v, out, lse, block_of_shape(s));
+    return;
+  }
   const int tasks = s.B * s.Hkv;
 #pragma omp parallel for schedule(static)
   for (int task = 0; task < tasks; ++task) {
@@ -263,6 +271,14 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
 }
 
 }  // namespace
+
+AttentionBlock block_of_shape(const AttentionShape& s) {
+  AttentionBlock b = contiguous_block(s.B, s.T, s.T, s.H, s.Hkv, s.D, s.q_stride, s.kv_stride);
+  b.q_doc = b.k_doc = s.doc;
+  b.q_doc_batch = b.k_doc_batch = s.T;
+  b.tiles = s.tiles;
+  return b;
+}
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s) {

@@ -5,12 +5,23 @@
 // Layout: q is read from rows of `q_stride` floats per (b, t) with head h at offset h*D;
 // k and v likewise with `kv_stride` and KV heads. Query head h uses KV head h / (H / Hkv).
 // out: (B, T, H, D) contiguous; lse: (B, H, T). Scale is 1/sqrt(D).
+#include <cstdint>
+
+#include "kernels/attention_block.h"
+
 namespace ff {
 
 struct AttentionShape {
   int B, T, H, Hkv, D;
   int q_stride, kv_stride;  // floats between consecutive (b, t) rows of q and of k/v
+  // Optional document ids (B, T), monotone along each row: a query sees only the keys of its own
+  // document (attention_block.h). The masked call runs the block kernel, which skips the tiles
+  // no row sees and counts them in *tiles (may be null). Null doc: plain causal attention.
+  const int32_t* doc = nullptr;
+  AttentionTileCounts* tiles = nullptr;
 };
+// The block a causal call over whole sequences is, with the shape's documents.
+AttentionBlock block_of_shape(const AttentionShape& s);
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/attention_bf16_grad_out.h"
 #include "kernels/attention_bf16_tiles.h"
@@ -124,20 +125,21 @@ FF_WIDE void transposed_times(float* Out, int Dp, const Word* T, const Word* T2,
   }
 }
 
-// dS = P o (dP - D_i) on the visible columns, 0 elsewhere (dP may be stale past them).
-FF_WIDE void score_grad(float* dP, const float* P, const float* Dd, int rows4, const int* ncols) {
+// dS = P o (dP - D_i) on the visible columns [cbeg, ncols), 0 elsewhere (dP may be stale past them).
+FF_WIDE void score_grad(float* dP, const float* P, const float* Dd, int rows4, const int* ncols, const int* cbeg) {
   for (int r = 0; r < rows4; ++r) {
     float* g = dP + r * kTile;
     const float* p = P + r * kTile;
     const float dr = Dd[r];
-    const int nc = ncols[r];
+    const int nc = ncols[r], cb = cbeg ? cbeg[r] : 0;
 #pragma omp simd
-    for (int c = 0; c < kTile; ++c) g[c] = c < nc ? p[c] * (g[c] - dr) : 0.0f;
+    for (int c = 0; c < kTile; ++c) g[c] = c < nc && c >= cb ? p[c] * (g[c] - dr) : 0.0f;
   }
 }
 
-FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& s, int b,
-                          int h) {
+// Returns the tiles a document mask let it skip (zero counts without one).
+FF_WIDE AttentionTileCounts forward_head(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& s,
+                                         int b, int h) {
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp;
   const int kvh = h / (s.H / s.Hkv);
@@ -150,7 +152,9 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
   float* O = reinterpret_cast<float*>(Pw + kTile * kTile / 2);   // (kTile, Dp) unnormalised
   float* S = O + kTile * Dp;                                     // (kTile, kTile)
   float m[kTile], l[kTile];
-  int ncols[kTile];
+  int ncols[kTile], kbeg[kTile], cbeg[kTile];
+  const bool docs = s.q_doc != nullptr;
+  AttentionTileCounts tiles;
   const float scale = 1.0f / std::sqrt(float(s.D));
   const long kv_off = b * s.kv_batch + long(kvh) * s.D, q_off = b * s.q_batch + long(h) * s.D;
   pack(tmp, Dp, x.k.at(kv_off), s.kv_row, s.Tk, s.D, Tkp);
@@ -162,6 +166,7 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
     int kmax = 0;
     for (int r = 0; r < rows4; ++r) {
       kmax = std::max(kmax, r < rows ? attention_block_key_end(s, t0 + r) : 0);
+      kbeg[r] = docs && r < rows ? attention_block_key_begin(s, b, t0 + r) : 0;
       m[r] = -std::numeric_limits<float>::infinity();
       l[r] = 0;
     }
@@ -170,8 +175,13 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
     for (int j0 = 0; j0 < kmax; j0 += kTile) {
       for (int r = 0; r < rows4; ++r)
         ncols[r] = r < rows ? std::min(attention_block_key_end(s, t0 + r) - j0, kTile) : 0;
+      if (docs) {
+        const bool seen = attn::document_columns(kbeg, j0, rows4, ncols, cbeg);
+        ++(seen ? tiles.visited : tiles.skipped);
+        if (!seen) continue;
+      }
       scores(S, Qw, Dw, Kt + j0, Tkp, rows4, ncols);
-      attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, scale);
+      attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, docs ? cbeg : nullptr, scale);
       attn16::tile_to_rows(Pw, S, rows4);
       rows_times(O, Dp, Pw, nullptr, Vr + size_t(j0 / 2) * Dp, rows4, ncols);
     }
@@ -191,12 +201,13 @@ FF_WIDE void forward_head(TypedPtr out, float* lse, const Operands& x, const Att
           seen ? m[r] + std::log(l[r]) : -std::numeric_limits<float>::infinity();
     }
   }
+  return tiles;
 }
 
 // One (batch, KV head), key tiles outer and query tiles inner over every query head of the group:
 // dK and dV of this KV head are summed here in a fixed order and no other task writes them.
-FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s,
-                            DsTerms ds, int b, int kvh) {
+FF_WIDE AttentionTileCounts backward_group(const GradOut& o, const Operands& x, const float* lse,
+                                           const AttentionBlock& s, DsTerms ds, int b, int kvh) {
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp, Tqp = g.Tqp;
   float* base = detail::thread_scratch<float>(g.backward_floats());
@@ -221,6 +232,11 @@ FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* ls
   float* P = Dd + Tqp;                                             // (kTile, kTile)
   float* dS = P + kTile * kTile;                                   // (kTile, kTile)
   int* ncols = reinterpret_cast<int*>(dS + kTile * kTile);         // kTile ints in kTile floats
+  int cbeg[kTile];
+  const bool docs = s.q_doc != nullptr;
+  std::vector<int> kbeg(docs ? size_t(Tqp) : 0, 0);  // each query row's first visible key
+  for (int t = 0; docs && t < s.Tq; ++t) kbeg[size_t(t)] = attention_block_key_begin(s, b, t);
+  AttentionTileCounts tiles;
 
   const float scale = 1.0f / std::sqrt(float(s.D));
   const bool two = ds == DsTerms::two;
@@ -260,13 +276,19 @@ FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* ls
           any = any || ncols[r] > 0;
         }
         if (!any) continue;
+        if (docs) {
+          const bool seen = attn::document_columns(kbeg.data() + i0, j0, rows4, ncols, cbeg);
+          ++(seen ? tiles.visited : tiles.skipped);
+          if (!seen) continue;
+        }
+        const int* first = docs ? cbeg : nullptr;
         const size_t qp = size_t(i0 / 2) * Dp;
         scores(P, Qw + size_t(i0) * Dw, Dw, Kt + j0, Tkp, rows4, ncols);
-        attn::probabilities(P, L + i0, rows4, ncols, scale);
+        attn::probabilities(P, L + i0, rows4, ncols, first, scale);
         attn16::tile_to_pairs(Pr, P, rows4);
         transposed_times(dV + kj, Dp, Pr, nullptr, dOr + qp, keys4, rows, ncols);  // dV += P^T dO
         scores(dS, dOw + size_t(i0) * Dw, Dw, Vt + j0, Tkp, rows4, ncols);         // dP = dO V^T
-        score_grad(dS, P, Dd + i0, rows4, ncols);
+        score_grad(dS, P, Dd + i0, rows4, ncols, first);
         // dS as hi + lo bf16 terms unless asked for one rounding (DsTerms says why); the products
         // read B once for both terms.
         Word* lo_w = two ? dSw2 : nullptr;
@@ -283,6 +305,7 @@ FF_WIDE void backward_group(const GradOut& o, const Operands& x, const float* ls
   for (int t = 0; t < s.Tk; ++t)
     attn16::store_kv_row(o, b * s.kv_batch + t * s.kv_row + long(kvh) * s.D, dK + size_t(t) * Dp,
                          dV + size_t(t) * Dp, scale, t, s.D);
+  return tiles;
 }
 
 void check_operands(const Operands& x, const AttentionBlock& s) {
@@ -296,7 +319,7 @@ void check_operands(const Operands& x, const AttentionBlock& s) {
 
 // The block a plain causal call is: whole sequences, out (B, T, H, D) and lse (B, H, T) contiguous.
 AttentionBlock block_of(const AttentionShape& s) {
-  AttentionBlock b = contiguous_block(s.B, s.T, s.T, s.H, s.Hkv, s.D, s.q_stride, s.kv_stride);
+  AttentionBlock b = block_of_shape(s);
   if (s.B < 0 || s.T < 0 || s.q_stride < s.H * s.D || s.kv_stride < s.Hkv * s.D)
     throw std::invalid_argument("bf16 attention: bad shape B=" + std::to_string(s.B) +
                                 " T=" + std::to_string(s.T) + " strides " + std::to_string(s.q_stride) + "/" +
@@ -308,16 +331,26 @@ void forward(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& 
   check_operands(x, s);
   check_operand(out.dtype(), "out");
   const int tasks = s.B * s.H;
-#pragma omp parallel for schedule(static)
-  for (int task = 0; task < tasks; ++task) forward_head(out, lse, x, s, task / s.H, task % s.H);
+  uint64_t visited = 0, skipped = 0;
+#pragma omp parallel for schedule(static) reduction(+ : visited, skipped)
+  for (int task = 0; task < tasks; ++task) {
+    const AttentionTileCounts c = forward_head(out, lse, x, s, task / s.H, task % s.H);
+    visited += c.visited, skipped += c.skipped;
+  }
+  add_tiles(s.tiles, visited, skipped);
 }
 
 void backward(const GradOut& o, const Operands& x, const float* lse, const AttentionBlock& s, DsTerms ds) {
   check_operands(x, s);
   if (s.mask == AttentionMask::none) return;
   const int tasks = s.B * s.Hkv;
-#pragma omp parallel for schedule(static)
-  for (int task = 0; task < tasks; ++task) backward_group(o, x, lse, s, ds, task / s.Hkv, task % s.Hkv);
+  uint64_t visited = 0, skipped = 0;
+#pragma omp parallel for schedule(static) reduction(+ : visited, skipped)
+  for (int task = 0; task < tasks; ++task) {
+    const AttentionTileCounts c = backward_group(o, x, lse, s, ds, task / s.Hkv, task % s.Hkv);
+    visited += c.visited, skipped += c.skipped;
+  }
+  add_tiles(s.tiles, visited, skipped);
 }
 
 uint16_t* bf16_out(TypedPtr p, const char* what) {
@@ -351,6 +384,10 @@ void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv,
   flash_bf16::GradOut o;
   o.q16 = flash_bf16::bf16_out(dq, "dq"), o.k16 = flash_bf16::bf16_out(dk, "dk");
   o.v16 = flash_bf16::bf16_out(dv, "dv"), o.cos = cos, o.sin = sin;
+  // Its tables rotate row t by position t; a document-masked run's positions restart per document.
+  if (s.doc)
+    throw std::invalid_argument("bf16 attention: the fused RoPE backward takes no document ids; run "
+                                "attention_backward_bf16_into and rope_backward_rounded");
   flash_bf16::backward(o, {q, k, v, dout, out}, lse, flash_bf16::block_of(s), DsTerms::two);
 }
 double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,

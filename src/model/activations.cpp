@@ -164,4 +164,14 @@ Activations::Activations(const BlockWidths& w, const std::vector<BlockKind>& kin
   }
 }
 
+void Activations::set_documents(std::vector<int32_t> doc, std::vector<float> rope_cos, std::vector<float> rope_sin) {
+  doc_ = std::move(doc), rope_cos_ = std::move(rope_cos), rope_sin_ = std::move(rope_sin);
+  const bool on = !doc_.empty();
+  for (BlockActs& a : blocks_) {
+    a.doc = on ? doc_.data() : nullptr;
+    a.rope_cos = on ? rope_cos_.data() : nullptr;
+    a.rope_sin = on ? rope_sin_.data() : nullptr;
+  }
+}
+
 }  // namespace ff

@@ -90,6 +90,11 @@ struct BlockActs {
   TypedPtr ln2;    // (R, C)  in the GEMM input type (f32 in an MoE block)
   DenseMlpActs mlp;
   MoeMlpActs moe;  // an MoE block's, in place of mlp
+  // Document-masked micro-batches (model/documents.h): each row's document id (N) and RoPE's
+  // tables at each row's position in its document (N, D/2); null without a document mask.
+  const int32_t* doc = nullptr;
+  const float* rope_cos = nullptr;
+  const float* rope_sin = nullptr;
 };
 
 // One rank's block widths: C the residual width; Q, A, H, F its share of the qkv width, the
@@ -135,12 +140,17 @@ class Activations {
   float* final_ln() { return ln_final_.data(); }      // (R, C); R = resid_rows
   Recompute policy() const { return policy_; }
   DType gemm_dtype() const { return gemm_dtype_; }
+  // This micro-batch's documents (ids (N), RoPE tables (N, D/2)), which every block then points
+  // at; empty vectors: no document mask.
+  void set_documents(std::vector<int32_t> doc, std::vector<float> rope_cos, std::vector<float> rope_sin);
 
  private:
   Recompute policy_;
   DType gemm_dtype_;
   TrackedBuffer<float> kept_, scratch_, resid_final_, rstd_final_, ln_final_;
   std::vector<BlockActs> blocks_;
+  std::vector<int32_t> doc_;
+  std::vector<float> rope_cos_, rope_sin_;
 };
 
 }  // namespace ff

@@ -108,6 +108,34 @@ void Llama::set_positions(const std::vector<int>& positions) {
     }
 }
 
+void Llama::set_document_breaks(const DocumentBreaks& breaks) {
+  if (breaks.bos < 0 && breaks.eos < 0)
+    throw std::invalid_argument("document masks need the tokenizer's BOS or EOS id; it has neither");
+  row_marker_ = std::make_unique<RowDocumentMarker>(breaks);
+  doc_marker_ = row_marker_.get();
+}
+
+void Llama::mark_documents(Activations& acts, const int32_t* tokens, int B, int T) const {
+  if (!doc_marker_) return;
+  const int D = cfg_.head_dim(), half = D / 2;
+  const size_t N = size_t(B) * size_t(T);
+  std::vector<int32_t> doc(N), pos(N);
+  doc_marker_->mark(tokens, B, T, doc.data(), pos.data());
+  // Rows of the table rope_tables makes for the longest document (a row's values do not depend on
+  // the table's length), so a document rotates bitwise as the same tokens run on their own.
+  int end = 1;
+  for (int32_t p : pos) end = std::max(end, int(p) + 1);
+  std::vector<float> table_cos(size_t(end) * half), table_sin(size_t(end) * half);
+  rope_tables(table_cos.data(), table_sin.data(), end, D, cfg_.rope_theta);
+  std::vector<float> cos(N * size_t(half)), sin(N * size_t(half));
+  for (size_t t = 0; t < N; ++t)
+    for (int i = 0; i < half; ++i) {
+      cos[t * half + i] = table_cos[size_t(pos[t]) * half + i];
+      sin[t * half + i] = table_sin[size_t(pos[t]) * half + i];
+    }
+  acts.set_documents(std::move(doc), std::move(cos), std::move(sin));
+}
+
 void Llama::check_shape(int B, int T) const {
   if (B < 1 || B > max_batch_ || T < 1 || T > cfg_.seq_len)
     throw std::runtime_error(fmt::format(
@@ -148,6 +176,7 @@ double Llama::forward_loss(const float* params, const int32_t* tokens, const int
 const float* Llama::forward_logits(ParamSource& src, const int32_t* tokens, int B, int T) {
   check_shape(B, T);
   whole();
+  mark_documents(*whole_, tokens, B, T);
   embed(src, *whole_, tokens, B * T, 0);
   blocks_forward(src, *whole_, 0, cfg_.n_layers, whole_->final_out(), B, T, layout_.head_segment());
   head_forward(acquire_head(src, ParamSegment{}), *whole_, 0, B * T);
@@ -164,6 +193,7 @@ const float* Llama::forward_last_logits(const float* params, const int32_t* toke
   FlatParams src(params);
   check_shape(1, T);
   whole();
+  mark_documents(*whole_, tokens, 1, T);
   embed(src, *whole_, tokens, T, 0);
   blocks_forward(src, *whole_, 0, cfg_.n_layers, whole_->final_out(), 1, T, layout_.head_segment());
   head_forward(acquire_head(src, ParamSegment{}), *whole_, T - 1, 1);

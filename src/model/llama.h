@@ -19,6 +19,7 @@
 #include "core/memory.h"
 #include "kernels/gemm_context.h"
 #include "model/activations.h"
+#include "model/documents.h"
 #include "model/model_config.h"
 #include "model/model_hooks.h"
 #include "model/param_access.h"
@@ -61,6 +62,22 @@ class Llama {
   // rotates as position positions[t]. Context parallelism hands each rank its chunks of longer
   // sequences, whose tokens sit at positions other than 0, 1, 2, ...
   void set_positions(const std::vector<int>& positions);
+  // Document masks in packed rows (model/documents.h): with breaks set, each micro-batch's
+  // documents are read off its tokens; attention stays inside a document and RoPE positions
+  // restart at each. Unset (the default): one causal sequence per row.
+  void set_document_breaks(const DocumentBreaks& breaks);
+  // The same with the documents told by `marker` (which outlives the model), for a model that
+  // runs on pieces of longer sequences (context parallelism).
+  void set_document_marker(const DocumentMarker* marker) { doc_marker_ = marker; }
+  bool document_masked() const { return doc_marker_ != nullptr; }
+  // Marks acts' rows with the documents of tokens (B, T) and their RoPE tables; nothing without
+  // document breaks. The whole-model entry points do it; a pipeline stage does it for each
+  // micro-batch's stash, whatever blocks it holds.
+  void mark_documents(Activations& acts, const int32_t* tokens, int B, int T) const;
+  // Key tiles the document-masked attention visited and skipped, forward and backward, since
+  // construction (the caller may reset it).
+  AttentionTileCounts& document_tiles() { return doc_tiles_; }
+  const AttentionTileCounts& document_tiles() const { return doc_tiles_; }
 
   // ---- the whole model ----
   // One micro-batch of training: forward, loss, backward. Adds grad_scale * d(sum of token
@@ -166,7 +183,14 @@ class Llama {
                           const DeferredGrads& def);
   Activations& whole();  // the whole model's activations; throws on a pipeline stage's part
   MlpCall mlp_call(const float* P, int l, const BlockActs& a, int N);
-  AttentionShape attention_shape(int B, int T) const;
+  AttentionShape attention_shape(const BlockActs& a, int B, int T);
+  // RoPE's tables and the (B, T) they are laid out for: the model's (T, D/2) table, or under a
+  // document mask the micro-batch's own rows as one sequence of B*T rows.
+  struct RopeRows {
+    const float *cos, *sin;
+    int B, T;
+  };
+  RopeRows rope_rows(const BlockActs& a, int B, int T) const;
   size_t deferred_floats_per_block(int N) const;
   DeferredGrads deferred_at(float* base, int N) const;
   size_t resid_rows(int N) const { return hooks_->resid_rows(size_t(N)); }
@@ -178,7 +202,7 @@ class Llama {
   ConstTypedPtr resid_grad_for_gemm(const float* dy);
   // RoPE's backward on d_qkv_, and the q/k/v GEMM's output gradient: d_qkv_ itself, or its rounded
   // rows written by the same pass (d_qkv_ then left unrotated) unless keep_f32.
-  ConstTypedPtr qkv_grad_for_gemm(int B, int T, bool keep_f32);
+  ConstTypedPtr qkv_grad_for_gemm(const BlockActs& a, int B, int T, bool keep_f32);
   // The attention's backward (d_att_ -> q/k/v) and then qkv_grad_for_gemm, or both in the
   // attention kernel's own last pass where the hooks run the serial bf16 kernel and the GEMM
   // reads a bf16 gradient.
@@ -201,6 +225,9 @@ class Llama {
   DType act_dtype_;                           // of the activations only GEMMs read
   std::unique_ptr<Activations> whole_;        // the whole model's activations (parts null)
   TrackedBuffer<float> rope_cos_, rope_sin_;  // (T, D/2)
+  std::unique_ptr<RowDocumentMarker> row_marker_;  // set_document_breaks's
+  const DocumentMarker* doc_marker_ = nullptr;      // null: no document mask
+  AttentionTileCounts doc_tiles_;
   TrackedBuffer<float> logits_;               // (N, V), then d(loss)/d(logits) in place
   TrackedBuffer<float> logits_grad16_;        // 16-bit runs: that gradient rounded, (N, V) 16-bit
   TrackedBuffer<float> losses_;               // (N)

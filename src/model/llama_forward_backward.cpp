@@ -32,6 +32,7 @@ double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* 
   Activations& acts = whole();
   const int N = B * T, L = cfg_.n_layers;
   loss_scale_ = grad_scale * balance_weight_;
+  mark_documents(acts, tokens, B, T);
   embed(src, acts, tokens, N, 0);                                                     // (R, C)
   blocks_forward(src, acts, 0, L, acts.final_out(), B, T, layout_.head_segment());    // (R, C)
   float* tied_emb_grad = nullptr;
@@ -45,6 +46,7 @@ double Llama::forward_backward(ParamSource& src, GradSink& sink, const int32_t* 
 double Llama::forward_loss(ParamSource& src, const int32_t* tokens, const int32_t* targets, int B, int T) {
   check_shape(B, T);
   Activations& acts = whole();
+  mark_documents(acts, tokens, B, T);
   embed(src, acts, tokens, B * T, 0);
   blocks_forward(src, acts, 0, cfg_.n_layers, acts.final_out(), B, T, layout_.head_segment());
   return head_loss(src, acts, targets, B * T);
@@ -83,8 +85,9 @@ void Llama::block_forward(const float* P, int l, const BlockActs& a, float* out,
   // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
   rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);      // (R, C)
   matmul_xwt(*gemm_, a.qkv, hooks_->column_input(a.ln1, N, C), block_weight(P, l, o.qkv), N, C, Q);          // (N, Q)
-  rope_forward(a.qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);       // q
-  rope_forward(a.qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);  // k
+  const RopeRows rope = rope_rows(a, B, T);
+  rope_forward(a.qkv, rope.cos, rope.sin, rope.B, rope.T, heads_, D, Q);           // q
+  rope_forward(a.qkv + A, rope.cos, rope.sin, rope.B, rope.T, kv_heads_, D, Q);    // k
   attention_into(a, B, T);                                                           // (N, A)
   hooks_->row_output(*gemm_, a.mid, a.x_in, a.att, block_weight(P, l, o.o), N, A, C);  // (R, C)
   // MLP: out = mid + down(swiglu(gate_up(norm(mid)))).
@@ -97,7 +100,7 @@ void Llama::attention_into(const BlockActs& a, int B, int T) {
   // The hook writes a 16-bit att in its type; unrounded (the test's reference): fp32 rounded here.
   const bool staged = a.att.dtype() != DType::f32 && !rounding_in_kernels_;
   const TypedPtr att = staged ? TypedPtr(staging_.data()) : a.att;
-  hooks_->attention(*gemm_, att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(B, T),
+  hooks_->attention(*gemm_, att, a.lse, a.qkv, a.qkv + A, a.qkv + A + kv_heads_ * D, attention_shape(a, B, T),
                     staging_.data());
   if (staged) convert_from_f32(a.att, staging_.data(), size_t(N) * A);
 }
@@ -283,9 +286,16 @@ void Llama::embedding_backward(GradSink& sink, float* emb_grad, const int32_t* t
 
 // ---- shared by the steps ----
 
-AttentionShape Llama::attention_shape(int B, int T) const {
+AttentionShape Llama::attention_shape(const BlockActs& a, int B, int T) {
   const int Q = int(w_.Q);
-  return {B, T, heads_, kv_heads_, cfg_.head_dim(), Q, Q};
+  AttentionShape s{B, T, heads_, kv_heads_, cfg_.head_dim(), Q, Q};
+  if (a.doc) s.doc = a.doc, s.tiles = &doc_tiles_;
+  return s;
+}
+
+Llama::RopeRows Llama::rope_rows(const BlockActs& a, int B, int T) const {
+  if (a.doc) return {a.rope_cos, a.rope_sin, 1, B * T};
+  return {rope_cos_.data(), rope_sin_.data(), B, T};
 }
 
 WeightRef Llama::block_weight(const float* P, int l, size_t offset) const {

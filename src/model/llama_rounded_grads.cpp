@@ -39,19 +39,20 @@ ConstTypedPtr Llama::resid_grad_for_gemm(const float* dy) {
   return ConstTypedPtr(d_qkv_.data(), gemm_grad_dtype());
 }
 
-ConstTypedPtr Llama::qkv_grad_for_gemm(int B, int T, bool keep_f32) {
+ConstTypedPtr Llama::qkv_grad_for_gemm(const BlockActs& a, int B, int T, bool keep_f32) {
   const int D = cfg_.head_dim(), Q = int(w_.Q), A = int(w_.A);
   float* d_qkv = d_qkv_.data();
   const DType t = gemm_grad_dtype();
   const size_t n = size_t(B) * T * Q;
+  const RopeRows rope = rope_rows(a, B, T);
   // The rounded rows go to d_gate_up_ when it can hold them (2F >= Q/2: every usual shape).
   if (keep_f32 || t == DType::f32 || (n * dtype_size(t) + 3) / 4 > d_gate_up_.size()) {
-    rope_backward(d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, D, Q);
-    rope_backward(d_qkv + A, rope_cos_.data(), rope_sin_.data(), B, T, kv_heads_, D, Q);
+    rope_backward(d_qkv, rope.cos, rope.sin, rope.B, rope.T, heads_, D, Q);
+    rope_backward(d_qkv + A, rope.cos, rope.sin, rope.B, rope.T, kv_heads_, D, Q);
     return ConstTypedPtr(d_qkv);
   }
   const TypedPtr out(d_gate_up_.data(), t);
-  rope_backward_rounded(out, d_qkv, rope_cos_.data(), rope_sin_.data(), B, T, heads_, kv_heads_, D, Q);
+  rope_backward_rounded(out, d_qkv, rope.cos, rope.sin, rope.B, rope.T, heads_, kv_heads_, D, Q);
   ++rounded_grad_uses_;
   return out;
 }
@@ -63,18 +64,19 @@ ConstTypedPtr Llama::attention_backward_for_gemm(const BlockActs& a, ConstTypedP
   const size_t n = size_t(B) * T * size_t(w_.Q);
   // The serial bf16 kernel (the hooks' own, attention_backward_overwrites) rotates q's and k's
   // gradient back and rounds all three in its last pass: the bits of the two passes below.
-  if (!keep_f32 && gemm_grad_dtype() == DType::bf16 && hooks_->attention_backward_overwrites(*gemm_) &&
+  // Its tables rotate by position in the row, so a document-masked batch takes the two passes.
+  if (!keep_f32 && !a.doc && gemm_grad_dtype() == DType::bf16 && hooks_->attention_backward_overwrites(*gemm_) &&
       (n * 2 + 3) / 4 <= d_gate_up_.size()) {
     const TypedPtr out(d_gate_up_.data(), DType::bf16);
     hooks_->attention_backward_rope_rounded(out, out.at(size_t(A)), out.at(size_t(kv)), d_att_.data(), a.qkv,
-                                            a.qkv + A, a.qkv + kv, att, a.lse, attention_shape(B, T),
+                                            a.qkv + A, a.qkv + kv, att, a.lse, attention_shape(a, B, T),
                                             rope_cos_.data(), rope_sin_.data());
     ++rounded_grad_uses_;
     return out;
   }
   hooks_->attention_backward(*gemm_, d_qkv, d_qkv + A, d_qkv + kv, d_att_.data(), a.qkv, a.qkv + A, a.qkv + kv,
-                             att, a.lse, attention_shape(B, T), staging_.data());
-  return qkv_grad_for_gemm(B, T, keep_f32);  // RoPE's backward
+                             att, a.lse, attention_shape(a, B, T), staging_.data());
+  return qkv_grad_for_gemm(a, B, T, keep_f32);  // RoPE's backward
 }
 
 TypedPtr Llama::logits_grad_rounded() {

@@ -95,6 +95,12 @@ ParallelModel::ParallelModel(const TrainConfig& cfg, const Mesh* mesh, Tracer* t
 
 ParallelModel::~ParallelModel() = default;
 
+void ParallelModel::set_document_breaks(const DocumentBreaks& breaks) {
+  if (!cp_) return model_->set_document_breaks(breaks);
+  cp_->set_document_breaks(breaks);
+  model_->set_document_marker(cp_.get());
+}
+
 double ParallelModel::forward_backward(const int32_t* inputs, const int32_t* targets, float grad_scale,
                                        double balance_weight) {
   const int mb = cfg_.micro_batch, accum = cfg_.grad_accum;

@@ -56,6 +56,8 @@ class ParallelModel {
   // tests and inspection only: checkpoints never gather).
   std::vector<float> full_params();
 
+  // Document masks in packed rows (model/documents.h); under cp, read off the whole sequences.
+  void set_document_breaks(const DocumentBreaks& breaks);
   Llama& model() { return *model_; }
   const Llama& model() const { return *model_; }
   ModelState& state() { return *state_; }

@@ -59,6 +59,9 @@ void ProgressReport::start(ParallelModel& par, const std::string& memory_line, b
     std::printf("context parallel: cp %d, %s attention, %s chunks, %d of the %d tokens of each sequence per rank\n",
                 cfg_.cp, cp_comm_names().name(cfg_.cp_comm), cp_balance_names().name(cfg_.cp_balance),
                 cp->layout().local_len(), cfg_.model.seq_len);
+  if (cfg_.doc_mask)
+    std::printf("document masks: each token attends to its own document (from a BOS, or after an EOS) and RoPE "
+                "positions restart at each; the attention skips the tiles no query of a tile can see\n");
   if (cfg_.precision != Precision::fp32)
     std::printf("precision %s: %s\n", precision_name(cfg_.precision),
                 cfg_.precision == Precision::fp16  ? f16_path_description().c_str()
@@ -73,7 +76,8 @@ void ProgressReport::start(ParallelModel& par, const std::string& memory_line, b
                 describe_split(*split).c_str());
 }
 
-void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet) {
+void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet,
+                          const AttentionTileCounts* doc_tiles) {
   // The first step pays for page faults and library warm-up; ETA and averages skip it.
   if (++steps_seen_ > 1) run_seconds_ += r.seconds, ++steps_timed_;
   if (!leader()) return;
@@ -99,6 +103,7 @@ void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTrainin
   bytes["peak_total"] = mem.total_peak;
   rec["bytes"] = bytes;
   if (moe) rec["moe"] = moe->metrics();
+  if (doc_tiles) rec["attention_tiles"] = {{"visited", doc_tiles->visited}, {"skipped", doc_tiles->skipped}};
   metrics_->write(rec);
   if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
   std::string line = fmt::format(

@@ -37,7 +37,10 @@ class ProgressReport {
   void start(ParallelModel& par, const std::string& memory_line, bool quiet) const;
   // A step's metrics record (every step) and progress line (every log_every, the last, and with a
   // validation loss); val_loss is NaN when the step was not evaluated.
-  void step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet);
+  // doc_tiles: under doc_mask, this rank's attention tiles visited and skipped since the start
+  // (metrics.jsonl's "attention_tiles"); null otherwise.
+  void step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet,
+            const AttentionTileCounts* doc_tiles = nullptr);
   // Each rank's trace part written beside cfg.trace, merged by the leader (collective).
   void write_trace(const Tracer* tracer, bool quiet) const;
 

@@ -51,6 +51,7 @@ Binding enum_key(const char* name, const char* before, const EnumTable<T>& table
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = {
       {{"data", "folder written by `fivefold prepare`, or weighted folders mixed row by row: [\"code:0.3\", \"web:0.7\"] (--data code:0.3,web:0.7)"}, FF_FIELD(data)},
+      {{"doc_mask", "packed rows: a token attends only to its own document (which starts at the tokenizer's BOS or after its EOS), RoPE positions restart at each document (true | false)"}, FF_FIELD(doc_mask)},
       {{"vocab_size", "tokens in the vocabulary; 0 = read it from the tokenizer in `data`"}, FF_FIELD(model.vocab_size)},
       {{"dim", "residual width (hidden size)"}, FF_FIELD(model.dim)},
       {{"n_layers", "decoder blocks"}, FF_FIELD(model.n_layers)},
@@ -313,6 +314,15 @@ TrainConfig load_train_config(const std::string& toml_path,
   }
   for (const auto& [k, v] : overrides) set_config_key(c, k, v, "on the command line");
   return c;
+}
+
+bool saved_doc_mask(const std::string& config_toml) {
+  if (config_toml.empty()) return false;
+  try {
+    return toml::parse(config_toml)["doc_mask"].value_or(false);
+  } catch (const toml::parse_error& e) {
+    throw std::runtime_error(fmt::format("the checkpoint's saved config is not valid TOML: {}", e.description()));
+  }
 }
 
 std::string config_to_toml(const TrainConfig& src) {

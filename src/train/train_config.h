@@ -25,6 +25,7 @@ namespace ff {
 struct TrainConfig {
   ModelConfig model;            // vocab_size 0 means "take it from the tokenizer in `data`"
   std::string data;             // folder written by `fivefold prepare`
+  bool doc_mask = false;        // attention stays inside each document of a packed row; RoPE restarts per document
   int steps = 100;              // optimizer steps; the LR schedule spans exactly these
   int stop_at = 0;              // stop (with a checkpoint) after this step, as if interrupted
   uint64_t seed = 1337;         // weights init and data order
@@ -106,6 +107,9 @@ TrainConfig load_train_config(const std::string& toml_path,
 void set_config_key(TrainConfig& c, const std::string& key, const std::string& value,
                     const std::string& source);
 std::string config_to_toml(const TrainConfig& c);
+// Whether the run that saved this resolved config (a checkpoint's) trained with doc_mask; false
+// for a config without the key (runs before it existed) or an empty one.
+bool saved_doc_mask(const std::string& config_toml);
 // Cheap checks that must pass before any data is read or memory allocated: each key's range and
 // every check across keys, those of the features included (context parallelism, the pipeline
 // schedule, ZeRO-3's gather dtype, the data-parallel modes, the model's shape, MoE's layout).

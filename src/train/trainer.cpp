@@ -68,6 +68,10 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
         "{}), or re-run `fivefold prepare --vocab {}`",
         cfg_.model.vocab_size, tokenizer.path, tokenizer.vocab_size, tokenizer.vocab_size, cfg_.model.vocab_size));
   validate_train_config(cfg_);  // again: the shape checks now see the tokenizer's vocab_size
+  if (cfg_.doc_mask && tokenizer.bos_id < 0 && tokenizer.eos_id < 0)
+    throw std::runtime_error(fmt::format("config: doc_mask = true needs the tokenizer '{}' to have a BOS or EOS "
+                                         "token, which mark where documents start; it has neither: set "
+                                         "doc_mask = false", tokenizer.path));
   memory_line_ = check_memory_fits(cfg_).line;  // refuses a run that cannot fit, before allocating
 
   // Resuming: the checkpoint's model must be this model. Checked before anything is written.
@@ -90,6 +94,7 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   if (!cfg_.trace.empty()) tracer_ = std::make_unique<Tracer>(world_rank());
   par_ = std::make_unique<ParallelModel>(cfg_, mesh_, tracer_.get(), gemm_);
+  if (cfg_.doc_mask) par_->set_document_breaks({tokenizer.bos_id, tokenizer.eos_id});
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
   schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
@@ -247,7 +252,7 @@ void Trainer::run() {
     if (!r.skipped) history_.back().spike_median = r.spike_median = spikes_.observe(r.loss);
     double val = NAN;
     if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
-    report_->step(r, val, par_->moe(), quiet);
+    report_->step(r, val, par_->moe(), quiet, cfg_.doc_mask ? &par_->model().document_tiles() : nullptr);
     checkpoint_if_due(r, last);
   }
   // Every rank asks (a group's first request is collective); the dense group exists by now.

@@ -8,11 +8,41 @@
 #include <string>
 #include <vector>
 
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
 #include "core/memory.h"
+#include "io/token_shard.h"
+#include "io/tokenizer.h"
 #include "test_data.h"
 #include "train/trainer.h"
 
 namespace ff::testkit {
+
+// The document-mask variant of a layout test: CTest sets FF_TEST_DOC_MASK=1 on a second
+// registration of the same program, which then runs every case (parallel and serial alike) with
+// doc_mask = true on rows long enough to hold several documents.
+inline bool doc_mask_variant() {
+  const char* v = std::getenv("FF_TEST_DOC_MASK");
+  return v && std::string(v) == "1";
+}
+constexpr int kDocMaskSeqLen = 128;  // two 64-row attention tiles: boundaries inside them and across
+
+// The fewest documents any window of T tokens of the data's training shard holds (a document
+// starts at a BOS, or after an EOS), counted here from the tokens without the model's code.
+inline int fewest_documents_per_window(const std::string& data, int T) {
+  const Tokenizer tok(data + "/tokenizer.model");
+  const std::vector<int32_t> ids = read_token_shard(data + "/train.bin");
+  const int bos = tok.bos_id(), eos = tok.eos_id();
+  std::vector<int> starts(ids.size() + 1, 0);  // starts[i]: document starts at positions < i
+  for (size_t t = 0; t < ids.size(); ++t)
+    starts[t + 1] = starts[t] + int(t > 0 && (ids[t] == bos || ids[t - 1] == eos));
+  int fewest = std::numeric_limits<int>::max();
+  for (size_t o = 0; o + size_t(T) <= ids.size(); ++o)  // the window's first token always starts one
+    fewest = std::min(fewest, 1 + starts[o + size_t(T)] - starts[o + 1]);
+  return fewest;
+}
 
 // configs/tiny.toml on `data`: 20 steps, no periodic evaluation, one thread per rank.
 inline TrainConfig tiny_config(const std::string& data) {
@@ -21,6 +51,15 @@ inline TrainConfig tiny_config(const std::string& data) {
   c.steps = 20;
   c.eval_every = 0;
   c.threads = 1;
+  if (doc_mask_variant()) {
+    c.doc_mask = true;
+    c.model.seq_len = kDocMaskSeqLen;
+    // Otherwise the variant would prove nothing: every window must pack several documents.
+    static const int fewest = fewest_documents_per_window(data, kDocMaskSeqLen);
+    if (fewest < 3)
+      throw std::runtime_error("doc_mask variant: a window of the test data holds only " + std::to_string(fewest) +
+                               " documents; it needs >= 3");
+  }
   return c;
 }
 
@@ -78,6 +117,12 @@ inline SerialComparison compare_with_serial(const Trainer& run, const std::vecto
   const std::vector<float> serial_weights = serial.full_params();
   r.serial_learned = serial.history().back().loss < serial.history().front().loss;
   r.val_diff = std::fabs(run_val - serial.evaluate()) / run_val;
+  // The serial run's attention must have gone through the document-masked kernels (the windows'
+  // several documents each are checked by tiny_config).
+  if (serial_cfg.doc_mask && serial.model().document_tiles().visited == 0) {
+    std::printf("doc_mask: the serial run's attention ran no document-masked tile\n");
+    r.worst_loss = std::numeric_limits<double>::infinity();
+  }
   if (run.history().size() != serial.history().size() || run_weights.size() != serial_weights.size()) {
     r.worst_loss = r.worst_grad_norm = r.worst_weight = std::numeric_limits<double>::infinity();
     return r;

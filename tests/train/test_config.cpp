@@ -105,3 +105,21 @@ TEST(TrainConfig, TomlTypesAreStrict) {
   EXPECT_EQ(c.model.dim, 32);
   EXPECT_TRUE(c.model.tied_embeddings);
 }
+
+TEST(TrainConfig, DocMaskIsOffByDefaultAndAFlag) {
+  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {});
+  EXPECT_FALSE(c.doc_mask);
+  c = load_train_config(testkit::config_path("tiny.toml"), {{"doc-mask", "true"}, {"cp", "2"}});
+  EXPECT_TRUE(c.doc_mask);
+  validate_train_config(c);  // every layout takes it, context parallelism included
+  EXPECT_NE(error_of([] { load_train_config("", {{"doc-mask", "yes"}}); }).find("'doc_mask'"), std::string::npos);
+}
+
+TEST(TrainConfig, SavedDocMaskIsReadFromACheckpointsConfig) {
+  TrainConfig c = load_train_config(testkit::config_path("tiny.toml"), {{"doc-mask", "true"}});
+  EXPECT_TRUE(saved_doc_mask(config_to_toml(c)));
+  c.doc_mask = false;
+  EXPECT_FALSE(saved_doc_mask(config_to_toml(c)));
+  EXPECT_FALSE(saved_doc_mask(""));            // a checkpoint that saved no config
+  EXPECT_FALSE(saved_doc_mask("steps = 3\n"));  // a run from before the key
+}

@@ -37,7 +37,10 @@ void add_piece(float* dk, float* dv, const float* dpiece, const AttentionShape& 
 
 // The block of local query chunk a against chunk bk of a piece, positions from the layout, and
 // out/lse strides of the local (B, T, H, D) / (B, H, T) tensors.
-AttentionBlock chunk_block(const AttentionShape& s, int c, int q_pos, int k_pos) {
+// With document ids (all: every rank's, (cp, B, T)), the block compares query chunk a of rank
+// `me` with key chunk bk of rank src.
+AttentionBlock chunk_block(const AttentionShape& s, int c, int q_pos, int k_pos, const int32_t* all, int me, int a,
+                           int src, int bk) {
   AttentionBlock b{};
   b.B = s.B, b.Tq = c, b.Tk = c, b.H = s.H, b.Hkv = s.Hkv, b.D = s.D;
   b.q_row = s.q_stride, b.q_batch = long(s.T) * s.q_stride;
@@ -46,6 +49,12 @@ AttentionBlock chunk_block(const AttentionShape& s, int c, int q_pos, int k_pos)
   b.l_head = s.T, b.l_batch = long(s.H) * s.T;
   b.q_pos = q_pos, b.k_pos = k_pos;
   b.mask = AttentionMask::causal;
+  if (all) {
+    const size_t piece = size_t(s.B) * size_t(s.T);
+    b.q_doc = all + me * piece + size_t(a) * c, b.k_doc = all + src * piece + size_t(bk) * c;
+    b.q_doc_batch = b.k_doc_batch = s.T;
+    b.tiles = s.tiles;
+  }
   return b;
 }
 
@@ -75,6 +84,7 @@ void ContextAttention::attend_piece(const GemmContext& gemm, float* att, float* 
                                     int src, const AttentionShape& s) {
   TraceScope scope(tracer_, "attention blocks of rank " + std::to_string(src), "cp compute");
   const int c = s.T / 2;
+  const int32_t* docs = s.doc ? docs_.data() : nullptr;
   const auto mine = layout_.chunks_of(layout_.rank()), theirs = layout_.chunks_of(src);
   float* part = buffer(part_, size_t(s.B) * c * s.H * s.D);
   float* part_lse = buffer(part_lse_, size_t(s.B) * s.H * c);
@@ -82,7 +92,7 @@ void ContextAttention::attend_piece(const GemmContext& gemm, float* att, float* 
     for (int bk = 0; bk < 2; ++bk) {
       const int q_pos = mine[a] * c, k_pos = theirs[bk] * c;
       if (k_pos > q_pos + c - 1) continue;  // every key after every query: nothing visible
-      AttentionBlock blk = chunk_block(s, c, q_pos, k_pos);
+      AttentionBlock blk = chunk_block(s, c, q_pos, k_pos, docs, layout_.rank(), a, src, bk);
       const MergeLayout acc{s.B, c, s.H, s.D, blk.o_batch, blk.o_row, blk.l_batch, blk.l_head};
       // The partial goes to a compact scratch block, then merges into the chunk's rows.
       blk.o_row = long(s.H) * s.D, blk.o_batch = long(c) * s.H * s.D;
@@ -101,12 +111,13 @@ void ContextAttention::attend_piece_backward(const GemmContext& gemm, float* dq,
                                              int src, const AttentionShape& s) {
   TraceScope scope(tracer_, "attention backward blocks of rank " + std::to_string(src), "cp compute");
   const int c = s.T / 2;
+  const int32_t* docs = s.doc ? docs_.data() : nullptr;
   const auto mine = layout_.chunks_of(layout_.rank()), theirs = layout_.chunks_of(src);
   for (int a = 0; a < 2; ++a)
     for (int bk = 0; bk < 2; ++bk) {
       const int q_pos = mine[a] * c, k_pos = theirs[bk] * c;
       if (k_pos > q_pos + c - 1) continue;
-      const AttentionBlock blk = chunk_block(s, c, q_pos, k_pos);
+      const AttentionBlock blk = chunk_block(s, c, q_pos, k_pos, docs, layout_.rank(), a, src, bk);
       const size_t qa = size_t(a) * c, kb = size_t(bk) * c * size_t(blk.kv_row);
       const size_t oa = qa * s.H * s.D;
       block_flops_ += attention_block_backward_run_precision(gemm, dq + qa * s.q_stride, dpiece + kb,
@@ -116,8 +127,17 @@ void ContextAttention::attend_piece_backward(const GemmContext& gemm, float* dq,
     }
 }
 
+const int32_t* ContextAttention::gather_documents(const AttentionShape& s) {
+  if (!s.doc) return nullptr;
+  const size_t n = size_t(s.B) * size_t(s.T);
+  docs_.resize(n * size_t(layout_.cp()));
+  group_.all_gather(ConstCommPtr(s.doc), CommPtr(docs_.data()), docs_.size());
+  return docs_.data();
+}
+
 void ContextAttention::forward(const GemmContext& gemm, float* att, float* lse, const float* q, const float* k,
                                const float* v, const AttentionShape& s) {
+  gather_documents(s);
   if (mode_ == CpComm::a2a) return a2a_forward(gemm, att, lse, q, k, v, s);
   // Every row starts empty: out 0, lse -inf; each piece's blocks merge in.
   const size_t n_out = size_t(s.B) * s.T * s.H * s.D, n_lse = size_t(s.B) * s.H * s.T;
@@ -131,6 +151,7 @@ void ContextAttention::forward(const GemmContext& gemm, float* att, float* lse, 
 void ContextAttention::backward(const GemmContext& gemm, float* dq, float* dk, float* dv, const float* d_att,
                                 const float* q, const float* k, const float* v, const float* att, const float* lse,
                                 const AttentionShape& s) {
+  gather_documents(s);
   if (mode_ == CpComm::a2a) return a2a_backward(gemm, dq, dk, dv, d_att, q, k, v, att, lse, s);
   pack_piece(buffer(kv_[0], piece_floats(s)), k, v, s);
   const float* own = mode_ == CpComm::ring ? ring_backward(gemm, dq, d_att, q, att, lse, s)

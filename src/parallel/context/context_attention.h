@@ -13,6 +13,11 @@
 //              serial flash kernel runs on whole sequences, and a second all-to-all turns back.
 // Partial results over key pieces merge by log-sum-exp (kernels/attention_block.h), which makes
 // every variant equal to whole-sequence attention up to rounding.
+//
+// Document masks: the shape's ids (B, T/cp) number the documents of the whole sequence (the
+// marker in context_parallel.h reads them off the whole rows), so a document may cross any chunk
+// edge. Each call all-gathers the ids of every rank (B T/cp ints each): ring and all-gather give
+// each block its query and key chunks' ids, a2a lays them out as the whole sequence.
 #include <memory>
 #include <vector>
 
@@ -65,6 +70,10 @@ class ContextAttention final : public AttentionOp {
   void a2a_backward(const GemmContext& gemm, float* dq, float* dk, float* dv, const float* d_att, const float* q,
                     const float* k, const float* v, const float* att, const float* lse, const AttentionShape& s);
   void wait_exposed(CommRequest& r, const char* what);
+  // Every rank's document ids (cp, B, T/cp) when the shape has them, else null.
+  const int32_t* gather_documents(const AttentionShape& s);
+  // The whole sequences' ids (B, T) from gather_documents's, for a2a.
+  const int32_t* sequence_documents(const AttentionShape& s);
 
   const Comm& group_;
   const ContextLayout& layout_;
@@ -75,6 +84,7 @@ class ContextAttention final : public AttentionOp {
   // Workspace, grown to the largest call: K/V pieces and their gradients (two each for the ring),
   // the all-gathered pieces, a partial block's out/lse, and the all-to-all's staging.
   TrackedBuffer<float> kv_[2], dkv_[3], full_, dfull_, part_, part_lse_, a2a_[6];
+  std::vector<int32_t> docs_, sequence_docs_;
 };
 
 }  // namespace ff

@@ -96,6 +96,19 @@ void rows_to_lse(float* lse, const float* rows, long stride, int B, int H, int T
 
 }  // namespace
 
+const int32_t* ContextAttention::sequence_documents(const AttentionShape& s) {
+  if (!s.doc) return nullptr;
+  const int T = layout_.seq_len();
+  sequence_docs_.resize(size_t(s.B) * T);
+  for (int src = 0; src < layout_.cp(); ++src) {
+    const std::vector<int> pos = layout_.positions_of(src);
+    const int32_t* piece = docs_.data() + size_t(src) * s.B * s.T;
+    for (int b = 0; b < s.B; ++b)
+      for (int t = 0; t < s.T; ++t) sequence_docs_[size_t(b) * T + pos[size_t(t)]] = piece[size_t(b) * s.T + t];
+  }
+  return sequence_docs_.data();
+}
+
 void ContextAttention::a2a_forward(const GemmContext& gemm, float* att, float* lse, const float* q, const float* k,
                                    const float* v, const AttentionShape& s) {
   const int cp = layout_.cp(), T = layout_.seq_len(), hq = s.H / cp, hk = s.Hkv / cp, D = s.D;
@@ -113,7 +126,7 @@ void ContextAttention::a2a_forward(const GemmContext& gemm, float* att, float* l
     TraceScope scope(tracer_, "attention (my heads, whole sequence)", "cp compute");
     const int w = int(W);
     attention_forward_run_precision(gemm, out, l_full, qkv, qkv + hq * D, qkv + (hq + hk) * D,
-                                    {s.B, T, hq, hk, D, w, w});
+                                    {s.B, T, hq, hk, D, w, w, sequence_documents(s), s.tiles});
   }
   // out (B, T, hq, D) is dense; spread it to rows of Wo with the lse beside each row.
   for (size_t n = size_t(s.B) * T; n-- > 0;)
@@ -171,7 +184,7 @@ void ContextAttention::a2a_backward(const GemmContext& gemm, float* dq, float* d
     const int w = int(W);
     const float *qf = qkv, *kf = qkv + hq * D, *vf = qkv + (hq + hk) * D;
     attention_backward_run_precision(gemm, dqkv, dqkv + hq * D, dqkv + (hq + hk) * D, dout, qf, kf, vf, out, l_full,
-                                     {s.B, T, hq, hk, D, w, w});
+                                     {s.B, T, hq, hk, D, w, w, sequence_documents(s), s.tiles});
   }
   sequence_to_rows(send, dqkv, layout_, s.B, W);
   CommRequest back = group_.all_to_all_async(send, recv, rows * W);

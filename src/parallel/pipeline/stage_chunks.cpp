@@ -59,6 +59,7 @@ double StageChunks::forward(ParamSource& src, GradSink& sink, int chunk, int slo
   Activations& acts = *s.acts;
   const int N = mb.B * mb.T;
   const size_t boundary = boundary_floats(mb.B, mb.T);
+  model_.mark_documents(acts, mb.tokens, mb.B, mb.T);  // every stage reads the documents off the tokens
   if (ch.embedding) model_.embed(src, acts, mb.tokens, N, ch.first_layer);
   else copy_rows(acts.block(0).x_in, input, boundary);
   if (!ch.head) {

@@ -22,7 +22,8 @@ struct ModelChunk {
   bool embedding = false, head = false;
 };
 
-// One micro-batch's tokens for a chunk (the first needs tokens, the last targets).
+// One micro-batch's tokens for a chunk (the first needs tokens, the last targets; every chunk
+// reads the tokens under a document mask, whose boundaries they carry).
 struct MicroBatch {
   const int32_t* tokens = nullptr;   // (B, T)
   const int32_t* targets = nullptr;  // (B, T)
