@@ -17,7 +17,7 @@
 #include "io/data_folder.h"
 #include "io/token_shard_writer.h"
 #include "io/token_stream.h"
-#include "io/tokenizer.h"
+#include "io/sentencepiece_tokenizer.h"
 
 using namespace ff;
 namespace fs = std::filesystem;
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   const fs::path out = argv[1];
   const uint64_t tokens = std::strtoull(argv[3], nullptr, 10);
   const int shards = std::atoi(argv[4]);
-  const Tokenizer tok(argv[2]);
+  const SentencePieceTokenizer tok(argv[2]);
   fs::create_directories(out);
   fs::copy_file(argv[2], out / "tokenizer.model", fs::copy_options::overwrite_existing);
   Ids ids{0x9E3779B97F4A7C15ull};

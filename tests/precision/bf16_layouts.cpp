@@ -41,6 +41,10 @@ constexpr double kLossTol = 1e-4, kNormTol = 0x1p-8, kFirstStepTol = 1e-4;
 // change of the arithmetic, not of the order of additions, so its bound is wider (seen on Zen 5
 // in 20 steps: see the printed line; bench/RESULTS.md records it).
 constexpr double kWireLossTol = 2e-3, kWireNormTol = 2e-2;
+// Its first step's loss is exact (the wire carries gradients only) but its norm is that of gradients
+// rounded once to bf16 after the sum: 1.3e-4 off serial bf16 on the tiny data with documents framed
+// BOS ... EOS, against 8.3e-4 for serial fp32, so this bound still tells bf16 from fp32.
+constexpr double kWireFirstStepNormTol = 0x1p-12;
 
 TrainConfig tiny_bf16(const std::string& data, int micro_batch, int accum, Precision precision) {
   TrainConfig c = testkit::tiny_config(data);
@@ -125,15 +129,16 @@ int main(int argc, char** argv) {
     const Gap first = gap({parallel.history().front()}, {serial.front()});
     const Gap first_fp32 = gap({fp32.front()}, {serial.front()});
     const double loss_tol = l.bf16_wire ? kWireLossTol : kLossTol, norm_tol = l.bf16_wire ? kWireNormTol : kNormTol;
-    const bool first_ok = first.loss <= kFirstStepTol && first.norm <= kFirstStepTol;
-    const bool fp32_apart = std::max(first_fp32.loss, first_fp32.norm) > kFirstStepTol;
+    const double first_norm_tol = l.bf16_wire ? kWireFirstStepNormTol : kFirstStepTol;
+    const bool first_ok = first.loss <= kFirstStepTol && first.norm <= first_norm_tol;
+    const bool fp32_apart = std::max(first_fp32.loss, first_fp32.norm) > first_norm_tol;
     const bool ok = g.loss <= loss_tol && g.norm <= norm_tol && first_ok && fp32_apart;
     std::printf("bf16 dp=%d zero=%d tp=%d sp=%d pp=%d cp=%d%s%s grad_reduce_dtype=%s vs serial bf16, %d steps: worst "
                 "step-loss rel diff %.2e (tol %.1e), worst grad-norm rel diff %.2e (tol %.1e); step 1: loss %.1e, "
-                "norm %.1e (tol %.0e; serial fp32 %.1e, %.1e: must exceed it): %s\n",
+                "norm %.1e (tol %.1e; serial fp32 %.1e, %.1e: must exceed it): %s\n",
                 l.dp, l.zero, l.tp, int(l.sp), l.pp, l.cp, l.cp > 1 ? " " : "", l.cp > 1 ? cp_comm_names().name(l.cp_comm) : "",
                 l.bf16_wire ? "bf16" : "fp32", c.steps, g.loss, loss_tol, g.norm, norm_tol, first.loss, first.norm,
-                kFirstStepTol, first_fp32.loss, first_fp32.norm, ok ? "ok" : "FAIL");
+                first_norm_tol, first_fp32.loss, first_fp32.norm, ok ? "ok" : "FAIL");
     failures += !ok;
   }
   if (ranks == 2) {

@@ -42,7 +42,7 @@ std::string make_sharded_folder(const std::string& tag, const std::string& token
                                 uint64_t tokenizer_checksum) {
   const fs::path dir = temp_dir(tag);
   fs::copy_file(fs::path(tokenizer_from) / "tokenizer.model", dir / "tokenizer.model");
-  const int vocab = int(read_token_shard_info((fs::path(tokenizer_from) / "train.bin").string()).vocab_size);
+  const int vocab = int(read_token_shard_info(only_shard(tokenizer_from, "train")).vocab_size);
   nlohmann::json meta;
   meta["train_shards"] = write_parts(dir, "train", train, shards, vocab, tokenizer_checksum);
   meta["val_shards"] = write_parts(dir, "val", val, 2, vocab, tokenizer_checksum);
@@ -52,7 +52,7 @@ std::string make_sharded_folder(const std::string& tag, const std::string& token
 
 const std::string& tiny_sharded_dir() {
   static const std::string dir = [] {
-    const std::string tiny = tiny_data_dir(), train = tiny + "/train.bin", val = tiny + "/val.bin";
+    const std::string tiny = tiny_data_dir(), train = only_shard(tiny, "train"), val = only_shard(tiny, "val");
     return make_sharded_folder("sharded", tiny, read_token_shard(train), read_token_shard(val), 3,
                                read_token_shard_info(train).tokenizer_checksum);
   }();
@@ -61,7 +61,7 @@ const std::string& tiny_sharded_dir() {
 
 const std::string& mixture_partner_dir() {
   static const std::string dir = [] {
-    const std::string tiny = tiny_data_dir(), train = tiny + "/train.bin", val = tiny + "/val.bin";
+    const std::string tiny = tiny_data_dir(), train = only_shard(tiny, "train"), val = only_shard(tiny, "val");
     return make_sharded_folder("partner", tiny, reversed(read_token_shard(train)), reversed(read_token_shard(val)), 3,
                                read_token_shard_info(train).tokenizer_checksum);
   }();

@@ -7,6 +7,7 @@
 
 #include "core/rng.h"
 #include "io/prepare.h"
+#include "io/data_folder.h"
 #include "io/token_shard.h"
 
 namespace ff::testkit {
@@ -52,17 +53,26 @@ const std::string& tiny_data_dir() {
   return dir;
 }
 
+std::string only_shard(const std::string& dir, const std::string& split) {
+  const DataFolderShards shards = data_folder_shards(dir);
+  const std::vector<std::string>& list = split == "train" ? shards.train : shards.val;
+  if (list.size() != 1)
+    throw std::logic_error("test data " + dir + " has " + std::to_string(list.size()) + " " + split +
+                           " shards; the test expects one");
+  return list.front();
+}
+
 std::string masked_copy_of_tiny_data(const LossMaskMaker& loss_mask) {
   const fs::path from = tiny_data_dir(), to = fs::path(temp_dir("masked")) / "prepared";
   fs::create_directories(to);
   for (const auto& e : fs::directory_iterator(from))
     if (e.path().extension() != ".bin") fs::copy(e.path(), to / e.path().filename(), fs::copy_options::recursive);
-  for (const char* shard : {"train.bin", "val.bin"}) {
-    const std::string path = (from / shard).string();
-    const TokenShardInfo info = read_token_shard_info(path);
-    const std::vector<int32_t> tokens = read_token_shard(path);
-    const std::vector<uint8_t> mask = loss_mask(shard, tokens.size());
-    write_token_shard((to / shard).string(), tokens, int(info.vocab_size), info.tokenizer_checksum, &mask);
+  for (const char* split : {"train", "val"}) {
+    const fs::path path = only_shard(from.string(), split);
+    const TokenShardInfo info = read_token_shard_info(path.string());
+    const std::vector<int32_t> tokens = read_token_shard(path.string());
+    const std::vector<uint8_t> mask = loss_mask(split, tokens.size());
+    write_token_shard((to / path.filename()).string(), tokens, int(info.vocab_size), info.tokenizer_checksum, &mask);
   }
   return to.string();
 }

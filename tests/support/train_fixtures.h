@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "core/memory.h"
+#include "io/data_folder.h"
 #include "io/token_shard.h"
 #include "io/tokenizer.h"
 #include "test_data.h"
@@ -32,9 +33,13 @@ constexpr int kDocMaskSeqLen = 128;  // two 64-row attention tiles: boundaries i
 // The fewest documents any window of T tokens of the data's training shard holds (a document
 // starts at a BOS, or after an EOS), counted here from the tokens without the model's code.
 inline int fewest_documents_per_window(const std::string& data, int T) {
-  const Tokenizer tok(data + "/tokenizer.model");
-  const std::vector<int32_t> ids = read_token_shard(data + "/train.bin");
-  const int bos = tok.bos_id(), eos = tok.eos_id();
+  const auto tok = open_tokenizer(tokenizer_file_in(data));
+  std::vector<int32_t> ids;
+  for (const std::string& shard : data_folder_shards(data).train) {
+    const std::vector<int32_t> part = read_token_shard(shard);
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  const int bos = tok->bos_id(), eos = tok->eos_id();
   std::vector<int> starts(ids.size() + 1, 0);  // starts[i]: document starts at positions < i
   for (size_t t = 0; t < ids.size(); ++t)
     starts[t + 1] = starts[t] + int(t > 0 && (ids[t] == bos || ids[t - 1] == eos));

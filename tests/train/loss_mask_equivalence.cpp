@@ -33,7 +33,7 @@ constexpr int kGlobalBatch = 8;
 // Whether, in some step of the run, the groups of `group_rows` consecutive rows of the global
 // batch hold different numbers of loss targets, and the batch fewer targets than tokens.
 bool targets_differ_between_groups(const TrainConfig& c, int group_rows) {
-  const std::string path = c.data + "/train.bin";
+  const std::string path = testkit::only_shard(c.data, "train");
   const TokenShardInfo info = read_token_shard_info(path);
   DataLoader loader(open_token_shards({path}, TokenShardExpect{int(info.vocab_size), 0, "the test"}),
                     c.model.seq_len, c.seed);

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   // The step's batch: the first global batch of a loader on the same stream and seed.
   const ModelConfig& m = trainer.config().model;
   const int B = c.micro_batch * c.grad_accum, T = m.seq_len;
-  const std::string shard = c.data + "/train.bin";
+  const std::string shard = testkit::only_shard(c.data, "train");
   DataLoader loader(open_token_shards({shard}, TokenShardExpect{m.vocab_size, 0, "the test"}), T, c.seed);
   std::vector<int32_t> inputs(size_t(B) * T), targets(size_t(B) * T);
   const uint64_t count = loader.next_batch(B, 0, B, inputs.data(), targets.data());

@@ -55,8 +55,8 @@ TEST(LossMask, AMaskKeepingEveryTargetChangesNoNumber) {
 }
 
 TEST(LossMask, AGlobalBatchWithoutLossTargetsStopsNamingTheData) {
-  TrainConfig c = testkit::tiny_config(testkit::masked_copy_of_tiny_data([](const std::string& shard, size_t n) {
-    return std::vector<uint8_t>(n, shard == "train.bin" ? 0 : 1);
+  TrainConfig c = testkit::tiny_config(testkit::masked_copy_of_tiny_data([](const std::string& split, size_t n) {
+    return std::vector<uint8_t>(n, split == "train" ? 0 : 1);
   }));
   const std::string e = error_of(c, 1);
   EXPECT_NE(e.find("step 1"), std::string::npos) << e;
@@ -66,8 +66,8 @@ TEST(LossMask, AGlobalBatchWithoutLossTargetsStopsNamingTheData) {
 
 // Refused when the trainer is built, before a step runs, when evaluations are due.
 TEST(LossMask, ValidationWithoutLossTargetsIsRefusedBeforeTraining) {
-  TrainConfig c = testkit::tiny_config(testkit::masked_copy_of_tiny_data([](const std::string& shard, size_t n) {
-    return std::vector<uint8_t>(n, shard == "val.bin" ? 0 : 1);
+  TrainConfig c = testkit::tiny_config(testkit::masked_copy_of_tiny_data([](const std::string& split, size_t n) {
+    return std::vector<uint8_t>(n, split == "val" ? 0 : 1);
   }));
   c.eval_every = 10;
   const std::string e = error_of(c, 0);

@@ -172,8 +172,8 @@ TEST(DataMixture, AFolderWithAnotherTokenizerIsRefusedNamingBothChecksums) {
 
   // The tokenizer files agree but the shards were encoded by the other one.
   const std::string mixed = testkit::make_sharded_folder(
-      "foreign-shards", tiny_dir, read_token_shard(other_dir + "/train.bin"), read_token_shard(other_dir + "/val.bin"), 2,
-      read_token_shard_info(other_dir + "/train.bin").tokenizer_checksum);
+      "foreign-shards", tiny_dir, read_token_shard(testkit::only_shard(other_dir, "train")), read_token_shard(testkit::only_shard(other_dir, "val")), 2,
+      read_token_shard_info(testkit::only_shard(other_dir, "train")).tokenizer_checksum);
   const std::string msg2 = error_of([&] { Trainer t(tiny(tiny_dir + ":0.5," + mixed + ":0.5", 2), testkit::temp_dir("refused")); });
   expect_words(msg2, {"'data'", tiny_dir, mixed, "train-00000.bin", hex(mine), hex(theirs)});
 }
