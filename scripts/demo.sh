@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh fivefold  # the tests build in scripts/test.sh, not here
 ff=build/fivefold
-# Token shards of an older format (the u32 version at byte 8; src/io/token_shard.h) are refused by
+# Token shards of an older format (the u32 version at byte 8; src/io/tokens/token_shard.h) are refused by
 # training, so a data folder prepared by an earlier fivefold is prepared again.
 shard_version=$(od -An -tu4 -j8 -N4 data/kjv/train-00000.bin 2>/dev/null | tr -d ' ' || true)
 if [ "$shard_version" != 3 ]; then

@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
-#include "io/data_folder.h"
-#include "io/token_shard_writer.h"
-#include "io/token_stream.h"
-#include "io/sentencepiece_tokenizer.h"
+#include "io/tokens/data_folder.h"
+#include "io/tokens/token_shard_writer.h"
+#include "io/tokens/token_stream.h"
+#include "io/tokenizer/sentencepiece_tokenizer.h"
 
 using namespace ff;
 namespace fs = std::filesystem;

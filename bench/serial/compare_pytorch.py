@@ -27,7 +27,7 @@ SECTION = "## Serial training: fivefold vs PyTorch"
 
 
 def shard_to_int32(shard, out):
-    """Re-encodes a fivefold token shard (src/io/token_shard.h: a 40-byte header in version 1, 48 in
+    """Re-encodes a fivefold token shard (src/io/tokens/token_shard.h: a 40-byte header in version 1, 48 in
     version 2; u16 or u32 ids) as raw int32 ids."""
     with open(shard, "rb") as f:
         head = f.read(48)

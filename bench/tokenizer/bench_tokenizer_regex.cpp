@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "io/hf_tokenizer.h"
-#include "io/regex_splitter.h"
+#include "io/tokenizer/hf_tokenizer.h"
+#include "io/tokenizer/regex_splitter.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/data_loader.h"
+#include "io/tokens/data_loader.h"
 #include "model/model_config.h"
 
 namespace ff {

@@ -14,7 +14,7 @@
 #include "ckpt/safetensors.h"
 #include "ckpt/saver.h"
 #include "core/dtype.h"
-#include "io/tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "model/parameters.h"
 
 namespace ff {

@@ -6,7 +6,7 @@
 
 #include "ckpt/checkpoint_state.h"
 #include "core/memory.h"
-#include "io/tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "model/llama.h"
 
 namespace ff {

@@ -6,8 +6,8 @@
 
 #include "ckpt/trained_model.h"
 #include "cli/commands.h"
-#include "io/token_shard.h"
-#include "io/token_stream.h"
+#include "io/tokens/token_shard.h"
+#include "io/tokens/token_stream.h"
 #include "train/evaluate.h"
 #include "train/train_config.h"
 

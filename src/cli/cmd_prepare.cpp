@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "io/output_dir.h"
-#include "io/prepare.h"
+#include "io/corpus/prepare.h"
 
 namespace ff::cli {
 

@@ -14,7 +14,7 @@
 
 #include "cli/commands.h"
 #include "io/atomic_file.h"
-#include "io/tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "train/train_config.h"
 
 namespace ff::cli {

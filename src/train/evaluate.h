@@ -4,7 +4,7 @@
 // loss mask (fine-tuning data) averages over its loss targets alone.
 #include <cstdint>
 
-#include "io/token_stream.h"
+#include "io/tokens/token_stream.h"
 #include "model/llama.h"
 
 namespace ff {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "io/tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "model/llama.h"
 
 namespace ff {

@@ -5,11 +5,11 @@
 
 #include <fmt/format.h>
 
-#include "io/data_folder.h"
-#include "io/token_shard.h"
-#include "io/token_shard_reader.h"
-#include "io/token_stream.h"
-#include "io/tokenizer.h"
+#include "io/tokens/data_folder.h"
+#include "io/tokens/token_shard.h"
+#include "io/tokens/token_shard_reader.h"
+#include "io/tokens/token_stream.h"
+#include "io/tokenizer/tokenizer.h"
 
 namespace ff {
 

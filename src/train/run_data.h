@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/mixture_loader.h"
+#include "io/tokens/mixture_loader.h"
 #include "train/data_mixture.h"
 #include "train/train_config.h"
 

@@ -14,7 +14,7 @@
 #include "ckpt/meta.h"
 #include "ckpt/saver.h"
 #include "comm/mesh.h"
-#include "io/mixture_loader.h"
+#include "io/tokens/mixture_loader.h"
 #include "io/trace.h"
 #include "kernels/gemm_context.h"
 #include "train/dp_mode_config.h"

@@ -7,7 +7,7 @@
 #include "ckpt/meta.h"
 #include "ckpt/sharded.h"
 #include "ckpt/state_pieces.h"
-#include "io/tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "train/trainer.h"
 
 // The trainer's checkpoints: each rank saves and loads only what it holds (its ZeRO chunks, tp

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "cli_runner.h"
-#include "io/tokenizer.h"
-#include "io/token_shard.h"
+#include "io/tokenizer/tokenizer.h"
+#include "io/tokens/token_shard.h"
 #include "test_data.h"
 #include "tiny_hf_tokenizers.h"
 

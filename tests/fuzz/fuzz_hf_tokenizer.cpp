@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "io/tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "tiny_hf_tokenizers.h"
 
 using namespace ff;

@@ -6,7 +6,7 @@
 
 #include "fuzz_util.h"
 #include "io/checksum.h"
-#include "io/token_shard.h"
+#include "io/tokens/token_shard.h"
 
 using namespace ff;
 using namespace ff::fuzz;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "io/sentencepiece_tokenizer.h"
+#include "io/tokenizer/sentencepiece_tokenizer.h"
 
 using namespace ff;
 using namespace ff::fuzz;

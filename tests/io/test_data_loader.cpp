@@ -5,7 +5,7 @@
 #include <numeric>
 #include <vector>
 
-#include "io/data_loader.h"
+#include "io/tokens/data_loader.h"
 #include "io_test_util.h"
 
 using namespace ff;

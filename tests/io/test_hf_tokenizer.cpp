@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../support/tiny_hf_tokenizers.h"
-#include "io/hf_tokenizer.h"
-#include "io/tokenizer.h"
+#include "io/tokenizer/hf_tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "io_test_util.h"
 
 using namespace ff;

@@ -7,11 +7,11 @@
 #include <numeric>
 #include <vector>
 
-#include "io/data_folder.h"
-#include "io/data_loader.h"
-#include "io/mixture_loader.h"
-#include "io/mixture_schedule.h"
-#include "io/token_shard.h"
+#include "io/tokens/data_folder.h"
+#include "io/tokens/data_loader.h"
+#include "io/tokens/mixture_loader.h"
+#include "io/tokens/mixture_schedule.h"
+#include "io/tokens/token_shard.h"
 #include "io_test_util.h"
 
 using namespace ff;

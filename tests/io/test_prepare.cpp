@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "io/checksum.h"
-#include "io/data_folder.h"
-#include "io/prepare.h"
-#include "io/token_shard.h"
-#include "io/token_shard_reader.h"
-#include "io/sentencepiece_tokenizer.h"
+#include "io/tokens/data_folder.h"
+#include "io/corpus/prepare.h"
+#include "io/tokens/token_shard.h"
+#include "io/tokens/token_shard_reader.h"
+#include "io/tokenizer/sentencepiece_tokenizer.h"
 #include "../support/tiny_hf_tokenizers.h"
-#include "io/tokenizer.h"
+#include "io/tokenizer/tokenizer.h"
 #include "io_test_util.h"
 
 using namespace ff;

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "io/token_shard.h"
+#include "io/tokens/token_shard.h"
 #include "io_test_util.h"
 
 using namespace ff;

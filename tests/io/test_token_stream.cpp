@@ -8,11 +8,11 @@
 
 #include "io/byte_fields.h"
 #include "io/checksum.h"
-#include "io/data_loader.h"
-#include "io/token_shard.h"
-#include "io/token_shard_reader.h"
-#include "io/token_shard_writer.h"
-#include "io/token_stream.h"
+#include "io/tokens/data_loader.h"
+#include "io/tokens/token_shard.h"
+#include "io/tokens/token_shard_reader.h"
+#include "io/tokens/token_shard_writer.h"
+#include "io/tokens/token_stream.h"
 #include "io_test_util.h"
 
 using namespace ff;

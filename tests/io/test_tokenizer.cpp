@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "io/sentencepiece_tokenizer.h"
+#include "io/tokenizer/sentencepiece_tokenizer.h"
 #include "io_test_util.h"
 
 using namespace ff;

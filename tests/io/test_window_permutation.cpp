@@ -6,8 +6,8 @@
 #include <numeric>
 #include <vector>
 
-#include "io/data_loader.h"
-#include "io/window_permutation.h"
+#include "io/tokens/data_loader.h"
+#include "io/tokens/window_permutation.h"
 
 using namespace ff;
 

@@ -36,7 +36,7 @@ EXIT_PASS, EXIT_FAIL, EXIT_MALFORMED = 0, 1, 2
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
 
 SHARD_MAGIC = b"FFTOKENS"
-# Header bytes by format version (src/io/token_shard.h): version 2 added the tokenizer checksum;
+# Header bytes by format version (src/io/tokens/token_shard.h): version 2 added the tokenizer checksum;
 # version 3 keeps its header and may append a loss mask (flags bit 0), one bit per token.
 SHARD_HEADERS = {1: 40, 2: 48, 3: 48}
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
-#include "io/token_shard.h"
+#include "io/tokens/token_shard.h"
 #include "test_data.h"
 
 namespace ff::testkit {

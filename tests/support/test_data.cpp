@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "core/rng.h"
-#include "io/prepare.h"
-#include "io/data_folder.h"
-#include "io/token_shard.h"
+#include "io/corpus/prepare.h"
+#include "io/tokens/data_folder.h"
+#include "io/tokens/token_shard.h"
 
 namespace ff::testkit {
 

@@ -13,9 +13,9 @@
 #include <stdexcept>
 
 #include "core/memory.h"
-#include "io/data_folder.h"
-#include "io/token_shard.h"
-#include "io/tokenizer.h"
+#include "io/tokens/data_folder.h"
+#include "io/tokens/token_shard.h"
+#include "io/tokenizer/tokenizer.h"
 #include "test_data.h"
 #include "train/trainer.h"
 

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../model/oracle_dump_util.h"
-#include "io/data_loader.h"
-#include "io/token_shard.h"
-#include "io/token_stream.h"
+#include "io/tokens/data_loader.h"
+#include "io/tokens/token_shard.h"
+#include "io/tokens/token_stream.h"
 #include "train/trainer.h"
 #include "train_fixtures.h"
 

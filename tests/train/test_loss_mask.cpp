@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "../model/model_fixture.h"
-#include "io/token_stream.h"
+#include "io/tokens/token_stream.h"
 #include "model/parameters.h"
 #include "test_data.h"
 #include "train/evaluate.h"

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <numeric>
 
-#include "io/prepare.h"
-#include "io/token_shard.h"
-#include "io/tokenizer.h"
+#include "io/corpus/prepare.h"
+#include "io/tokens/token_shard.h"
+#include "io/tokenizer/tokenizer.h"
 #include "mixture_data.h"
 #include "test_data.h"
 #include "train/data_mixture.h"
