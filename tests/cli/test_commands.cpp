@@ -91,3 +91,34 @@ TEST(Commands, PrepareReadsAFolderOfCompressedJsonlAndReportsBadRecords) {
                    "/run --steps 3 --eval-every 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
 }
+
+// Fine-tuning data end to end: prompt/completion jsonl prepared with the tokenizer of another
+// prepare, trained with document masks. Every completion is the same few tokens, so a loss taken
+// over the completions alone (the mask at work) falls near zero within 30 steps (0.002 seen), while a
+// loss over the prompts' verse text could not; eval counts loss targets, not tokens.
+TEST(Commands, PromptCompletionDataTrainsOnTheCompletionOnly) {
+  const std::string dir = temp_dir("sft");
+  write_corpus_text(dir + "/text.txt", 1500, 9);
+  CliResult r = run_fivefold("prepare --one-doc-per-line --text " + dir + "/text.txt --vocab 320 --out " + dir + "/base");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream text(dir + "/text.txt");
+  std::ofstream sft(dir + "/sft.jsonl");
+  for (std::string line; std::getline(text, line);)
+    sft << nlohmann::json({{"prompt", line + "\nQ: amen?\n"}, {"completion", "A: amen."}}).dump() << "\n";
+  sft.close();
+  r = run_fivefold("prepare --input " + dir + "/sft.jsonl --format prompt-completion --tokenizer " + dir +
+                   "/base/tokenizer.model --out " + dir + "/data");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + dir + "/data --out " + dir +
+                   "/run --steps 30 --lr 1e-2 --eval-every 0 --doc-mask true");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream m(dir + "/run/metrics.jsonl");
+  std::vector<double> losses;
+  for (std::string line; std::getline(m, line);) losses.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+  ASSERT_EQ(losses.size(), 30u);
+  EXPECT_GT(losses.front(), 3.0);
+  EXPECT_LT(losses.back(), 0.1) << "the completions are constant: a loss on them alone falls near zero";
+  r = run_fivefold("eval --ckpt " + dir + "/run --data " + dir + "/data/val-00000.bin");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("loss targets"), std::string::npos) << r.output;
+}
