@@ -1,7 +1,5 @@
 #include "io/tokenizer/hf_decoder.h"
 
-#include <cstdlib>
-
 #include "io/tokenizer/hf_text_stages.h"
 #include "io/utf8.h"
 
@@ -9,12 +7,18 @@ namespace ff {
 
 namespace {
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
 // The byte a "<0xXX>" token stands for, or -1.
 int fallback_byte(const std::string& t) {
   if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
-  char* end = nullptr;
-  const long v = std::strtol(t.substr(3, 2).c_str(), &end, 16);
-  return end && *end == 0 ? int(v) : -1;
+  const int hi = hex_digit(t[3]), lo = hex_digit(t[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
 }  // namespace
