@@ -88,6 +88,20 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
           {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads}, {"ffn_dim", c.ffn_dim},
           {"seq_len", c.seq_len},       {"rms_eps", c.rms_eps},   {"rope_theta", c.rope_theta},
           {"tied_embeddings", c.tied_embeddings}, {"init_std", c.init_std}};
+  // Keys a plain LLaMA leaves at their defaults are written only when set, so its meta is what it
+  // always was and older checkpoints read unchanged.
+  if (c.max_positions > 0) j["max_positions"] = c.max_positions;
+  if (c.head_size > 0) j["head_dim"] = c.head_size;
+  if (c.qkv_bias) j["qkv_bias"] = true;
+  const RopeScaling& r = c.rope_scaling;
+  if (r.kind != RopeScalingKind::none) {
+    j["rope_scaling"] = {{"kind", rope_scaling_names().name(r.kind)}, {"factor", r.factor}};
+    if (r.kind == RopeScalingKind::llama3) {
+      j["rope_scaling"]["low_freq_factor"] = r.low_freq_factor;
+      j["rope_scaling"]["high_freq_factor"] = r.high_freq_factor;
+      j["rope_scaling"]["original_context"] = r.original_context;
+    }
+  }
   // Only an MoE model writes the section, so a dense model's meta is what it always was.
   const MoeConfig& m = c.moe;
   if (m.enabled())
@@ -113,6 +127,19 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   c.rope_theta = f.real("rope_theta", false, 1e12);
   c.tied_embeddings = f.boolean("tied_embeddings");
   c.init_std = f.real("init_std", true, 10.0);
+  if (j.contains("max_positions")) c.max_positions = int(f.integer("max_positions", 1, kMaxSeqLen));
+  if (j.contains("head_dim")) c.head_size = int(f.integer("head_dim", 1, kMaxDim));
+  if (j.contains("qkv_bias")) c.qkv_bias = f.boolean("qkv_bias");
+  if (j.contains("rope_scaling")) {
+    const MetaFields r(j.at("rope_scaling"), source, "model.rope_scaling");
+    c.rope_scaling.kind = r.choice("kind", rope_scaling_names());
+    c.rope_scaling.factor = r.real("factor", false, 1e6);
+    if (c.rope_scaling.kind == RopeScalingKind::llama3) {
+      c.rope_scaling.low_freq_factor = r.real("low_freq_factor", false, 1e6);
+      c.rope_scaling.high_freq_factor = r.real("high_freq_factor", false, 1e6);
+      c.rope_scaling.original_context = int(r.integer("original_context", 1, kMaxSeqLen));
+    }
+  }
   if (j.contains("moe")) {
     const MetaFields m(j.at("moe"), source, "model.moe");
     c.moe.n_experts = int(m.integer("n_experts", 1, 1 << 16));
@@ -179,6 +206,7 @@ CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std
       s.router_bias.push_back(x.get<float>());
     }
   }
+  if (meta.contains("weights_only")) s.weights_only = f.boolean("weights_only");
   if (meta.contains("loss_scale")) {
     const MetaFields ls(f.at("loss_scale"), source, "loss_scale.");
     s.loss_scale = LossScaleState{ls.real("scale", false, 3.4e38), int(ls.integer("clean_steps", 0, 1'000'000'000)),

@@ -31,6 +31,9 @@ struct CheckpointState {
   uint64_t tokenizer_checksum = 0;  // TextTokenizer::checksum() of the run's tokenizer; 0 = unrecorded
   std::vector<float> router_bias;   // MoE: the selection bias (n_layers x n_experts); empty = zero
   std::optional<LossScaleState> loss_scale;  // fp16's dynamic loss scale; none for other precisions
+  // The checkpoint holds parameters and no optimizer state (an imported model): a run starting
+  // from it begins at step 0 with a fresh optimizer.
+  bool weights_only = false;
 };
 
 // Bounds a checkpoint's fields must meet on top of ModelConfig::validate: a forged but

@@ -24,6 +24,7 @@ CheckpointInfo checkpoint_info(const CheckpointState& s, const nlohmann::json& l
                 {"config", s.config_toml},
                 {"tokenizer_checksum", s.tokenizer_checksum}};
   if (!s.router_bias.empty()) info.state["router_bias"] = s.router_bias;  // MoE's selection bias
+  if (s.weights_only) info.state["weights_only"] = true;
   if (s.loss_scale)  // fp16: the scale is a power of two, exact in JSON's double
     info.state["loss_scale"] = {{"scale", s.loss_scale->scale},
                                 {"clean_steps", s.loss_scale->clean_steps},

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <numbers>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/rope_row.h"
 #include "kernels/round_store.h"
@@ -10,15 +12,37 @@
 namespace ff {
 namespace {
 
-// Follows HF's LlamaRotaryEmbedding in the kernel's precision: inv_freq = 1 / theta^(2i/D),
-// angle = t * inv_freq, both rounded to T, so the float tables match PyTorch's float32 ones.
+// Follows HF's rotary embedding in the kernel's precision: inv_freq = 1 / theta^(2i/D), then the
+// scaling (transformers' _compute_linear_scaling_rope_parameters and _compute_llama3_parameters),
+// angle = t * inv_freq, each rounded to T, so the float tables match PyTorch's float32 ones.
 template <class T>
-void tables(T* cos, T* sin, int Tn, int D, T theta) {
+void inverse_frequencies(T* inv_freq, int D, T theta, const RopeScaling& s) {
+  const T factor = T(s.factor), low = T(s.low_freq_factor), high = T(s.high_freq_factor);
+  const T context = T(s.original_context);
+  for (int i = 0; i < D / 2; ++i) {
+    T f = T(1) / std::pow(theta, T(2 * i) / T(D));
+    if (s.kind == RopeScalingKind::linear) f = f / factor;
+    if (s.kind == RopeScalingKind::llama3) {
+      const T wavelength = T(2) * std::numbers::pi_v<T> / f;
+      if (wavelength > context / low) {
+        f = f / factor;  // a long wavelength: interpolated as linear scaling does
+      } else if (!(wavelength < context / high)) {
+        const T smooth = (context / wavelength - low) / (high - low);
+        f = (T(1) - smooth) * f / factor + smooth * f;
+      }
+    }
+    inv_freq[i] = f;
+  }
+}
+
+template <class T>
+void tables(T* cos, T* sin, int Tn, int D, T theta, const RopeScaling& s) {
   const int half = D / 2;
+  std::vector<T> inv_freq(static_cast<size_t>(half));
+  inverse_frequencies(inv_freq.data(), D, theta, s);
   for (int t = 0; t < Tn; ++t) {
     for (int i = 0; i < half; ++i) {
-      const T inv_freq = T(1) / std::pow(theta, T(2 * i) / T(D));
-      const T angle = T(t) * inv_freq;
+      const T angle = T(t) * inv_freq[static_cast<size_t>(i)];
       cos[static_cast<size_t>(t) * half + i] = std::cos(angle);
       sin[static_cast<size_t>(t) * half + i] = std::sin(angle);
     }
@@ -67,8 +91,14 @@ void backward_rounded(typename Store::type* out, const float* dx, const float* c
 
 }  // namespace
 
-void rope_tables(float* cos, float* sin, int T, int D, float theta) {
-  tables(cos, sin, T, D, theta);
+void rope_inverse_frequencies(float* inv_freq, int D, float theta, const RopeScaling& scaling) {
+  inverse_frequencies(inv_freq, D, theta, scaling);
+}
+void rope_inverse_frequencies(double* inv_freq, int D, double theta, const RopeScaling& scaling) {
+  inverse_frequencies(inv_freq, D, theta, scaling);
+}
+void rope_tables(float* cos, float* sin, int T, int D, float theta, const RopeScaling& scaling) {
+  tables(cos, sin, T, D, theta, scaling);
 }
 void rope_forward(float* x, const float* cos, const float* sin, int B, int T, int heads, int D,
                   int row_stride) {
@@ -86,8 +116,8 @@ void rope_backward_rounded(TypedPtr out, const float* dx, const float* cos, cons
     backward_rounded<Store>(y, dx, cos, sin, B, T, heads, kv_heads, D, row_stride);
   });
 }
-void rope_tables(double* cos, double* sin, int T, int D, double theta) {
-  tables(cos, sin, T, D, theta);
+void rope_tables(double* cos, double* sin, int T, int D, double theta, const RopeScaling& scaling) {
+  tables(cos, sin, T, D, theta, scaling);
 }
 void rope_forward(double* x, const double* cos, const double* sin, int B, int T, int heads, int D,
                   int row_stride) {

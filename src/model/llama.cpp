@@ -59,7 +59,7 @@ Llama::Llama(const ModelConfig& config, int max_batch, Recompute policy, const T
   const size_t A = size_t(w_.A), Q = size_t(w_.Q), F = size_t(w_.F);
   rope_cos_.allocate(size_t(T) * D / 2, MemCategory::workspace);
   rope_sin_.allocate(size_t(T) * D / 2, MemCategory::workspace);
-  rope_tables(rope_cos_.data(), rope_sin_.data(), T, D, cfg_.rope_theta);
+  rope_tables(rope_cos_.data(), rope_sin_.data(), T, D, cfg_.rope_theta, cfg_.rope_scaling);
   if (layout_.head_segment().count > 0) {
     logits_.allocate(N * V, MemCategory::workspace);
     // The head's GEMMs would round the gradient into their scratch; the loss does it instead.
@@ -100,7 +100,7 @@ void Llama::set_positions(const std::vector<int>& positions) {
   for (int p : positions) end = std::max(end, p + 1);
   // The rows of the table a serial model of the longer sequence builds: the same values bit for bit.
   std::vector<float> cos(size_t(end) * half), sin(size_t(end) * half);
-  rope_tables(cos.data(), sin.data(), end, D, cfg_.rope_theta);
+  rope_tables(cos.data(), sin.data(), end, D, cfg_.rope_theta, cfg_.rope_scaling);
   for (size_t t = 0; t < positions.size(); ++t)
     for (int i = 0; i < half; ++i) {
       rope_cos_.data()[t * half + i] = cos[size_t(positions[t]) * half + i];
@@ -126,7 +126,7 @@ void Llama::mark_documents(Activations& acts, const int32_t* tokens, int B, int 
   int end = 1;
   for (int32_t p : pos) end = std::max(end, int(p) + 1);
   std::vector<float> table_cos(size_t(end) * half), table_sin(size_t(end) * half);
-  rope_tables(table_cos.data(), table_sin.data(), end, D, cfg_.rope_theta);
+  rope_tables(table_cos.data(), table_sin.data(), end, D, cfg_.rope_theta, cfg_.rope_scaling);
   std::vector<float> cos(N * size_t(half)), sin(N * size_t(half));
   for (size_t t = 0; t < N; ++t)
     for (int i = 0; i < half; ++i) {

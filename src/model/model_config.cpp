@@ -16,27 +16,49 @@ void ModelConfig::validate() const {
           fmt::format("dim, n_layers, n_heads, n_kv_heads, ffn_dim and seq_len must be positive "
                       "(got {}, {}, {}, {}, {}, {})",
                       dim, n_layers, n_heads, n_kv_heads, ffn_dim, seq_len));
-  require(dim % n_heads == 0,
-          fmt::format("dim ({}) must be divisible by n_heads ({}); pick dim = n_heads * head_dim",
+  require(max_positions == 0 || seq_len <= max_positions,
+          fmt::format("seq_len ({}) exceeds the model's context, max_positions = {} (HF max_position_embeddings); "
+                      "train on seq_len <= {}",
+                      seq_len, max_positions, max_positions));
+  require(head_size >= 0, fmt::format("head_dim must be >= 0 (got {}; 0 = dim / n_heads)", head_size));
+  require(head_size > 0 || dim % n_heads == 0,
+          fmt::format("dim ({}) must be divisible by n_heads ({}); pick dim = n_heads * head_dim, or set "
+                      "head_dim",
                       dim, n_heads));
   require(head_dim() % 2 == 0,
-          fmt::format("head_dim = dim / n_heads = {} must be even for rotary embeddings",
-                      head_dim()));
+          fmt::format("head_dim = {} must be even for rotary embeddings", head_dim()));
   require(n_heads % n_kv_heads == 0,
           fmt::format("n_heads ({}) must be divisible by n_kv_heads ({}) for grouped-query "
                       "attention",
                       n_heads, n_kv_heads));
   require(rms_eps > 0, "rms_eps must be positive");
   require(rope_theta > 0, "rope_theta must be positive");
+  const RopeScaling& r = rope_scaling;
+  if (r.kind != RopeScalingKind::none)
+    require(r.factor >= 1, fmt::format("rope_factor must be >= 1 (got {})", r.factor));
+  if (r.kind == RopeScalingKind::llama3)
+    require(r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor && r.original_context > 0,
+            fmt::format("llama3 rope scaling needs 0 < rope_low_freq_factor < rope_high_freq_factor and "
+                        "rope_original_seq_len > 0 (got {}, {}, {})",
+                        r.low_freq_factor, r.high_freq_factor, r.original_context));
   moe.validate(n_layers);
 }
 
 double training_flops_per_token(const ModelConfig& c) {
   double C = c.dim, D = c.head_dim();
   double attn = C * (c.n_heads * D) + 2.0 * C * (c.n_kv_heads * D) + (c.n_heads * D) * C;
+  // The attention term is 12*L*A*s with A = n_heads * head_dim, which is dim unless head_dim is set.
   double mlp = 3.0 * C * c.ffn_dim;
   double matmul_params = c.n_layers * (attn + mlp) + double(c.vocab_size) * C;
-  return 6.0 * matmul_params + 12.0 * c.n_layers * C * c.seq_len;
+  return 6.0 * matmul_params + 12.0 * c.n_layers * double(c.attention_dim()) * c.seq_len;
+}
+
+const EnumTable<RopeScalingKind>& rope_scaling_names() {
+  static const EnumTable<RopeScalingKind> names{
+      {RopeScalingKind::none, "none", "plain theta^(-2i/D)"},
+      {RopeScalingKind::linear, "linear", "every frequency / rope_factor"},
+      {RopeScalingKind::llama3, "llama3", "Llama 3.1+: long wavelengths / rope_factor, a ramp between"}};
+  return names;
 }
 
 }  // namespace ff

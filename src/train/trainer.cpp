@@ -13,6 +13,7 @@
 
 #include "comm/flight_recorder.h"
 #include "io/atomic_file.h"
+#include "io/tokenizer/tokenizer_files.h"
 #include "kernels/cross_entropy.h"
 #include "model/precision.h"
 #include "train/fault_injection.h"
@@ -121,10 +122,9 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
       write_file_atomic((fs::path(out_dir_) / fmt::format("config.step_{}.toml", step_)).string(),
                         resume->state.config_toml);
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
-    // One tokenizer file in the run folder, so sample/eval/export cannot pick a stale one.
-    for (const char* name : {"tokenizer.json", "tokenizer.model"})
-      if (name != tokenizer.file_name) fs::remove(fs::path(out_dir_) / name);
-    fs::copy_file(tokenizer.path, fs::path(out_dir_) / tokenizer.file_name, fs::copy_options::overwrite_existing);
+    // One tokenizer file in the run folder, so sample/eval/export cannot pick a stale one; its
+    // Hugging Face side files come along for export to hand back.
+    copy_tokenizer_files(tokenizer.path, out_dir_, tokenizer.file_name);
   }
   report_ = std::make_unique<ProgressReport>(cfg_, out_dir_, mesh_, step_);
 }

@@ -16,6 +16,7 @@
 #include "io/corpus/shard_series.h"
 #include "io/tokenizer/sentencepiece_tokenizer.h"
 #include "io/tokenizer/tokenizer.h"
+#include "io/tokenizer/tokenizer_files.h"
 
 namespace ff {
 
@@ -162,9 +163,10 @@ PrepareResult build(const PrepareOptions& o, const std::vector<std::string>& fil
     tokenizer_name = tokenizer_file_name(TokenizerKind::sentencepiece_model);
     r.tokenizer_seconds = seconds_since(t0);
   } else {
-    // Stored under its kind's name, so the data folder holds the one tokenizer training opens.
+    // Stored under its kind's name, so the data folder holds the one tokenizer training opens; the
+    // Hugging Face files beside it travel with it to the run folder and the exported model.
     tokenizer_name = tokenizer_file_name(open_tokenizer(o.tokenizer)->kind());
-    fs::copy_file(o.tokenizer, staging / tokenizer_name);
+    copy_tokenizer_files(o.tokenizer, staging.string(), tokenizer_name);
     tokenizer_source = "reused " + fs::absolute(o.tokenizer).lexically_normal().string();
   }
   const std::unique_ptr<TextTokenizer> opened = open_tokenizer((staging / tokenizer_name).string());
