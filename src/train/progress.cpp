@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -41,6 +42,12 @@ ProgressReport::ProgressReport(const TrainConfig& cfg, const std::string& out_di
     events_ = std::make_unique<EventFileWriter>(out_dir);
     // The steps after `step` that the earlier files logged are logged again by this run.
     if (step > 0) events_->write_session_start(step + 1);
+    // The resolved config (config.toml's text) in the Text tab, indented into a Markdown code
+    // block so its '#' comments are not read as headings; a resumed run adds its own.
+    std::istringstream toml(config_to_toml(cfg_));
+    std::string code;
+    for (std::string line; std::getline(toml, line);) code += "    " + line + "\n";
+    events_->write_text(step, "config", code);
   }
   flops_per_token_ = training_flops_per_token(cfg_.model);
   static const HardwarePeak peak = machine_peak();

@@ -4,7 +4,8 @@
 It shares nothing with fivefold's writer: the Event message is declared here and compiled with
 protoc (Debian's protobuf-compiler), parsed by Debian's python3-protobuf, and each record's
 framing is checked with a CRC-32C computed bit by bit below. Every scalar must equal the float32
-of metrics.jsonl's value for that step and tag, and every step of metrics.jsonl must be there.
+of metrics.jsonl's value for that step and tag, every step of metrics.jsonl must be there, and
+each file's config text must be its run's config.toml (the last file's: the folder's).
 
   check_tensorboard.py RUN_DIR             # checks RUN_DIR's event file(s) against its metrics.jsonl
   check_tensorboard.py RUN_DIR --selftest  # damaged copies of them must each be refused
@@ -28,11 +29,22 @@ message SessionLog {
   string checkpoint_path = 2;
   string msg = 3;
 }
+message TensorShapeProto {}
+message TensorProto {
+  int32 dtype = 1;  // DataType: DT_STRING = 7
+  TensorShapeProto tensor_shape = 2;
+  repeated bytes string_val = 8;
+}
+message SummaryMetadata {
+  message PluginData { string plugin_name = 1; bytes content = 2; }
+  PluginData plugin_data = 1;
+}
 message Summary {
   message Value {
     string node_name = 7;
     string tag = 1;
-    oneof value { float simple_value = 2; }
+    oneof value { float simple_value = 2; TensorProto tensor = 8; }
+    SummaryMetadata metadata = 9;
   }
   repeated Value value = 1;
 }
@@ -137,13 +149,24 @@ def expected_scalars(metrics_path):
     return want
 
 
+def text_of(path, event):
+    """A text summary's (tag, string): one DT_STRING scalar tagged for the text plugin."""
+    if len(event.summary.value) != 1:
+        raise Refused(f"{path}: step {event.step}: a text event with {len(event.summary.value)} values")
+    value = event.summary.value[0]
+    tensor = value.tensor
+    if value.metadata.plugin_data.plugin_name != "text" or tensor.dtype != 7 or len(tensor.string_val) != 1:
+        raise Refused(f"{path}: step {event.step} tag {value.tag}: not a text plugin string scalar")
+    return value.tag, tensor.string_val[0].decode("utf-8")
+
+
 def read_events(pb, run_dir):
-    """{step: {tag: value}} over the folder's event files in name order, as TensorBoard merges them:
-    a SessionLog START at step s drops what earlier files logged at s and after."""
+    """({step: {tag: value}}, {tag: [text...]}) over the folder's event files in name order, as
+    TensorBoard merges them: a SessionLog START at step s drops what earlier files logged at s and after."""
     files = sorted(glob.glob(os.path.join(run_dir, "events.out.tfevents.*")))
     if not files:
         raise Refused(f"{run_dir}: no event file")
-    got = {}
+    got, texts = {}, {}
     for path in files:
         payloads = records(path)
         first = pb.Event.FromString(payloads[0]) if payloads else None
@@ -154,6 +177,9 @@ def read_events(pb, run_dir):
             kind = event.WhichOneof("what")
             if kind == "session_log" and event.session_log.status == pb.SessionLog.START:
                 got = {s: v for s, v in got.items() if s < event.step}
+            elif kind == "summary" and any(v.WhichOneof("value") == "tensor" for v in event.summary.value):
+                tag, text = text_of(path, event)
+                texts.setdefault(tag, []).append(text)
             elif kind == "summary":
                 if event.step in got:
                     raise Refused(f"{path}: step {event.step} logged twice without a restart")
@@ -164,7 +190,7 @@ def read_events(pb, run_dir):
                     step[value.tag] = value.simple_value
             else:
                 raise Refused(f"{path}: unexpected event {kind} at step {event.step}")
-    return files, got
+    return files, got, texts
 
 
 def same(a, b):
@@ -172,7 +198,13 @@ def same(a, b):
 
 
 def check(pb, run_dir):
-    files, got = read_events(pb, run_dir)
+    files, got, texts = read_events(pb, run_dir)
+    # Each event file opens with the config its run resolved; the last is config.toml's text.
+    config = open(os.path.join(run_dir, "config.toml")).read()
+    if len(texts.get("config", [])) != len(files):
+        raise Refused(f"{len(texts.get('config', []))} config texts in {len(files)} event files")
+    if texts["config"][-1] != "".join("    " + line + "\n" for line in config.splitlines()):
+        raise Refused("the last config text is not config.toml's, indented as a Markdown code block")
     want = expected_scalars(os.path.join(run_dir, "metrics.jsonl"))
     if not want:
         raise Refused("metrics.jsonl has no step records")
@@ -189,16 +221,19 @@ def check(pb, run_dir):
 
 
 def selftest(pb, run_dir, work):
-    """Each damaged copy must be refused: a flipped byte, a step's record removed, a value changed."""
+    """Each damaged copy must be refused: a flipped byte, a step's record removed, another config, a
+    value changed."""
     files, _ = check(pb, run_dir)
     source = files[-1]
     payloads = records(source)
     data = open(source, "rb").read()
 
-    def refused(name, content):
+    def refused(name, content, config_extra=""):
         d = os.path.join(work, name)
         os.makedirs(d)
         shutil.copy(os.path.join(run_dir, "metrics.jsonl"), d)
+        with open(os.path.join(d, "config.toml"), "w") as f:
+            f.write(open(os.path.join(run_dir, "config.toml")).read() + config_extra)
         for f in files[:-1]:
             shutil.copy(f, d)
         with open(os.path.join(d, os.path.basename(source)), "wb") as f:
@@ -210,11 +245,13 @@ def selftest(pb, run_dir, work):
             return
         raise SystemExit(f"selftest {name}: the damaged copy was accepted")
 
-    middle = len(data) // 2
-    refused("flipped_byte", data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:])
+    # One bit of the last scalar's float (the 4 bytes before the final CRC).
+    at = len(data) - 6
+    refused("flipped_byte", data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1:])
     refused("step_removed", b"".join(frame(p) for i, p in enumerate(payloads) if i != len(payloads) // 2))
     event = pb.Event.FromString(payloads[-1])
     event.summary.value[0].simple_value = event.summary.value[0].simple_value * 2 + 1
+    refused("config_differs", data, config_extra="lr = 1\n")
     refused("value_changed", b"".join(frame(p) for p in payloads[:-1]) + frame(event.SerializeToString()))
 
 

@@ -65,6 +65,23 @@ std::string encode_scalars_event(double wall_time, int64_t step, const std::vect
   return out;
 }
 
+std::string encode_text_event(double wall_time, int64_t step, const std::string& tag, const std::string& markdown) {
+  constexpr uint64_t kDtString = 7;
+  std::string plugin_data, metadata, tensor, value, summary;
+  put_bytes(plugin_data, 1, "text");
+  put_bytes(metadata, 1, plugin_data);
+  put_key(tensor, 1, kVarint);
+  put_varint(tensor, kDtString);
+  put_bytes(tensor, 8, markdown);  // no tensor_shape: a scalar
+  put_bytes(value, 1, tag);
+  put_bytes(value, 8, tensor);
+  put_bytes(value, 9, metadata);
+  put_bytes(summary, 1, value);
+  std::string out = event_header(wall_time, step);
+  put_bytes(out, 5, summary);
+  return out;
+}
+
 std::string encode_session_start_event(double wall_time, int64_t step) {
   constexpr uint64_t kStart = 1;
   std::string session_log;

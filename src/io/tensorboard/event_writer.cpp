@@ -58,6 +58,10 @@ void EventFileWriter::write_scalars(int64_t step, const std::vector<TensorBoardS
   append(encode_scalars_event(unix_seconds_now(), step, scalars));
 }
 
+void EventFileWriter::write_text(int64_t step, const std::string& tag, const std::string& markdown) {
+  append(encode_text_event(unix_seconds_now(), step, tag, markdown));
+}
+
 void EventFileWriter::write_session_start(int64_t step) {
   append(encode_session_start_event(unix_seconds_now(), step));
 }

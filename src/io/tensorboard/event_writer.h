@@ -22,6 +22,7 @@ class EventFileWriter {
   EventFileWriter& operator=(const EventFileWriter&) = delete;
 
   void write_scalars(int64_t step, const std::vector<TensorBoardScalar>& scalars);
+  void write_text(int64_t step, const std::string& tag, const std::string& markdown);
   // A resumed run's first step: TensorBoard drops the earlier files' events from `step` on.
   void write_session_start(int64_t step);
   const std::string& path() const { return path_; }
