@@ -7,7 +7,8 @@ framing is checked with a CRC-32C computed bit by bit below. Every scalar must e
 of metrics.jsonl's value for that step and tag, every step of metrics.jsonl must be there, and
 each file's config text must be its run's config.toml (the last file's: the folder's).
 
-  check_tensorboard.py RUN_DIR             # checks RUN_DIR's event file(s) against its metrics.jsonl
+  check_tensorboard.py RUN_DIR [--require=TAG]...  # checks RUN_DIR's event file(s) against its
+                                                   # metrics.jsonl; some step must have each TAG
   check_tensorboard.py RUN_DIR --selftest  # damaged copies of them must each be refused
 """
 import glob
@@ -267,10 +268,13 @@ def main():
             files, want = check(pb, run_dir)
         except Refused as e:
             raise SystemExit(f"FAIL: {e}")
+        # Tags the run must have produced somewhere, or the check proves too little.
+        required = ["val/loss", "memory/params_mib"] + [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--require=")]
+        for tag in required:
+            if not any(tag in tags for tags in want.values()):
+                raise SystemExit(f"FAIL: no step has {tag}: the check proves too little")
         val_steps = [s for s, tags in want.items() if "val/loss" in tags]
         memory_tags = [t for t in next(iter(want.values())) if t.startswith("memory/")]
-        if not val_steps or not memory_tags:
-            raise SystemExit("FAIL: the run has no validation loss or no memory categories: the check proves too little")
         print(f"{len(files)} event file(s), {len(want)} steps, every scalar equal to metrics.jsonl's float32 "
               f"(val/loss at steps {val_steps}, {len(memory_tags)} memory tags)")
 
