@@ -40,7 +40,10 @@ std::string event_header(double wall_time, int64_t step) {
   std::string out;
   put_fixed<double>(out, 1, kFixed64, wall_time);
   // int64 as a varint of its two's complement (a negative step would take 10 bytes).
-  if (step != 0) put_key(out, 2, kVarint), put_varint(out, uint64_t(step));
+  if (step != 0) {
+    put_key(out, 2, kVarint);
+    put_varint(out, uint64_t(step));
+  }
   return out;
 }
 
