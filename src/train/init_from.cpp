@@ -88,8 +88,8 @@ void take_model_from_checkpoint(TrainConfig& c, const std::string& out_dir, cons
     if (key == "max_positions" && c.model.max_positions > 0) want = std::to_string(m.context_length());
     if (mine != want)
       throw std::runtime_error(fmt::format(
-          "config key '{}': {} is {} in {}'s checkpoint but {} here ({}); the model's shape comes from the "
-          "checkpoint its weights are read from: drop the key or make it {}",
+          "config key '{}': {} is {} in {}'s checkpoint but {} here ({}); drop the key or make it {} (the "
+          "model's shape is the checkpoint's whose weights the run starts from)",
           key, key, want, folder, mine, it->second, want));
   }
   const auto seq_set = set_by.find("seq_len");
