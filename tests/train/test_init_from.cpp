@@ -100,6 +100,16 @@ TEST(InitFrom, FirstLossIsTheSourceModelsLossOnThatBatchAndTheWeightsAreTheSourc
   const std::vector<float> loaded = ft.full_params();
   ASSERT_EQ(loaded.size(), source().params.size());
   EXPECT_EQ(std::memcmp(loaded.data(), source().params.data(), loaded.size() * 4), 0);
+  // Parameters alone were read (a third of the source's data file, which holds the moments too),
+  // staged through the reader's ledger-tracked buffer of at most kReadStagingBytes, which the
+  // start-up memory estimate counts.
+  const ReadStats& read = ft.start_read_stats();
+  const auto file_bytes = fs::file_size(source().dir + "/step_" + std::to_string(kSourceSteps) + "/rank_00000.bin");
+  EXPECT_GT(read.bytes_read, loaded.size() * 4);
+  EXPECT_LT(read.bytes_read, file_bytes / 2);
+  EXPECT_GT(read.staging_bytes, 0u);
+  EXPECT_LE(read.staging_bytes, kReadStagingBytes);
+  EXPECT_GE(uint64_t(MemoryLedger::instance().snapshot().peak[int(MemCategory::workspace)]), read.staging_bytes);
   ft.run();
 
   // The first global batch, drawn independently of the trainer, and the source checkpoint loaded
