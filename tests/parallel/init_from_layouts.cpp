@@ -1,6 +1,7 @@
 // init_from under a layout: a model trained 5 steps (configs/tiny.toml, serially) is the start of a
 // 10-step run under dp 2 ZeRO-3, tp 2 + sp or pp 2, each rank reading only the boxes it holds. The
-// parameters it loaded are the source's (gathered, bitwise), and its losses and gradient norms
+// parameters it loaded are the source's (gathered, bitwise), its first loss is the source model's on
+// that batch (loaded as `fivefold eval` loads it, 1e-5), and its losses and gradient norms
 // equal the serial init_from run's (1e-5 relative; weights 1e-4). With `weights_only`, the start is
 // instead a weights-only checkpoint of the same parameters in the run folder itself (what
 // `fivefold import` writes), which must train as the serial init_from run does. Run under mpirun:
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   const bool at_step_0 = t.step() == 0;
   t.run();
   const std::vector<float> weights = t.full_params();
+  const double expected_first = world.rank() == 0 ? testkit::source_loss_on_first_batch(c, source) : 0.0;
   const double val = t.evaluate();
 
   int failures = 0;
@@ -95,6 +97,11 @@ int main(int argc, char** argv) {
     std::printf("%s%s: loaded parameters %s the source's; starts at step 0: %s\n", layout.c_str(),
                 weights_only ? " (weights-only folder)" : "", same ? "equal" : "DIFFER from", at_step_0 ? "yes" : "NO");
     failures += !same + !at_step_0;
+    // The first step's loss is the source model's on that batch (eval's path, one process).
+    const double first = t.history().front().loss, first_diff = std::fabs(first - expected_first) / expected_first;
+    std::printf("%s: first loss %.7f, the source model's on that batch %.7f (rel diff %.1e, tol 1e-5): %s\n",
+                layout.c_str(), first, expected_first, first_diff, first_diff <= 1e-5 ? "ok" : "FAIL");
+    failures += !(first_diff <= 1e-5);
     TrainConfig serial = testkit::init_from_config(data, source, testkit::temp_dir("probe"), kSteps);
     serial.eval_every = 0;
     const testkit::SerialComparison r = testkit::compare_with_serial(t, weights, val, serial);

@@ -11,10 +11,12 @@
 #include "ckpt/meta.h"
 #include "ckpt/saver.h"
 #include "ckpt/state_pieces.h"
+#include "ckpt/trained_model.h"
 #include "io/tokenizer/tokenizer.h"
 #include "io/tokenizer/tokenizer_files.h"
 #include "model/parameters.h"
 #include "train/init_from.h"
+#include "train/run_data.h"
 #include "train/train_config.h"
 
 namespace ff::testkit {
@@ -35,6 +37,19 @@ inline TrainConfig init_from_config(const std::string& data, const std::string& 
   c.threads = 1;
   take_model_from_checkpoint(c, out_dir, set_by);
   return c;
+}
+
+// The mean loss the model saved in source_dir gives on the first global batch run c draws: the
+// batch drawn here from c's data and seed, the model loaded for use as `fivefold eval` loads it
+// (the whole checkpoint on one process, no init_from, no layout), one forward.
+inline double source_loss_on_first_batch(const TrainConfig& c, const std::string& source_dir) {
+  const int G = c.global_batch(), T = c.model.seq_len;
+  const RunTokens tokens = read_run_tokens(c, open_run_tokenizer(c));
+  MixtureLoader loader(tokens.train, T, c.seed);
+  std::vector<int32_t> in(size_t(G) * T), tgt(size_t(G) * T);
+  const uint64_t targets = loader.next_batch(G, 0, G, in.data(), tgt.data());
+  TrainedModel src = load_trained_model(source_dir, G);
+  return src.model->forward_loss(src.params.data(), in.data(), tgt.data(), G, T) / double(targets);
 }
 
 // A weights-only checkpoint (step 0, parameter pieces alone, state.weights_only) of model m in

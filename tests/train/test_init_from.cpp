@@ -11,11 +11,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckpt/trained_model.h"
 #include "init_from_fixtures.h"
 #include "io/corpus/prepare.h"
 #include "test_data.h"
-#include "train/run_data.h"
 #include "train/trainer.h"
 
 using namespace ff;
@@ -114,13 +112,7 @@ TEST(InitFrom, FirstLossIsTheSourceModelsLossOnThatBatchAndTheWeightsAreTheSourc
 
   // The first global batch, drawn independently of the trainer, and the source checkpoint loaded
   // for use (the path `fivefold eval` takes): its mean loss on that batch.
-  const int G = c.global_batch(), T = c.model.seq_len;
-  const RunTokens tokens = read_run_tokens(c, open_run_tokenizer(c));
-  MixtureLoader loader(tokens.train, T, c.seed);
-  std::vector<int32_t> in(size_t(G) * T), tgt(size_t(G) * T);
-  const uint64_t targets = loader.next_batch(G, 0, G, in.data(), tgt.data());
-  TrainedModel src = load_trained_model(source().dir, G);
-  const double expected = src.model->forward_loss(src.params.data(), in.data(), tgt.data(), G, T) / double(targets);
+  const double expected = testkit::source_loss_on_first_batch(c, source().dir);
   EXPECT_NEAR(ft.history().front().loss / expected, 1.0, 1e-6)
       << ft.history().front().loss << " vs the source model's " << expected;
   // Training went on from there (the model was not just evaluated).
