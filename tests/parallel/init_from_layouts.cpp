@@ -15,6 +15,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
+#include "core/memory.h"
 #include "init_from_fixtures.h"
 #include "shared_data.h"
 #include "train/trainer.h"
@@ -81,8 +82,12 @@ int main(int argc, char** argv) {
   c.eval_every = 0;
   apply_layout(c, layout);
   const Mesh mesh(world, MeshDegrees{.dp = c.dp, .tp = c.tp, .pp = c.pp});
+  MemoryLedger::instance().reset_peaks();  // rank 0 trained the source serially in this process
   Trainer t(c, out, &mesh);
   t.quiet = true;
+  // Loading read straight into this rank's share: under ZeRO-3 the ledger never held the whole
+  // model's parameters here (the full copies below are the test's, not the ledger's).
+  const int64_t params_peak = MemoryLedger::instance().snapshot().peak[int(MemCategory::params)];
   const std::vector<float> loaded = t.full_params();
   const bool at_step_0 = t.step() == 0;
   t.run();
@@ -97,6 +102,12 @@ int main(int argc, char** argv) {
     std::printf("%s%s: loaded parameters %s the source's; starts at step 0: %s\n", layout.c_str(),
                 weights_only ? " (weights-only folder)" : "", same ? "equal" : "DIFFER from", at_step_0 ? "yes" : "NO");
     failures += !same + !at_step_0;
+    if (c.zero == 3) {
+      const int64_t whole = int64_t(source_params.size() * sizeof(float));
+      std::printf("%s: the ledger's parameter peak on rank 0 after loading %lld bytes, the whole model %lld: %s\n",
+                  layout.c_str(), (long long)params_peak, (long long)whole, params_peak < whole ? "ok" : "FAIL");
+      failures += !(params_peak < whole);
+    }
     // The first step's loss is the source model's on that batch (eval's path, one process).
     const double first = t.history().front().loss, first_diff = std::fabs(first - expected_first) / expected_first;
     std::printf("%s: first loss %.7f, the source model's on that batch %.7f (rel diff %.1e, tol 1e-5): %s\n",

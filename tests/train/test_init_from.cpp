@@ -271,4 +271,24 @@ TEST(InitFrom, Refusals) {
   }
   e = what([&] { testkit::init_from_config(data, damaged + "/step_5", testkit::temp_dir("o"), 2); });
   EXPECT_NE(e.find("no weights to start from in '" + damaged + "/step_5'"), std::string::npos) << e;
+  // A damaged parameter block (the data file's first third holds the parameters) is found while
+  // loading, named with the file.
+  const std::string bad_data = testkit::temp_dir("bad-data");
+  fs::copy(from + "/step_5", bad_data + "/step_5", fs::copy_options::recursive);
+  {
+    std::fstream f(bad_data + "/step_5/rank_00000.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const std::streamoff at = f.tellg() / 10;
+    f.seekg(at);
+    const char x = char(f.get() ^ 0x5a);
+    f.seekp(at);
+    f.put(x);
+  }
+  e = what([&] {
+    const std::string out = testkit::temp_dir("o");
+    Trainer t(testkit::init_from_config(data, bad_data + "/step_5", out, 2), out);
+  });
+  EXPECT_NE(e.find("cannot start from the weights in '" + bad_data + "/step_5': the checkpoint is damaged"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("rank_00000.bin"), std::string::npos) << e;
 }
