@@ -197,6 +197,26 @@ TEST(InitFrom, ModelVocabularyLargerThanTheTokenizerTrains) {
   const std::vector<StepRecord> h = train(testkit::init_from_config(data, dir, out, 2), out);
   ASSERT_EQ(h.size(), 2u);
   EXPECT_TRUE(std::isfinite(h[1].loss));
+  // sample, eval and export load it too (the tokenizer smaller than the model).
+  EXPECT_EQ(load_trained_model(out, 1).state.model.vocab_size, m.vocab_size);
+}
+
+TEST(InitFrom, MoeRouterBiasComesFromTheCheckpoint) {
+  const std::string& data = testkit::tiny_data_dir();
+  TrainConfig s = load_train_config(testkit::config_path("tiny.toml"), {});
+  s.data = data, s.steps = 3, s.eval_every = 0, s.threads = 1;
+  s.model.moe.n_experts = 4, s.model.moe.top_k = 2, s.model.moe.router_bias_update = 0.01f;
+  const std::string src = testkit::temp_dir("moe-source");
+  train(s, src);
+  const std::vector<float> bias = read_latest_checkpoint_meta(src)->state.router_bias;
+  ASSERT_EQ(bias.size(), 2u * 4u);
+  EXPECT_NE(bias, std::vector<float>(8, 0.0f));  // the bias moved: the check below can fail
+  const std::string out = testkit::temp_dir("ft");
+  Trainer t(testkit::init_from_config(data, src, out, 2), out);
+  t.quiet = true;
+  t.save();  // step 0: what the run holds before any step
+  t.finish_saves();
+  EXPECT_EQ(read_latest_checkpoint_meta(out)->state.router_bias, bias);
 }
 
 TEST(InitFrom, Refusals) {
