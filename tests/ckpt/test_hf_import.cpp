@@ -246,7 +246,8 @@ ReadBack read_checkpoint(const std::string& run) {
 }
 
 bool layout_has(const ModelConfig& c, const std::string& name) {
-  for (const ParamView& v : ParamLayout(c).views())
+  const ParamLayout layout(c);
+  for (const ParamView& v : layout.views())
     if (v.name == name) return true;
   return false;
 }
