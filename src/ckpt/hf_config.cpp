@@ -205,9 +205,12 @@ nlohmann::ordered_json hf_config_json(const ModelConfig& c, int bos_id, int eos_
   j["tie_word_embeddings"] = c.tied_embeddings;
   j["initializer_range"] = shortest(c.init_std);
   if (qwen2) {
-    // Qwen2's q/k/v biases are part of its architecture; its window is off in every layer.
+    // Qwen2's q/k/v biases are part of its architecture; its window is off in every layer. The
+    // window's size is written as Qwen2.5's own configs write it (the context) rather than null:
+    // transformers ignores it while use_sliding_window is false, and stricter readers of the
+    // config (text-embeddings-inference) require a number.
     j["use_sliding_window"] = false;
-    j["sliding_window"] = nullptr;
+    j["sliding_window"] = c.context_length();
     j["max_window_layers"] = c.n_layers;
   } else if (!moe) {
     j["attention_bias"] = false;

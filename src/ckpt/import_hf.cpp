@@ -88,10 +88,13 @@ std::map<std::string, TensorSource> check_tensors(const fs::path& dir, const Par
   std::map<std::string, TensorSource> out;
   for (const ParamView& v : layout.views()) {
     const auto it = where.find(v.name);
-    if (it == where.end())
+    if (it == where.end()) {
+      const fs::path index = dir / "model.safetensors.index.json";
       throw std::runtime_error(fmt::format("'{}' lacks the tensor {} of shape {} that config.json's model has "
                                            "(a different or incomplete checkpoint)",
-                                           dir.string(), v.name, nlohmann::json(v.full_shape).dump()));
+                                           (fs::exists(index) ? index : dir / "model.safetensors").string(), v.name,
+                                           nlohmann::json(v.full_shape).dump()));
+    }
     const nlohmann::json& h = headers[it->second];
     if (!h.contains(v.name))
       throw std::runtime_error(fmt::format("'{}': the index places tensor {} in this file, but the file does not "
