@@ -410,6 +410,48 @@ TEST(HfImport, PeakMemoryIsOneTensorNotTheModel) {
         << t.name << " chunked";
 }
 
+// RNE to bf16 by integer arithmetic: add 0x7fff plus the lowest kept bit, drop 16 bits.
+float rne_bf16_value(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16) << 16;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// A bf16 export in shards holds one shard's rounded copy at a time (the ledger's peak), and
+// imports back as the parameters rounded to nearest even.
+TEST(HfExport, Bf16ShardsHoldOneShardAtATime) {
+  nlohmann::json cfg = tinyllama();
+  cfg["num_hidden_layers"] = 4;
+  const ModelConfig c = model_config_from_hf(cfg, "cfg").model;
+  const ParamLayout layout(c);
+  std::vector<float> params(layout.total());
+  std::mt19937 rng(21);
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  for (float& x : params) x = normal(rng);
+  const std::string run = temp_dir("hf_bf16_src"), out = temp_dir("hf_bf16_out"), back = temp_dir("hf_bf16_back");
+  write_tokenizer_files(run);
+  const uint64_t shard = layout.total() * 2 / 4;  // about four shards of bf16
+  MemoryLedger& ledger = MemoryLedger::instance();
+  const int64_t before = ledger.snapshot().total_current;
+  ledger.reset_peaks();
+  export_hugging_face(out, c, layout, params.data(), run + "/tokenizer.json", -1, -1, DType::bf16, shard);
+  const int64_t peak = ledger.snapshot().total_peak - before;
+  EXPECT_LE(uint64_t(peak), shard + 4096) << "one shard's bf16 copy";
+  EXPECT_GT(uint64_t(peak), 0u);
+  const nlohmann::json index = nlohmann::json::parse(read_file(out + "/model.safetensors.index.json"));
+  EXPECT_EQ(index["metadata"]["total_size"], layout.total() * 2);
+  const nlohmann::json config = nlohmann::json::parse(read_file(out + "/config.json"));
+  EXPECT_EQ(config["torch_dtype"], "bfloat16");
+  EXPECT_TRUE(config["bos_token_id"].is_null());
+  import_hugging_face(out, back);
+  const ReadBack b = read_checkpoint(back);
+  size_t bad = 0;
+  for (size_t i = 0; i < params.size(); ++i) bad += b.params[i] != rne_bf16_value(params[i]);
+  EXPECT_EQ(bad, 0u);
+}
+
 // A vocabulary padded past the tokenizer's (Qwen2.5) serves sample, eval and export; the padding
 // rows' logits, made the largest here, are never sampled. A tokenizer larger than the model is
 // refused by import and by sample.
