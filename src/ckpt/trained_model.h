@@ -23,8 +23,7 @@ struct TrainedModel {
 
 // dir: a run folder (its newest complete step_N checkpoint, and its tokenizer.json or
 // tokenizer.model) or one of its
-// step_N folders. Reads the parameters only. Throws when either is missing or they disagree (the
-// tokenizer may have fewer tokens than the model's vocab_size, never more).
+// step_N folders. Reads the parameters only. Throws when either is missing or they disagree.
 TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch);
 
 }  // namespace ff
