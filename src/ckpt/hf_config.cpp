@@ -196,7 +196,9 @@ nlohmann::ordered_json hf_config_json(const ModelConfig& c, int bos_id, int eos_
   j["num_hidden_layers"] = c.n_layers;
   j["num_attention_heads"] = c.n_heads;
   j["num_key_value_heads"] = c.n_kv_heads;
-  if (c.head_size > 0) j["head_dim"] = c.head_size;
+  // Always, as Llama 3.x and SmolLM2 configs write it: the config then states the attention width
+  // whether or not it is hidden_size / heads.
+  j["head_dim"] = c.head_dim();
   j["max_position_embeddings"] = c.context_length();
   j["rms_norm_eps"] = shortest(c.rms_eps);
   j["rope_theta"] = shortest(c.rope_theta);
