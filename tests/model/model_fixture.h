@@ -30,12 +30,13 @@ inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
   return t;
 }
 
-// Norm weights away from 1, so their gradients matter in comparisons.
+// Norm weights away from 1 and biases away from 0, so their gradients and their effect on the
+// forward matter in comparisons.
 inline void perturb_norms(float* params, const ParamLayout& layout, uint64_t seed) {
   for (const auto& v : layout.views())
     if (!v.is_matrix)
       for (size_t i = 0; i < v.numel; ++i)
-        params[v.offset + i] = 1.0f + 0.2f * normal01(seed, 99, v.offset + i);
+        params[v.offset + i] = (is_bias(v.name) ? 0.0f : 1.0f) + 0.2f * normal01(seed, 99, v.offset + i);
 }
 
 inline double max_rel_diff(const float* a, const float* b, size_t n) {
