@@ -33,12 +33,17 @@ void column_sums(float* dbias, size_t N, int M, Load load) {
 }
 }  // namespace
 
-void bias_backward(float* dbias, ConstTypedPtr dy, size_t N, int M, int ldy) {
+void bias_backward(float* dbias, ConstTypedPtr dy, size_t N, int M, int ldy, DType round_to) {
   const size_t ld = size_t(ldy);
   switch (dy.dtype()) {
     case DType::f32: {
       const float* p = static_cast<const float*>(dy.data());
-      column_sums(dbias, N, M, [&](size_t n, int j) { return p[n * ld + size_t(j)]; });
+      if (round_to == DType::bf16)
+        column_sums(dbias, N, M, [&](size_t n, int j) { return bf16_to_f32(f32_to_bf16(p[n * ld + size_t(j)])); });
+      else if (round_to == DType::f16)
+        column_sums(dbias, N, M, [&](size_t n, int j) { return f16_to_f32(f32_to_f16(p[n * ld + size_t(j)])); });
+      else
+        column_sums(dbias, N, M, [&](size_t n, int j) { return p[n * ld + size_t(j)]; });
       return;
     }
     case DType::bf16: {

@@ -247,9 +247,9 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   if (staged) convert_to_f32(staging_.data(), a.att, size_t(N) * A);
   const ConstTypedPtr att = staged ? ConstTypedPtr(staging_.data()) : ConstTypedPtr(a.att);
   const ConstTypedPtr d_qkv_gemm = attention_backward_for_gemm(a, att, B, T, def != nullptr);  // and RoPE's
-  // The bias gradient reads what the weight gradient's GEMM reads (16-bit runs: the rounded copy);
-  // deferred, the weight pass adds it from the kept fp32 rows.
-  if (cfg_.qkv_bias && !def) bias_backward(G + o.qkv_bias, d_qkv_gemm, size_t(N), Q, Q);
+  // The bias gradient sums what the weight gradient's GEMM reads (16-bit runs: the rounded copy, or
+  // fp32 rows rounded as that GEMM rounds them); deferred, the weight pass adds it from the kept rows.
+  if (cfg_.qkv_bias && !def) bias_backward(G + o.qkv_bias, d_qkv_gemm, size_t(N), Q, Q, gemm_rounds_grads_to());
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
   const ConstTypedPtr ln1 = def ? ConstTypedPtr() : hooks_->column_input(a.ln1, N, C);  // (N, C)

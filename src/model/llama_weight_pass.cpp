@@ -53,7 +53,7 @@ void Llama::block_weight_grads(const float* P, float* G, int l, const BlockActs&
   hooks_->mlp_weight_grads(mlp_call(P, l, a, N), G, def);
   accumulate_dw(*gemm_, block_grad(G, l, o.o), def.d_mid, a.att, N, A, C);
   accumulate_dw(*gemm_, block_grad(G, l, o.qkv), def.d_qkv, hooks_->column_input(a.ln1, N, C), N, C, Q);
-  if (cfg_.qkv_bias) bias_backward(G + o.qkv_bias, def.d_qkv, size_t(N), Q, Q);
+  if (cfg_.qkv_bias) bias_backward(G + o.qkv_bias, def.d_qkv, size_t(N), Q, Q, gemm_rounds_grads_to());
   for (int i = 0; i < C; ++i) G[o.attn_norm + i] += def.norms[i], G[o.mlp_norm + i] += def.norms[C + i];
 }
 

@@ -49,6 +49,22 @@ TEST(Bias, BackwardReadsSixteenBitRows) {
   }
 }
 
+// fp32 rows with round_to: the sums of the rows rounded first, bitwise those of the rounded copy.
+TEST(Bias, BackwardRoundsFp32RowsAsTheGemmDoes) {
+  const auto x = to_float(randn(size_t(kN) * kLd, 6));
+  for (ff::DType t : {ff::DType::bf16, ff::DType::f16}) {
+    std::vector<uint16_t> rounded(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      rounded[i] = t == ff::DType::bf16 ? ff::f32_to_bf16(x[i]) : ff::f32_to_f16(x[i]);
+    std::vector<float> from_f32(kM, 0.0f), from_16(kM, 0.0f), plain(kM, 0.0f);
+    ff::bias_backward(from_f32.data(), ff::ConstTypedPtr(x.data()), kN, kM, kLd, t);
+    ff::bias_backward(from_16.data(), ff::ConstTypedPtr(rounded.data(), t), kN, kM, kLd);
+    ff::bias_backward(plain.data(), ff::ConstTypedPtr(x.data()), kN, kM, kLd);
+    EXPECT_EQ(from_f32, from_16) << ff::dtype_name(t);
+    EXPECT_NE(from_f32, plain) << ff::dtype_name(t);
+  }
+}
+
 // Each column is summed over rows in order by one thread: the same bits at any thread count.
 TEST(Bias, BackwardIsTheSameAtAnyThreadCount) {
   const auto dy = to_float(randn(size_t(kN) * kLd, 5));
