@@ -31,14 +31,15 @@ int32_t pick(const float* logits, int V, const SampleOptions& opt, RngState& rng
 }
 }  // namespace
 
-std::string generate(Llama& model, const float* params, const TextTokenizer& tok,
-                     const std::string& prompt, const SampleOptions& opt) {
+GeneratedIds generate_ids(Llama& model, const float* params, const TextTokenizer& tok,
+                          const std::string& prompt, const SampleOptions& opt) {
   const int V = model.config().vocab_size, T = model.config().seq_len;
+  GeneratedIds g;
   // The prompt opens a document, as the training data's documents were opened.
-  const std::vector<int32_t> prefix = tok.document_prefix();
-  std::vector<int32_t> ids = prefix;
-  const std::vector<int32_t> prompt_ids = tok.encode(prompt);
-  ids.insert(ids.end(), prompt_ids.begin(), prompt_ids.end());
+  g.prefix = tok.document_prefix();
+  g.prompt = tok.encode(prompt);
+  std::vector<int32_t> ids = g.prefix;
+  ids.insert(ids.end(), g.prompt.begin(), g.prompt.end());
   RngState rng{opt.seed, 0};
   for (int i = 0; i < opt.max_tokens; ++i) {
     const int ctx = std::min<int>(int(ids.size()), T);
@@ -46,9 +47,17 @@ std::string generate(Llama& model, const float* params, const TextTokenizer& tok
     int32_t next = pick(logits, V, opt, rng);
     if (next == tok.eos_id()) break;
     ids.push_back(next);
+    g.continuation.push_back(next);
   }
+  return g;
+}
+
+std::string generate(Llama& model, const float* params, const TextTokenizer& tok,
+                     const std::string& prompt, const SampleOptions& opt) {
+  GeneratedIds g = generate_ids(model, params, tok, prompt, opt);
   // The document's opening tokens are not text (a tokenizer.json would print them).
-  return tok.decode(std::vector<int32_t>(ids.begin() + std::ptrdiff_t(prefix.size()), ids.end()));
+  g.prompt.insert(g.prompt.end(), g.continuation.begin(), g.continuation.end());
+  return tok.decode(g.prompt);
 }
 
 }  // namespace ff
