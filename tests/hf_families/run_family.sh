@@ -66,6 +66,27 @@ run eval_trained.log "$fivefold" eval --ckpt serial --data $val --max-windows 2 
 cat eval_trained.log
 loss=$(sed -n 's/.*: loss \([^ ]*\) over .*/\1/p' eval_trained.log)
 $py "$here/reference.py" eval exported $val trained.npy "$loss"
+# config.json in the family's own form: every field the model's shape, rope and vocabulary take
+# as the original folder has it (absent rope_scaling reads as null; fivefold keeps eps, theta and
+# the rope factors as float32, so 1e-5 may come back as 9.99999975e-06).
+$py - <<'PYEOF'
+import json, sys
+import numpy as np
+def same(x, y):
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+    if isinstance(x, float) or isinstance(y, float):
+        return isinstance(y, (int, float)) and isinstance(x, (int, float)) and np.float32(x) == np.float32(y)
+    return x == y
+a, b = json.load(open("hf/config.json")), json.load(open("exported/config.json"))
+keys = ["architectures", "model_type", "hidden_act", "hidden_size", "intermediate_size", "num_hidden_layers",
+        "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "rope_scaling",
+        "tie_word_embeddings", "vocab_size", "max_position_embeddings", "use_sliding_window"]
+diff = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in keys if (k in a or k == "rope_scaling") and not same(a.get(k), b.get(k))]
+if diff:
+    sys.exit("FAIL exported config.json differs from the imported one: " + "; ".join(diff))
+print("PASS exported config.json keeps", ", ".join(k for k in keys if k in a))
+PYEOF
 for f in tokenizer.json tokenizer_config.json special_tokens_map.json; do
   cmp hf/$f exported/$f
 done
