@@ -182,12 +182,15 @@ def write_safetensors(path, tensors):
     return offset
 
 
-def tensor_list(cfg, vocab, rng):
-    """(name, shape, std, role) in the order HF writes them; norms near 1, biases small."""
+def tensor_list(cfg, vocab, padding, rng):
+    """(name, role, values) in the order HF writes them; norms near 1, biases small. A tied
+    embedding is small, or each token's own row would dominate its logits and greedy output repeat
+    the last token. Padding rows (past the tokenizer's ids) are large, so a sampler that let them
+    compete would pick them: the greedy check then sees whether they are masked."""
     dim, ffn, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
     hd = cfg.get("head_dim") or dim // cfg["num_attention_heads"]
     q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
-    out = [("model.embed_tokens.weight", (vocab, dim), 0.5, "matrix")]
+    out = [("model.embed_tokens.weight", (vocab, dim), 0.1 if cfg["tie_word_embeddings"] else 0.5, "matrix")]
     for l in range(layers):
         p = f"model.layers.{l}."
         out += [(p + "input_layernorm.weight", (dim,), 0.1, "norm"),
@@ -195,8 +198,8 @@ def tensor_list(cfg, vocab, rng):
                 (p + "self_attn.k_proj.weight", (kv, dim), 0.15, "matrix"),
                 (p + "self_attn.v_proj.weight", (kv, dim), 0.15, "matrix")]
         if cfg["model_type"] == "qwen2":
-            out += [(p + "self_attn.q_proj.bias", (q,), 0.3, "bias"), (p + "self_attn.k_proj.bias", (kv,), 0.3, "bias"),
-                    (p + "self_attn.v_proj.bias", (kv,), 0.3, "bias")]
+            out += [(p + "self_attn.q_proj.bias", (q,), 0.1, "bias"), (p + "self_attn.k_proj.bias", (kv,), 0.1, "bias"),
+                    (p + "self_attn.v_proj.bias", (kv,), 0.1, "bias")]
         out += [(p + "self_attn.o_proj.weight", (dim, q), 0.1, "matrix"),
                 (p + "post_attention_layernorm.weight", (dim,), 0.1, "norm"),
                 (p + "mlp.gate_proj.weight", (ffn, dim), 0.15, "matrix"),
@@ -208,6 +211,8 @@ def tensor_list(cfg, vocab, rng):
     arrays = []
     for name, shape, std, role in out:
         x = rng.standard_normal(shape) * std + (1.0 if role == "norm" else 0.0)
+        if name == "model.embed_tokens.weight" and padding:
+            x[vocab - padding:] *= 10
         arrays.append((name, role, x))
     return arrays
 
@@ -225,7 +230,7 @@ def dtype_of(family, role):
 
 
 def write_weights(family, cfg, vocab, out, perturb):
-    arrays = tensor_list(cfg, vocab, np.random.default_rng(sum(map(ord, family))))
+    arrays = tensor_list(cfg, vocab, VOCAB_PADDING.get(family, 0), np.random.default_rng(sum(map(ord, family)) + 1))
     if perturb:
         name, role, x = arrays[2]  # the first layer's q_proj
         x.flat[0] += 0.25
