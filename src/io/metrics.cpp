@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "io/append_record.h"
 #include "io/atomic_file.h"
 #include "io/file_reader.h"
 
@@ -105,20 +106,8 @@ void MetricsWriter::write(const nlohmann::json& record) {
   // Replacing invalid UTF-8 keeps a stray byte in a sample text from killing the run.
   const std::string line =
       record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
-  const off_t before = ::lseek(fd_, 0, SEEK_END);
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      // Cut the partial line back off, so the file still ends with a complete record.
-      // If even that fails the line stays torn, and the next resume drops it.
-      if (before >= 0) (void)!::ftruncate(fd_, before);
-      fail("writing", path_, err, "free disk space or check the file system, then resume");
-    }
-    done += size_t(n);
-  }
+  if (const int err = append_record(fd_, line.data(), line.size()); err != 0)
+    fail("writing", path_, err, "free disk space or check the file system, then resume");
 }
 
 }  // namespace ff

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "calibrate/hardware_peak.h"
 #include "core/memory.h"
 #include "io/atomic_file.h"
+#include "io/tensorboard/metrics_scalars.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
 #include "train/dp_mode_config.h"
@@ -36,6 +38,17 @@ ProgressReport::ProgressReport(const TrainConfig& cfg, const std::string& out_di
   // Always continued from `step` (0 on a fresh start): a job the supervisor restarted before its
   // first checkpoint keeps the restart rows it logged and loses only its step rows.
   metrics_ = std::make_unique<MetricsWriter>((fs::path(out_dir) / "metrics.jsonl").string(), true, step);
+  if (cfg_.tensorboard) {
+    events_ = std::make_unique<EventFileWriter>(out_dir);
+    // The steps after `step` that the earlier files logged are logged again by this run.
+    if (step > 0) events_->write_session_start(step + 1);
+    // The resolved config (config.toml's text) in the Text tab, indented into a Markdown code
+    // block so its '#' comments are not read as headings; a resumed run adds its own.
+    std::istringstream toml(config_to_toml(cfg_));
+    std::string code;
+    for (std::string line; std::getline(toml, line);) code += "    " + line + "\n";
+    events_->write_text(step, "config", code);
+  }
   flops_per_token_ = training_flops_per_token(cfg_.model);
   static const HardwarePeak peak = machine_peak();
   const int ranks = mesh_ ? mesh_->world().size() : 1;
@@ -105,6 +118,7 @@ void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTrainin
   if (moe) rec["moe"] = moe->metrics();
   if (doc_tiles) rec["attention_tiles"] = {{"visited", doc_tiles->visited}, {"skipped", doc_tiles->skipped}};
   metrics_->write(rec);
+  if (events_) events_->write_scalars(r.step, tensorboard_scalars(rec));
   if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
   std::string line = fmt::format(
       "step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% (GEMM ceiling {:.0f}%) | ETA {}", r.step,

@@ -2,12 +2,14 @@
 // What a run tells its user: the start-up summary, one progress line and one metrics.jsonl record
 // per step (loss, lr, gradient norm, tokens/s, MFU over the FMA peak of the cores in use beside the
 // share of the GEMM ceiling, memory by ledger category, MoE routing), and the merged Chrome trace.
+// With cfg.tensorboard, each record's scalars also go to a TensorBoard event file in the run folder.
 // Only the leader (world rank 0) prints and writes; the others pass through.
 #include <memory>
 #include <string>
 
 #include "comm/mesh.h"
 #include "io/metrics.h"
+#include "io/tensorboard/event_writer.h"
 #include "io/trace.h"
 #include "train/moe_training.h"
 #include "train/parallelize.h"
@@ -29,7 +31,7 @@ struct StepRecord {
 class ProgressReport {
  public:
   // Leader only: measures (once per machine, cached) the peaks MFU divides by and opens
-  // OUT/metrics.jsonl continued from `step` (0 on a fresh start).
+  // OUT/metrics.jsonl continued from `step` (0 on a fresh start), and a new event file.
   ProgressReport(const TrainConfig& cfg, const std::string& out_dir, const Mesh* mesh, int step);
   ~ProgressReport();
   // The lines printed before the first step: parameters, batch, layout, memory estimate, and what
@@ -49,6 +51,7 @@ class ProgressReport {
   const TrainConfig& cfg_;
   const Mesh* mesh_;
   std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<EventFileWriter> events_;  // cfg.tensorboard: the same scalars for TensorBoard
   double flops_per_token_ = 0;
   // The job's FMA peak and GEMM ceiling: per-core rates times the cores its ranks keep busy.
   double peak_flops_ = 0, gemm_ceiling_flops_ = 0;

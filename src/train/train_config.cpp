@@ -126,6 +126,7 @@ const std::vector<Binding>& bindings() {
       {{"wgrad_rows", "bf16 | fp16, 2+ threads: each thread computes its own rows of a weight gradient with a single-threaded oneDNN matmul (faster; fp32 sums in another order; false: one matmul over all threads)"}, FF_FIELD(wgrad_rows)},
       enum_key("grad_sync", "DDP all-reduce: ", grad_sync_names(), "", FF_ENUM(grad_sync)),
       {{"trace", "write a Chrome trace (open in Perfetto) of the run to this file"}, FF_FIELD(trace)},
+      {{"tensorboard", "write the metrics.jsonl scalars (loss, val loss, lr, gradient norm, tokens/s, MFU, memory by category, loss scale) to a TensorBoard event file in the run folder as well: tensorboard --logdir OUT (true | false)"}, FF_FIELD(tensorboard)},
       enum_key("on_nonfinite", "a non-finite or vanished gradient norm: ", nonfinite_action_names(), "", FF_ENUM(on_nonfinite)),
       {{"loss_spike", "warn (and defer the checkpoint) when the loss exceeds this x its recent median; 0 = off"}, FF_FIELD(loss_spike)},
       {{"collective_timeout", "seconds a collective may wait; then every rank dumps run_dir/flight/ and the job ends"}, FF_FIELD(collective_timeout)},

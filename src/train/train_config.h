@@ -72,6 +72,7 @@ struct TrainConfig {
   float bucket_mb = 4.0f;       // DDP gradient bucket size
   GradSync grad_sync = GradSync::overlap;  // DDP: overlap | after_backward | none (benchmarks)
   std::string trace;            // write a Chrome trace (Perfetto) of the run to this file
+  bool tensorboard = true;      // TensorBoard event file in the run folder, beside metrics.jsonl
   NonfiniteAction on_nonfinite = NonfiniteAction::stop;  // a non-finite (or vanished) gradient norm: stop | skip
   float loss_spike = 5.0f;      // warn when the loss exceeds this x its recent median (0 = off)
   float collective_timeout = 300.0f;  // seconds a communication may wait before the job is ended
