@@ -16,7 +16,7 @@ Checks (exit 0 pass, 1 mismatch, 2 malformed input; one summary line each):
   eval   HF_DIR SHARD LOGITS.npy LOSS   the windows of the shard (window w = tokens [wT, wT+T],
          inputs the first T, targets shifted by one; W and T from the .npy's shape) give the mean
          cross-entropy LOSS (relative 1e-5) and, at every position, the logits in the .npy
-         (|diff| <= 1e-5 * max(1, max |logit|))
+         (|diff| <= 1e-5 * max(1, max |logit|)); --dtype F32: every tensor stored so
   greedy HF_DIR IDS.json T EOS VOCAB    the continuation in IDS.json (fivefold sample --ids-out) is
          the greedy one from prefix + prompt: each step the argmax over the first VOCAB ids (the
          tokenizer's; a padded model vocabulary never emits the padding), context the last T ids,
@@ -62,8 +62,9 @@ DECODE = {
 ITEM_BYTES = {"F32": 4, "F16": 2, "BF16": 2}
 
 
-def read_safetensors(path):
-    """{name: float64 tensor} of one safetensors file (F32, F16, BF16)."""
+def read_safetensors(path, dtypes=None):
+    """{name: float64 tensor} of one safetensors file (F32, F16, BF16); each name's dtype into
+    `dtypes` when given."""
     with open(path, "rb") as f:
         blob = f.read()
     if len(blob) < 8:
@@ -80,18 +81,20 @@ def read_safetensors(path):
         if end - begin != math.prod(t["shape"]) * ITEM_BYTES[t["dtype"]] or end > len(data):
             raise Malformed(f"{path}: {name}'s data_offsets {t['data_offsets']} do not fit {t['dtype']}{t['shape']}")
         out[name] = torch.from_numpy(DECODE[t["dtype"]](data[begin:end]).reshape(t["shape"]).copy())
+        if dtypes is not None:
+            dtypes[name] = t["dtype"]
     return out
 
 
-def read_weights(folder):
+def read_weights(folder, dtypes=None):
     """Every tensor of the folder: through model.safetensors.index.json's weight_map when there
     is one (each shard read once, every name where the index says), else model.safetensors."""
     index = os.path.join(folder, "model.safetensors.index.json")
     if not os.path.exists(index):
-        return read_safetensors(os.path.join(folder, "model.safetensors"))
+        return read_safetensors(os.path.join(folder, "model.safetensors"), dtypes)
     with open(index) as f:
         weight_map = json.load(f)["weight_map"]
-    shards = {file: read_safetensors(os.path.join(folder, file)) for file in sorted(set(weight_map.values()))}
+    shards = {file: read_safetensors(os.path.join(folder, file), dtypes) for file in sorted(set(weight_map.values()))}
     for file, tensors in shards.items():
         strays = [n for n in tensors if weight_map.get(n) != file]
         if strays:
@@ -155,10 +158,14 @@ def expected_shapes(c):
     return shapes
 
 
-def load_model(folder):
+def load_model(folder, want_dtype=None):
     with open(os.path.join(folder, "config.json")) as f:
         c = Config(json.load(f))
-    w = read_weights(folder)
+    dtypes = {}
+    w = read_weights(folder, dtypes)
+    others = sorted(f"{n} {d}" for n, d in dtypes.items() if want_dtype and d != want_dtype)
+    if others:
+        raise Mismatch(f"{folder}: tensors not {want_dtype}: " + ", ".join(others[:4]))
     want = expected_shapes(c)
     # A tied checkpoint may still carry lm_head.weight; transformers ties it to the embedding.
     if c.tied and "lm_head.weight" in w:
@@ -265,7 +272,7 @@ def read_shard(path):
 # ---------------------------------------------------------------------------------------------
 
 def check_eval(args):
-    c, w = load_model(args.hf_dir)
+    c, w = load_model(args.hf_dir, args.dtype)
     theirs = torch.from_numpy(np.load(args.logits).astype(np.float64))
     if theirs.dim() != 3 or theirs.shape[2] != c.vocab:
         raise Malformed(f"{args.logits}: shape {list(theirs.shape)}, want (windows, T, {c.vocab})")
@@ -332,6 +339,7 @@ def main(argv=None):
     e.add_argument("shard")
     e.add_argument("logits")
     e.add_argument("loss", type=float)
+    e.add_argument("--dtype", choices=sorted(DECODE), help="every tensor must be stored in this dtype")
     g = sub.add_parser("greedy")
     g.add_argument("hf_dir")
     g.add_argument("ids")

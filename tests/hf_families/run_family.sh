@@ -65,7 +65,7 @@ run export.log "$fivefold" export --ckpt serial --out exported --dtype fp32
 run eval_trained.log "$fivefold" eval --ckpt serial --data $val --max-windows 2 --doc-mask false --logits trained.npy
 cat eval_trained.log
 loss=$(sed -n 's/.*: loss \([^ ]*\) over .*/\1/p' eval_trained.log)
-$py "$here/reference.py" eval exported $val trained.npy "$loss"
+$py "$here/reference.py" eval exported $val trained.npy "$loss" --dtype F32
 # config.json in the family's own form: every field the model's shape, rope and vocabulary take
 # as the original folder has it (absent rope_scaling reads as null; fivefold keeps eps, theta and
 # the rope factors as float32, so 1e-5 may come back as 9.99999975e-06).
