@@ -27,7 +27,11 @@ TrainedModel load_trained_model(const std::string& dir_or_file, int max_batch) {
   t.tokenizer_path = tokenizer_file_in(run_dir.string());
   t.state = meta.state;
   t.tokenizer = open_tokenizer(t.tokenizer_path);
-  if (t.tokenizer->vocab_size() != t.state.model.vocab_size)
+  // A model may have more rows than its tokenizer has ids (a padded vocabulary, Qwen2.5's) when
+  // the checkpoint's recorded checksum proves this is its tokenizer; never fewer.
+  const bool own_tokenizer = t.state.tokenizer_checksum != 0 && t.state.tokenizer_checksum == t.tokenizer->checksum();
+  if (t.tokenizer->vocab_size() > t.state.model.vocab_size ||
+      (t.tokenizer->vocab_size() < t.state.model.vocab_size && !own_tokenizer))
     throw std::runtime_error(fmt::format(
         "vocabulary mismatch: the checkpoint '{}' was trained with {} tokens but the tokenizer "
         "'{}' has {}; use the tokenizer file of the data the model was trained on",

@@ -5,13 +5,15 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
+#include "train/init_from.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
 namespace ff::cli {
 
 int cmd_train(const Args& a) {
-  const char* usage = "[mpirun -np N] fivefold train --config FILE --out DIR [--key value ...]";
+  const char* usage = "[mpirun -np N] fivefold train --config FILE --out DIR [--key value ...]\n"
+      "       [mpirun -np N] fivefold train --init-from MODEL_DIR --data DATA --out DIR [--key value ...]";
   if (a.help) {
     std::printf("%s\n\nconfig keys (TOML file or --key value, '_' may be written '-'):\n", usage);
     for (const auto& k : config_keys()) std::printf("  %-16s %s\n", k.name, k.help.c_str());
@@ -22,7 +24,10 @@ int cmd_train(const Args& a) {
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "out") overrides.emplace_back(k, v);
-  TrainConfig cfg = load_train_config(a.get("config"), overrides);
+  KeySources set_by;
+  TrainConfig cfg = load_train_config(a.get("config"), overrides, &set_by);
+  // A run from a checkpoint's weights (init_from, or an imported --out) takes its model from it.
+  take_model_from_checkpoint(cfg, out, set_by);
   const Comm& world = comm_world();
   validate_train_config(cfg);  // shapes against tp before the rank count: the more useful error
   resolve_layout(cfg, world.size());

@@ -74,7 +74,8 @@ std::vector<ConfigChange> check_resume_config(const std::string& saved_toml, con
   for (const auto& [key, value] : after) {
     auto old = before.find(key);
     const std::string was = old != before.end() ? old->second : defaults.at(key);
-    if (was == value || kModel.count(key)) continue;
+    // init_from only chooses a fresh run's weights; a resume ignores it.
+    if (was == value || kModel.count(key) || key == "init_from") continue;
     if (kRefused.count(key))
       refused.push_back(fmt::format("'{}' was {} and is now {}", key, was, value));
     else

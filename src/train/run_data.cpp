@@ -78,8 +78,9 @@ RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer) {
             refuse_other_tokenizer(t.folders[i].dir, "shard " + path, recorded, t.folders[0].dir, tokenizer);
         }
   }
-  const TokenShardExpect expect{c.model.vocab_size, tokenizer.checksum, "the tokenizer " + tokenizer.path};
-  // The shard's vocabulary must be the model's, and every id lies below it (verified), so every
+  const TokenShardExpect expect{tokenizer.vocab_size, tokenizer.checksum, "the tokenizer " + tokenizer.path};
+  // The shard's vocabulary must be the tokenizer's, which the model's equals (or exceeds: a
+  // padded vocabulary, started from its weights), and every id lies below it (verified), so every
   // id indexes the embedding.
   for (size_t i = 0; i < t.folders.size(); ++i) {
     t.train.push_back({open_token_shards(shards[i].train, expect), t.folders[i].weight});

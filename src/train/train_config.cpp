@@ -84,6 +84,7 @@ const std::vector<Binding>& bindings() {
       {{"steps", "optimizer steps; the LR schedule spans exactly these"}, FF_FIELD(steps)},
       {{"stop_at", "stop after this step with a checkpoint, as if interrupted (0 = run all steps)"}, FF_FIELD(stop_at)},
       {{"seed", "seed of the weight init and the data order"}, FF_FIELD(seed)},
+      {{"init_from", "start from the weights of this folder (an `import` output, a run folder or a step_N folder): fresh optimizer, step 0, the model's shape keys taken from it; ignored when --out already holds a checkpoint (\"\" = initialise from seed)"}, FF_FIELD(init_from)},
       {{"micro_batch", "sequences per forward/backward"}, FF_FIELD(micro_batch)},
       {{"grad_accum", "micro-batches accumulated per optimizer step"}, FF_FIELD(grad_accum)},
       {{"lr", "peak learning rate (after warmup)"}, FF_FIELD(lr)},
@@ -286,8 +287,14 @@ void set_config_key(TrainConfig& c, const std::string& raw_key, const std::strin
 }
 
 TrainConfig load_train_config(const std::string& toml_path,
-                              const std::vector<std::pair<std::string, std::string>>& overrides) {
+                              const std::vector<std::pair<std::string, std::string>>& overrides,
+                              KeySources* set_by) {
   TrainConfig c;
+  // Where each key was set, by its canonical name ('_', not '-'); the last setting wins.
+  auto note = [set_by](std::string key, std::string where) {
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (set_by) (*set_by)[key] = std::move(where);
+  };
   if (!toml_path.empty()) {
     if (!std::filesystem::exists(toml_path))
       throw std::runtime_error(fmt::format(
@@ -306,6 +313,7 @@ TrainConfig load_train_config(const std::string& toml_path,
       std::string key(k.str()), text;
       if (key == "data" && node.is_array()) {
         set_config_key(c, key, data_list_text(*node.as_array(), toml_path), fmt::format("in {}:{}", toml_path, node.source().begin.line));
+        note(key, fmt::format("{}:{}", toml_path, node.source().begin.line));
         continue;
       }
       check_toml_type(key, node, toml_path);
@@ -319,9 +327,13 @@ TrainConfig load_train_config(const std::string& toml_path,
             "tables)",
             toml_path, key));
       set_config_key(c, key, text, fmt::format("in {}:{}", toml_path, node.source().begin.line));
+      note(key, fmt::format("{}:{}", toml_path, node.source().begin.line));
     }
   }
-  for (const auto& [k, v] : overrides) set_config_key(c, k, v, "on the command line");
+  for (const auto& [k, v] : overrides) {
+    set_config_key(c, k, v, "on the command line");
+    note(k, "--" + k);
+  }
   return c;
 }
 
@@ -334,22 +346,35 @@ bool saved_doc_mask(const std::string& config_toml) {
   }
 }
 
+namespace {
+// A key's value as the resolved config file writes it.
+std::string toml_value_text(const FieldRef& ref) {
+  std::string v;
+  if (auto p = std::get_if<int*>(&ref)) v = std::to_string(**p);
+  else if (auto p = std::get_if<uint64_t*>(&ref)) v = std::to_string(**p);
+  else if (auto p = std::get_if<float*>(&ref)) {
+    v = fmt::format("{}", **p);
+    if (v.find_first_of(".en") == std::string::npos) v += ".0";  // keep it a TOML float
+  } else if (auto p = std::get_if<bool*>(&ref)) v = **p ? "true" : "false";
+  else if (auto p = std::get_if<std::string*>(&ref)) v = fmt::format("\"{}\"", **p);
+  else if (auto p = std::get_if<EnumRef>(&ref)) v = fmt::format("\"{}\"", p->name());
+  return v;
+}
+}  // namespace
+
+std::string config_value_text(const TrainConfig& src, const std::string& key) {
+  TrainConfig c = src;  // bindings hand out mutable references
+  auto it = std::find_if(bindings().begin(), bindings().end(),
+                         [&](const Binding& b) { return key == b.key.name; });
+  if (it == bindings().end()) throw std::logic_error("config_value_text: no key '" + key + "'");
+  return toml_value_text(it->ref(c));
+}
+
 std::string config_to_toml(const TrainConfig& src) {
   TrainConfig c = src;  // bindings hand out mutable references
   std::string out = "# resolved fivefold training config\n";
-  for (const auto& b : bindings()) {
-    FieldRef ref = b.ref(c);
-    std::string v;
-    if (auto p = std::get_if<int*>(&ref)) v = std::to_string(**p);
-    else if (auto p = std::get_if<uint64_t*>(&ref)) v = std::to_string(**p);
-    else if (auto p = std::get_if<float*>(&ref)) {
-      v = fmt::format("{}", **p);
-      if (v.find_first_of(".en") == std::string::npos) v += ".0";  // keep it a TOML float
-    } else if (auto p = std::get_if<bool*>(&ref)) v = **p ? "true" : "false";
-    else if (auto p = std::get_if<std::string*>(&ref)) v = fmt::format("\"{}\"", **p);
-    else if (auto p = std::get_if<EnumRef>(&ref)) v = fmt::format("\"{}\"", p->name());
-    out += fmt::format("{} = {}  # {}\n", b.key.name, v, b.key.help);
-  }
+  for (const auto& b : bindings())
+    out += fmt::format("{} = {}  # {}\n", b.key.name, toml_value_text(b.ref(c)), b.key.help);
   return out;
 }
 

@@ -5,6 +5,7 @@
 // saved resolved config explain themselves. A key with a closed set of values is an enum field,
 // named in text by its enum's table (core/enum_table.h): set_config_key parses the text once, and
 // config_to_toml prints the table's name, so the rest of the code never sees the strings.
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,9 @@ struct TrainConfig {
   int steps = 100;              // optimizer steps; the LR schedule spans exactly these
   int stop_at = 0;              // stop (with a checkpoint) after this step, as if interrupted
   uint64_t seed = 1337;         // weights init and data order
+  // Start from this folder's weights (an imported folder, a run or step_N folder; train/init_from.h)
+  // instead of the initializer: the model's shape keys come from it. "" = initialise from seed.
+  std::string init_from;
   int micro_batch = 8;          // sequences per forward/backward
   int grad_accum = 1;           // micro-batches per optimizer step
   float lr = 3e-4f;             // peak learning rate
@@ -99,15 +103,21 @@ struct ConfigKey {
 // Every key with its one-line explanation, in file order.
 const std::vector<ConfigKey>& config_keys();
 
+// Where the user set each key, by its canonical name: "--dim" or "configs/x.toml:4".
+using KeySources = std::map<std::string, std::string>;
 // Reads a TOML file (flat keys) and applies overrides in order. Unknown keys, wrong types and
 // malformed values (an enum key's name its table lacks) throw naming the key, the source (the
-// file and line, or the command line) and the fix.
+// file and line, or the command line) and the fix. set_by (optional) receives where each key
+// the file or the overrides set came from.
 TrainConfig load_train_config(const std::string& toml_path,
-                              const std::vector<std::pair<std::string, std::string>>& overrides);
+                              const std::vector<std::pair<std::string, std::string>>& overrides,
+                              KeySources* set_by = nullptr);
 // Sets one key from text; throws for unknown keys (suggesting the nearest) and bad values.
 void set_config_key(TrainConfig& c, const std::string& key, const std::string& value,
                     const std::string& source);
 std::string config_to_toml(const TrainConfig& c);
+// One key's value as config_to_toml writes it ("576", "1e-05", "\"llama3\"", "true").
+std::string config_value_text(const TrainConfig& c, const std::string& key);
 // Whether the run that saved this resolved config (a checkpoint's) trained with doc_mask; false
 // for a config without the key (runs before it existed) or an empty one.
 bool saved_doc_mask(const std::string& config_toml);

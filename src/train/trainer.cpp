@@ -13,6 +13,7 @@
 
 #include "comm/flight_recorder.h"
 #include "io/atomic_file.h"
+#include "io/tokenizer/tokenizer.h"
 #include "io/tokenizer/tokenizer_files.h"
 #include "kernels/cross_entropy.h"
 #include "model/precision.h"
@@ -32,6 +33,15 @@ void require_validation_targets(uint64_t targets, const TrainConfig& c, int G) {
         "evaluation batches ({} sequences of {} tokens each); give the validation examples completion tokens, "
         "or raise eval_batches",
         c.data, c.eval_batches, G, c.model.seq_len));
+}
+
+// Whether dir holds a tokenizer file with this checksum (the same bytes).
+bool holds_tokenizer(const std::string& dir, uint64_t checksum) {
+  try {
+    return tokenizer_file_checksum(tokenizer_file_in(dir)) == checksum;
+  } catch (const std::exception&) {
+    return false;  // none, or both kinds
+  }
 }
 }  // namespace
 
@@ -60,14 +70,23 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   gemm_.counts = &gemm_counts_;
   if (cfg_.precision == Precision::fp16) scaler_ = std::make_unique<LossScaler>(cfg_.loss_scale);
 
-  // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
   const RunTokenizer tokenizer = open_run_tokenizer(cfg_);
-  if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = tokenizer.vocab_size;
-  if (cfg_.model.vocab_size != tokenizer.vocab_size)
-    throw std::runtime_error(fmt::format(
-        "config vocab_size is {} but the tokenizer '{}' has {} tokens; set vocab_size = 0 (or "
-        "{}), or re-run `fivefold prepare --vocab {}`",
-        cfg_.model.vocab_size, tokenizer.path, tokenizer.vocab_size, tokenizer.vocab_size, cfg_.model.vocab_size));
+  // The run folder's newest complete checkpoint: resumed when full; a weights-only one (an
+  // import), or else init_from, gives the first weights of a fresh run (train/init_from.h).
+  std::optional<CheckpointMeta> resume = read_latest_checkpoint_meta(out_dir_);
+  if (std::optional<WeightsStart> start = find_weights_start(cfg_, resume, out_dir_)) {
+    start_ = std::move(*start);
+    resume.reset();
+    check_weights_start(*start_, tokenizer);
+  } else {
+    // Vocabulary: the tokenizer is the truth; an explicit vocab_size must agree with it.
+    if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = tokenizer.vocab_size;
+    if (cfg_.model.vocab_size != tokenizer.vocab_size)
+      throw std::runtime_error(fmt::format(
+          "config vocab_size is {} but the tokenizer '{}' has {} tokens; set vocab_size = 0 (or "
+          "{}), or re-run `fivefold prepare --vocab {}`",
+          cfg_.model.vocab_size, tokenizer.path, tokenizer.vocab_size, tokenizer.vocab_size, cfg_.model.vocab_size));
+  }
   validate_train_config(cfg_);  // again: the shape checks now see the tokenizer's vocab_size
   if (cfg_.doc_mask && tokenizer.bos_id < 0 && tokenizer.eos_id < 0)
     throw std::runtime_error(fmt::format("config: doc_mask = true needs the tokenizer '{}' to have a BOS or EOS "
@@ -79,9 +98,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (leader()) fs::create_directories(out_dir_);
   // A communication waiting past collective_timeout dumps this rank's flight record and ends the job.
   if (world_size() > 1) start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
-  std::optional<CheckpointMeta> resume = read_latest_checkpoint_meta(out_dir_);
   if (resume) check_resume(*resume, tokenizer.checksum, tokenizer.path);
-  else refuse_only_damaged_checkpoints(out_dir_);
+  else if (!start_) refuse_only_damaged_checkpoints(out_dir_);
 
   tokens_ = read_run_tokens(cfg_, tokenizer);
   loader_ = std::make_unique<MixtureLoader>(tokens_.train, cfg_.model.seq_len, cfg_.seed);
@@ -104,10 +122,13 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
     // Each rank reads only what its layout holds, whatever layout saved it.
     resume = load_resume(std::move(*resume), tokenizer.checksum, tokenizer.path);
     step_ = saved_step_ = resume->state.step;
+    resumed_ = true;
     if (par_->moe()) par_->moe()->set_router_bias(resume->state.router_bias);
     // fp16 continues its scale trajectory; from another precision's checkpoint it starts afresh.
     if (scaler_ && resume->state.loss_scale) scaler_->restore(*resume->state.loss_scale);
     loader_->set_position(resume->state.data);
+  } else if (start_) {
+    load_start_weights(start_->checkpoint);  // step 0, data position 0, fresh optimizer and loss scale
   } else {
     par_->state().init_parameters(cfg_.model, cfg_.seed);
   }
@@ -123,14 +144,26 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
                         resume->state.config_toml);
     write_file_atomic((fs::path(out_dir_) / "config.toml").string(), config_to_toml(cfg_));
     // One tokenizer file in the run folder, so sample/eval/export cannot pick a stale one; its
-    // Hugging Face side files come along for export to hand back.
-    copy_tokenizer_files(tokenizer.path, out_dir_, tokenizer.file_name);
+    // Hugging Face side files come along for export to hand back. A run started from weights
+    // takes the model's own files (the checksum check made them the data's tokenizer), so export
+    // hands back exactly what was imported; a run folder already holding this tokenizer keeps its
+    // files (a resumed fine-tune keeps the model's, not the data folder's side files).
+    if (start_ && !start_->tokenizer_path.empty())
+      copy_tokenizer_files(start_->tokenizer_path, out_dir_, tokenizer.file_name);
+    else if (!(resume && holds_tokenizer(out_dir_, tokenizer.checksum)))
+      copy_tokenizer_files(tokenizer.path, out_dir_, tokenizer.file_name);
   }
   report_ = std::make_unique<ProgressReport>(cfg_, out_dir_, mesh_, step_);
 }
 
 double Trainer::sum_over(double x, std::initializer_list<MeshAxis> axes) const {
   return mesh_ ? mesh_->reduce_scalar(x, axes) : x;
+}
+
+bool Trainer::any_rank(bool here) const {
+  const double x = here ? 1 : 0;
+  return (mesh_ ? mesh_->reduce_scalar(x, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp}, ReduceOp::max)
+                : x) > 0;
 }
 
 StepRecord Trainer::train_step() {
@@ -243,6 +276,15 @@ void Trainer::run() {
     std::printf("%s\n", plan.c_str());
   if (step_ > 0 && leader() && !quiet)
     std::printf("resuming from step %d of %d (%s)\n", step_, cfg_.steps, out_dir_.c_str());
+  if (leader() && !quiet) {
+    if (start_)
+      std::printf("starting from the weights of %s (step %d of the run that saved them): step 0, fresh optimizer\n",
+                  start_->checkpoint.dir.c_str(), start_->checkpoint.state.step);
+    else if (!cfg_.init_from.empty() && resumed_)
+      std::printf("init_from '%s' is ignored: %s already holds a checkpoint, which this run resumes (init_from "
+                  "sets the weights of a fresh run only)\n",
+                  cfg_.init_from.c_str(), out_dir_.c_str());
+  }
   if (!resume_changes_.empty() && leader() && !quiet)
     std::printf("config changed since the checkpoint, accepted as deliberate: %s (the old config is kept as "
                 "config.step_%d.toml)\n", describe_changes(resume_changes_).c_str(), step_);

@@ -18,6 +18,7 @@
 #include "io/trace.h"
 #include "kernels/gemm_context.h"
 #include "train/dp_mode_config.h"
+#include "train/init_from.h"
 #include "train/loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "train/nonfinite.h"
@@ -58,6 +59,9 @@ class Trainer {
   ModelState& state() { return par_->state(); }
   int step() const { return step_; }
   const std::vector<StepRecord>& history() const { return history_; }
+  // A run started from a checkpoint's weights: what this rank read of it (tests check that a
+  // sharded layout reads only its share); zeros otherwise.
+  const ReadStats& start_read_stats() const { return start_read_; }
   // Training rows drawn from each folder of `data` so far (the realised mixture).
   const std::vector<uint64_t>& data_rows_per_folder() const { return loader_->rows_per_source(); }
   // The last step's routing over all ranks (null: a dense model).
@@ -73,12 +77,23 @@ class Trainer {
   bool leader() const { return world_rank() == 0; }  // rank 0 on every axis, cp included
   // x summed over the ranks differing from this one only along `axes` (x itself without a mesh).
   double sum_over(double x, std::initializer_list<MeshAxis> axes) const;
+  // Collective over every rank: whether `here` holds on any of them (one rank's damaged block
+  // must stop all of them together, not leave the others waiting in a collective).
+  bool any_rank(bool here) const;
   // Fills this rank's state from a sharded checkpoint folder, reading only what it holds; the
   // caller then calls state().after_load() (collective). Throws CheckpointDamaged on damage.
   void load_checkpoint_state(const std::string& step_dir);
   // Refuses (naming the checkpoint and the fix) a checkpoint this run cannot continue: another
   // model, another tokenizer, a refused config change, a step past `steps` (trainer_resume.cpp).
   void check_resume(const CheckpointMeta& resume, uint64_t tokenizer_checksum, const std::string& tok_path);
+  // A fresh run from a checkpoint's weights (train/init_from.h): refuses, naming both files and
+  // the fix, a data tokenizer other than the model's or larger than its vocabulary, and a model
+  // whose shape is not the checkpoint's (trainer_init_from.cpp).
+  void check_weights_start(const WeightsStart& start, const RunTokenizer& tokenizer);
+  // Collective: fills this rank's parameters (only the boxes it holds) from the checkpoint, the
+  // moments left zero; the MoE router bias comes along (it decides the routing the weights were
+  // trained under). Every rank throws the same AgreedError when any rank finds damage.
+  void load_start_weights(const CheckpointMeta& from);
   // Loads `resume` collectively; when any rank finds its data damaged, every rank goes back to
   // the previous complete checkpoint (checked like the first), and the damaged folders are set
   // aside. Returns the checkpoint loaded; throws an AgreedError when none is left.
@@ -108,6 +123,9 @@ class Trainer {
   double last_compute_seconds_ = 0;
   std::unique_ptr<CheckpointSaver> saver_;
   int saved_step_ = -1;  // the step of the checkpoint this state is (resumed from or last saved)
+  bool resumed_ = false;  // this run continues the run folder's checkpoint
+  std::optional<WeightsStart> start_;  // a fresh run's first weights, when not the initializer's
+  ReadStats start_read_;  // what loading them read on this rank
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
   LossSpikeWatch spikes_{0};

@@ -50,11 +50,7 @@ CheckpointMeta Trainer::load_resume(CheckpointMeta resume, uint64_t tokenizer_ch
     }
     // Every rank must continue from the same checkpoint: one rank's damaged file (a tp block or
     // ZeRO chunk the others never read) sends them all back.
-    const double bad_here = damage.empty() ? 0 : 1;
-    const double bad = mesh_ ? mesh_->reduce_scalar(bad_here, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp},
-                                                    ReduceOp::max)
-                             : bad_here;
-    if (bad == 0) break;
+    if (!any_rank(!damage.empty())) break;
     std::optional<CheckpointMeta> previous = read_latest_checkpoint_meta(out_dir_, resume.state.step);
     if (!previous) {
       if (!damage.empty() && world_size() > 1) std::fprintf(stderr, "rank %d: %s\n", world_rank(), damage.c_str());
