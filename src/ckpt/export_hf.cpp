@@ -3,11 +3,14 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ckpt/hf_config.h"
 #include "ckpt/safetensors.h"
 #include "core/memory.h"
 #include "io/atomic_file.h"
+#include "io/tokenizer/tokenizer_files.h"
 #include "kernels/convert.h"
 
 namespace ff {
@@ -19,79 +22,109 @@ DType parse_export_dtype(const std::string& s) {
   return names.parse(s, "export dtype");
 }
 
-void export_hugging_face(const std::string& out_dir, const ModelConfig& c,
-                         const ParamLayout& layout, const float* params,
-                         const std::string& tokenizer_file, int bos_id, int eos_id, DType dtype) {
+namespace {
+
+void check_moe_describable(const ModelConfig& c) {
+  const MoeConfig& m = c.moe;
+  if (!m.enabled()) return;
+  // Mixtral's layout is ours (block_sparse_moe.gate, experts.N.w1/w2/w3); its model is every
+  // block MoE, softmax top-k renormalised, no shared experts and no selection bias, dropless.
+  std::string why;
+  if (parse_moe_layers(m.moe_layers, c.n_layers).size() != size_t(c.n_layers)) why = "moe_layers is not all";
+  else if (m.router != RouterKind::softmax) why = std::string("router is ") + router_names().name(m.router);
+  else if (m.shared_experts > 0) why = "shared_experts > 0";
+  else if (m.router_bias_update > 0) why = "router_bias_update > 0 (a selection bias)";
+  if (!why.empty())
+    throw std::runtime_error("export: the Hugging Face Mixtral layout cannot describe this MoE model (" + why +
+                             "); only models with every block MoE, router softmax, no shared experts and "
+                             "router_bias_update 0 export");
+}
+
+// The layout's tensors cut, in order, into shards of at most max_bytes (a larger tensor alone).
+std::vector<std::vector<const ParamView*>> plan_shards(const ParamLayout& layout, size_t elem, uint64_t max_bytes) {
+  std::vector<std::vector<const ParamView*>> shards(1);
+  uint64_t bytes = 0;
+  for (const ParamView& v : layout.views()) {
+    const uint64_t b = v.numel * elem;
+    if (!shards.back().empty() && bytes + b > max_bytes) shards.emplace_back(), bytes = 0;
+    shards.back().push_back(&v);
+    bytes += b;
+  }
+  return shards;
+}
+
+std::string shard_name(size_t i, size_t n) { return fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, n); }
+
+// Weights files of an earlier export into the same folder that this one does not rewrite: a stale
+// model.safetensors beside a new index would be what from_pretrained loads.
+void remove_stale_weights(const fs::path& dir, const std::vector<std::string>& keep) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    const bool weights = name == "model.safetensors" || name == "model.safetensors.index.json" ||
+                         (name.rfind("model-", 0) == 0 && name.find("-of-") != std::string::npos &&
+                          e.path().extension() == ".safetensors");
+    if (weights && std::find(keep.begin(), keep.end(), name) == keep.end()) fs::remove(e.path());
+  }
+}
+
+}  // namespace
+
+void export_hugging_face(const std::string& out_dir, const ModelConfig& c, const ParamLayout& layout,
+                         const float* params, const std::string& tokenizer_file, int bos_id, int eos_id,
+                         DType dtype, uint64_t max_shard_bytes) {
   if (dtype != DType::f32 && dtype != DType::bf16)
     throw std::invalid_argument(std::string("export writes fp32 or bf16, not ") + dtype_name(dtype));
-  const MoeConfig& m = c.moe;
-  if (m.enabled()) {
-    // Mixtral's layout is ours (block_sparse_moe.gate, experts.N.w1/w2/w3); its model is every
-    // block MoE, softmax top-k renormalised, no shared experts and no selection bias, dropless.
-    std::string why;
-    if (parse_moe_layers(m.moe_layers, c.n_layers).size() != size_t(c.n_layers)) why = "moe_layers is not all";
-    else if (m.router != RouterKind::softmax) why = std::string("router is ") + router_names().name(m.router);
-    else if (m.shared_experts > 0) why = "shared_experts > 0";
-    else if (m.router_bias_update > 0) why = "router_bias_update > 0 (a selection bias)";
-    if (!why.empty())
-      throw std::runtime_error("export: the Hugging Face Mixtral layout cannot describe this MoE model (" + why +
-                               "); only models with every block MoE, router softmax, no shared experts and "
-                               "router_bias_update 0 export");
-  }
+  check_moe_describable(c);
   fs::create_directories(out_dir);
-  std::vector<SafeTensor> tensors;
-  // bf16: the whole model rounded once (RNE, as PyTorch's .to(torch.bfloat16)), 2 bytes a parameter.
-  TrackedBuffer<uint16_t> half;
-  if (dtype == DType::bf16) {
-    half.allocate(layout.total(), MemCategory::workspace);
-    convert_from_f32(TypedPtr(half.data(), DType::bf16), params, layout.total());
+  const size_t elem = dtype_size(dtype);
+  const auto shards = plan_shards(layout, elem, max_shard_bytes);
+  const bool single = shards.size() == 1;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < shards.size(); ++i) names.push_back(single ? "model.safetensors" : shard_name(i, shards.size()));
+  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+  uint64_t total = 0;
+  TrackedBuffer<uint16_t> half;  // bf16: one shard rounded at a time (RNE, as PyTorch's .to(torch.bfloat16))
+  for (size_t i = 0; i < shards.size(); ++i) {
+    size_t numel = 0;
+    for (const ParamView* v : shards[i]) numel += v->numel;
+    if (dtype == DType::bf16 && half.size() < numel) {
+      half.release();
+      half.allocate(numel, MemCategory::workspace);
+    }
+    std::vector<SafeTensor> tensors;
+    size_t at = 0;
+    for (const ParamView* v : shards[i]) {
+      if (dtype == DType::bf16) {
+        convert_from_f32(TypedPtr(half.data() + at, DType::bf16), params + v->offset, v->numel);
+        tensors.push_back({v->name, "BF16", v->shape, half.data() + at, v->numel * elem});
+      } else {
+        tensors.push_back({v->name, "F32", v->shape, params + v->offset, v->numel * elem});
+      }
+      at += v->numel;
+      weight_map[v->name] = names[i];
+      total += v->numel * elem;
+    }
+    write_safetensors((fs::path(out_dir) / names[i]).string(), tensors, {{"format", "pt"}});
   }
-  for (const ParamView& v : layout.views()) {
-    if (dtype == DType::bf16)
-      tensors.push_back({v.name, "BF16", v.shape, half.data() + v.offset, v.numel * sizeof(uint16_t)});
-    else
-      tensors.push_back({v.name, "F32", v.shape, params + v.offset, v.numel * sizeof(float)});
+  if (!single) {
+    const nlohmann::ordered_json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    write_file_atomic((fs::path(out_dir) / "model.safetensors.index.json").string(), index.dump(2) + "\n");
+    names.push_back("model.safetensors.index.json");
   }
-  write_safetensors((fs::path(out_dir) / "model.safetensors").string(), tensors,
-                    {{"format", "pt"}});
-  nlohmann::json config = {
-      {"architectures", {"LlamaForCausalLM"}},
-      {"model_type", "llama"},
-      {"hidden_act", "silu"},
-      {"hidden_size", c.dim},
-      {"intermediate_size", c.ffn_dim},
-      {"num_hidden_layers", c.n_layers},
-      {"num_attention_heads", c.n_heads},
-      {"num_key_value_heads", c.n_kv_heads},
-      {"max_position_embeddings", c.seq_len},
-      {"rms_norm_eps", c.rms_eps},
-      {"rope_theta", c.rope_theta},
-      {"vocab_size", c.vocab_size},
-      {"tie_word_embeddings", c.tied_embeddings},
-      {"attention_bias", false},
-      {"bos_token_id", bos_id >= 0 ? nlohmann::json(bos_id) : nlohmann::json()},
-      {"eos_token_id", eos_id >= 0 ? nlohmann::json(eos_id) : nlohmann::json()},
-      {"torch_dtype", dtype == DType::bf16 ? "bfloat16" : "float32"}};
-  if (m.enabled()) {
-    config["architectures"] = {"MixtralForCausalLM"};
-    config["model_type"] = "mixtral";
-    config["intermediate_size"] = m.expert_width(c.ffn_dim);
-    config["num_local_experts"] = m.n_experts;
-    config["num_experts_per_tok"] = m.top_k;
-    config["router_aux_loss_coef"] = m.aux_loss_coeff;
-    config["output_router_logits"] = false;
-  }
-  write_file_atomic((fs::path(out_dir) / "config.json").string(), config.dump(2) + "\n");
-  const fs::path tok_name = fs::path(tokenizer_file).filename();
-  fs::copy_file(tokenizer_file, fs::path(out_dir) / tok_name, fs::copy_options::overwrite_existing);
+  remove_stale_weights(out_dir, names);
+  write_file_atomic((fs::path(out_dir) / "config.json").string(),
+                    hf_config_json(c, bos_id, eos_id, dtype).dump(2) + "\n");
+  const std::string tok_name = fs::path(tokenizer_file).filename().string();
+  copy_tokenizer_files(tokenizer_file, out_dir, tok_name);
+  if (fs::exists(fs::path(out_dir) / "tokenizer_config.json")) return;
+  // A run prepared without the Hugging Face side files: tell transformers how to use the file.
   // A tokenizer.json carries its own post-processor (BOS/EOS); a SentencePiece model needs
   // LlamaTokenizer told to add BOS.
   const nlohmann::json tok_config =
       tok_name == "tokenizer.json"
           ? nlohmann::json{{"tokenizer_class", "PreTrainedTokenizerFast"}}
           : nlohmann::json{{"tokenizer_class", "LlamaTokenizer"}, {"add_bos_token", true}, {"add_eos_token", false}};
-  write_file_atomic((fs::path(out_dir) / "tokenizer_config.json").string(),
-                    tok_config.dump(2) + "\n");
+  write_file_atomic((fs::path(out_dir) / "tokenizer_config.json").string(), tok_config.dump(2) + "\n");
 }
 
 }  // namespace ff

@@ -162,6 +162,10 @@ void CheckpointSaver::publish() {
   agree(world_, manifest_error, fmt::format("completing checkpoint {}", step_dir));
 }
 
+nlohmann::json serial_layout_json() {
+  return {{"ranks", 1}, {"dp", 1}, {"cp", 1}, {"tp", 1}, {"pp", 1}, {"zero", 0}};
+}
+
 void save_serial_checkpoint(const std::string& run_dir, const CheckpointState& state, const float* params,
                             const float* m, const float* v) {
   const ParamLayout layout(state.model);
@@ -171,9 +175,8 @@ void save_serial_checkpoint(const std::string& run_dir, const CheckpointState& s
   runs.params = {{0, n, const_cast<float*>(params)}};
   runs.m = {{0, n, const_cast<float*>(m)}};
   runs.v = {{0, n, const_cast<float*>(v)}};
-  const nlohmann::json serial = {{"ranks", 1}, {"dp", 1}, {"cp", 1}, {"tp", 1}, {"pp", 1}, {"zero", 0}};
   CheckpointSaver saver(run_dir, nullptr, 1, false);
-  saver.save(checkpoint_info(state, serial), state_save_pieces(layout, runs, {}));
+  saver.save(checkpoint_info(state, serial_layout_json()), state_save_pieces(layout, runs, {}));
   saver.finish();
 }
 

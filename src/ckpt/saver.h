@@ -67,6 +67,9 @@ class CheckpointSaver {
   double stall_s_ = 0;
 };
 
+// The layout field of a checkpoint one process wrote (ranks 1, every degree 1).
+nlohmann::json serial_layout_json();
+
 // One process's whole state saved as step state.step of run_dir, as training saves a serial run
 // (import writes its step-0 checkpoint so): params, m and v each hold the model's whole flat
 // layout, and are only read.

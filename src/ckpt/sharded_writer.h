@@ -13,6 +13,7 @@
 #include "ckpt/sharded_box.h"
 #include "ckpt/sharded_manifest.h"
 #include "core/dtype.h"
+#include "io/atomic_file.h"
 
 namespace ff {
 
@@ -49,6 +50,24 @@ class ShardWriter {
   int64_t step_;
   ShardWriterOptions opt_;
   std::vector<Pending> pieces_;
+};
+
+// The same data file written as the pieces arrive, for a producer that holds one bounded piece
+// at a time (import streams a model through one buffer): each add() writes its bytes before
+// returning, so the caller may reuse the buffer at once. Nothing appears at the file's name
+// before commit(); a writer destroyed uncommitted leaves nothing behind.
+class ShardStreamWriter {
+ public:
+  ShardStreamWriter(const std::string& step_dir, int rank, int64_t step, ShardWriterOptions opt = {});
+  // As ShardWriter::add, written now.
+  void add(const std::string& tensor, const std::vector<int64_t>& shape, const Box& box, ConstTypedPtr data);
+  // fsync and rename; returns the record for write_manifest.
+  ShardFileRecord commit();
+
+ private:
+  ShardWriterOptions opt_;
+  AtomicFileWriter file_;
+  ShardFileRecord record_;
 };
 
 }  // namespace ff

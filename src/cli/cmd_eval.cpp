@@ -31,7 +31,8 @@ int cmd_eval(const Args& a) {
   if (doc_mask != "true" && doc_mask != "false")
     throw std::runtime_error("--doc-mask is '" + doc_mask + "'; it takes true or false");
   if (doc_mask == "true") t.model->set_document_breaks({t.tokenizer->bos_id(), t.tokenizer->eos_id()});
-  const TokenShardExpect expect{t.state.model.vocab_size, t.tokenizer->checksum(),
+  // The shard was made with the tokenizer, whose ids all have rows (a model may pad past it).
+  const TokenShardExpect expect{t.tokenizer->vocab_size(), t.tokenizer->checksum(),
                                 "the checkpoint's tokenizer " + t.tokenizer_path};
   // Read in windows (a shard larger than memory evaluates too); a loss mask is honoured.
   const auto tokens = open_token_shards({data}, expect);

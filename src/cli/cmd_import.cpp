@@ -7,13 +7,20 @@
 namespace ff::cli {
 
 int cmd_import(const Args& a) {
-  const char* usage = "fivefold import --hf DIR --out RUN   (then: fivefold train --out RUN --data DATA ... to fine-tune)";
+  const char* usage =
+      "fivefold import --hf DIR --out RUN   (a llama, mistral or qwen2 folder; then: fivefold train --out RUN "
+      "--data DATA ... to fine-tune)";
   if (a.help) return std::puts(usage), 0;
   a.only({"hf", "out"}, usage);
   const std::string out = a.require("out", usage);
   ensure_output_dir(out, "--out");
-  const size_t n = import_hugging_face(a.require("hf", usage), out);
-  std::printf("imported %zu parameters into %s (step 0, zero AdamW moments)\n", n, out.c_str());
+  const ImportResult r = import_hugging_face(a.require("hf", usage), out);
+  std::printf("imported %zu parameters (%s) into %s (step 0, weights only: training starts a fresh optimizer; %s)\n",
+              r.params, r.hf.family.c_str(), out.c_str(), r.tokenizer_file.c_str());
+  if (r.hf.max_position_embeddings > r.hf.model.seq_len)
+    std::printf("seq_len %d of the model's context %d (max_position_embeddings): set seq_len when training for "
+                "longer windows\n",
+                r.hf.model.seq_len, r.hf.max_position_embeddings);
   return 0;
 }
 

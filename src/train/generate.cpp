@@ -33,7 +33,9 @@ int32_t pick(const float* logits, int V, const SampleOptions& opt, RngState& rng
 
 GeneratedIds generate_ids(Llama& model, const float* params, const TextTokenizer& tok,
                           const std::string& prompt, const SampleOptions& opt) {
-  const int V = model.config().vocab_size, T = model.config().seq_len;
+  // Only the tokenizer's ids are candidates: a model may pad its vocabulary past the tokenizer's
+  // (Qwen2.5), and a padding row's logit is never a token to emit.
+  const int V = std::min(model.config().vocab_size, tok.vocab_size()), T = model.config().seq_len;
   GeneratedIds g;
   // The prompt opens a document, as the training data's documents were opened.
   g.prefix = tok.document_prefix();
