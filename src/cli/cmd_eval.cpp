@@ -17,7 +17,7 @@ namespace ff::cli {
 
 int cmd_eval(const Args& a) {
   const char* usage =
-      "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2 --doc-mask true|false]\n"
+      "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2 --doc-mask true|false --logits FILE]\n"
       "  --doc-mask: attention within each document of a window (default: as the checkpoint's run trained)\n"
       "  --logits: also write the windows' logits as float32 .npy, shape (windows, seq_len, vocab_size)";
   if (a.help) return std::puts(usage), 0;
