@@ -196,6 +196,9 @@ class Llama {
   size_t resid_rows(int N) const { return hooks_->resid_rows(size_t(N)); }
   // The 16-bit type the kernels round GEMM output gradients to in this run, f32 when they do not.
   DType gemm_grad_dtype() const;
+  // The type a GEMM rounds an fp32 output gradient to as it reads it (f32: none, or fp8's own
+  // scaling): what a bias gradient beside that GEMM rounds the same rows to.
+  DType gemm_rounds_grads_to() const;
   // rmsnorm_backward into d_resid_, leaving its rounded copy for the next GEMM when the run has one.
   void norm_backward(float* dw, const float* dy, const float* x, const float* w, const float* rstd, int R);
   // The output gradient of the GEMM reading d_resid next: its rounded copy when that is current.

@@ -15,6 +15,7 @@
 // C = dim; Q = q/k/v width; A = H*D attention width; F = FFN width; V = vocabulary rows held.
 #include <cstring>
 
+#include "kernels/bias.h"
 #include "kernels/convert.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
@@ -82,9 +83,10 @@ void Llama::block_forward(const float* P, int l, const BlockActs& a, float* out,
   const BlockOffsets& o = layout_.block_offsets(l);
   const int N = B * T, R = int(resid_rows(N)), C = cfg_.dim, D = cfg_.head_dim(), Q = int(w_.Q),
             A = int(w_.A);
-  // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in))))).
+  // Attention: mid = x_in + o(attn(rope(qkv(norm(x_in)) + qkv bias))).
   rmsnorm_forward(a.ln1, a.rstd1, a.x_in, P + o.attn_norm, R, C, cfg_.rms_eps);      // (R, C)
   matmul_xwt(*gemm_, a.qkv, hooks_->column_input(a.ln1, N, C), block_weight(P, l, o.qkv), N, C, Q);          // (N, Q)
+  if (cfg_.qkv_bias) bias_forward(a.qkv, P + o.qkv_bias, size_t(N), Q, Q);                                 // before RoPE
   const RopeRows rope = rope_rows(a, B, T);
   rope_forward(a.qkv, rope.cos, rope.sin, rope.B, rope.T, heads_, D, Q);           // q
   rope_forward(a.qkv + A, rope.cos, rope.sin, rope.B, rope.T, kv_heads_, D, Q);    // k
@@ -245,6 +247,9 @@ void Llama::block_backward(const float* P, float* G, int l, const BlockActs& a, 
   if (staged) convert_to_f32(staging_.data(), a.att, size_t(N) * A);
   const ConstTypedPtr att = staged ? ConstTypedPtr(staging_.data()) : ConstTypedPtr(a.att);
   const ConstTypedPtr d_qkv_gemm = attention_backward_for_gemm(a, att, B, T, def != nullptr);  // and RoPE's
+  // The bias gradient sums what the weight gradient's GEMM reads (16-bit runs: the rounded copy, or
+  // fp32 rows rounded as that GEMM rounds them); deferred, the weight pass adds it from the kept rows.
+  if (cfg_.qkv_bias && !def) bias_backward(G + o.qkv_bias, d_qkv_gemm, size_t(N), Q, Q, gemm_rounds_grads_to());
   // Sequence parallelism kept only this rank's rows of ln1; the weight gradient needs all of
   // them, so they are gathered again (as Megatron does) rather than stored whole.
   const ConstTypedPtr ln1 = def ? ConstTypedPtr() : hooks_->column_input(a.ln1, N, C);  // (N, C)

@@ -19,6 +19,11 @@ DType Llama::gemm_grad_dtype() const {
   return on ? act_dtype_ : DType::f32;
 }
 
+DType Llama::gemm_rounds_grads_to() const {
+  // fp8 quantises with per-tensor scales of its own, which a bias (no GEMM) does not take.
+  return gemm_->fp8 ? DType::f32 : gemm_->input_dtype;
+}
+
 void Llama::norm_backward(float* dw, const float* dy, const float* x, const float* w, const float* rstd,
                           int R) {
   const DType t = gemm_grad_dtype();

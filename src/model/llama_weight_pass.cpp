@@ -1,5 +1,6 @@
 // What a block's backward may need besides the plain reverse pass: recomputing the activations a
 // policy dropped, and the weight pass of a zero-bubble split (the GEMMs the input pass deferred).
+#include "kernels/bias.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/swiglu.h"
 #include "model/linear.h"
@@ -52,6 +53,7 @@ void Llama::block_weight_grads(const float* P, float* G, int l, const BlockActs&
   hooks_->mlp_weight_grads(mlp_call(P, l, a, N), G, def);
   accumulate_dw(*gemm_, block_grad(G, l, o.o), def.d_mid, a.att, N, A, C);
   accumulate_dw(*gemm_, block_grad(G, l, o.qkv), def.d_qkv, hooks_->column_input(a.ln1, N, C), N, C, Q);
+  if (cfg_.qkv_bias) bias_backward(G + o.qkv_bias, def.d_qkv, size_t(N), Q, Q, gemm_rounds_grads_to());
   for (int i = 0; i < C; ++i) G[o.attn_norm + i] += def.norms[i], G[o.mlp_norm + i] += def.norms[C + i];
 }
 

@@ -68,6 +68,11 @@ ParamLayout::ParamLayout(const ModelConfig& c, const TensorSlicer* slicer, const
     b.qkv = add(p + "self_attn.q_proj.weight", {c.n_heads * D, C}) - start;
     add(p + "self_attn.k_proj.weight", {c.n_kv_heads * D, C});
     add(p + "self_attn.v_proj.weight", {c.n_kv_heads * D, C});
+    if (c.qkv_bias) {  // adjacent, so they form one bias of the fused q/k/v GEMM's width
+      b.qkv_bias = add(p + "self_attn.q_proj.bias", {c.n_heads * D}) - start;
+      add(p + "self_attn.k_proj.bias", {c.n_kv_heads * D});
+      add(p + "self_attn.v_proj.bias", {c.n_kv_heads * D});
+    }
     b.o = add(p + "self_attn.o_proj.weight", {C, c.n_heads * D}) - start;
     b.mlp_norm = add(p + "post_attention_layernorm.weight", {C}) - start;
     if (c.moe.is_moe_layer(l, c.n_layers)) {
@@ -117,6 +122,10 @@ const ParamView& ParamLayout::find(const std::string& name) const {
   throw std::runtime_error("no parameter named '" + name + "' in this model");
 }
 
+bool is_bias(const std::string& name) {
+  return name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+}
+
 static bool is_residual_output(const std::string& name) {
   return name.find("o_proj") != std::string::npos || name.find("down_proj") != std::string::npos ||
          name.find(".w2.") != std::string::npos;  // an expert's down projection
@@ -129,7 +138,7 @@ void init_parameter_range(float* dst, size_t begin, size_t end, const ParamLayou
     if (lo >= hi) continue;
     float* p = dst + (lo - begin);
     if (!v.is_matrix) {
-      std::fill(p, p + (hi - lo), 1.0f);
+      std::fill(p, p + (hi - lo), is_bias(v.name) ? 0.0f : 1.0f);
       continue;
     }
     float std = c.init_std;

@@ -3,7 +3,7 @@
 // it (llm.c's malloc_and_point_parameters). Gradients and optimizer moments use the same layout,
 // so the optimizer, clipping, checkpoints and (later) ZeRO sharding are loops over one span.
 //
-// Order within a block is q, k, v then gate, up: stored (out, in) row-major, consecutive q/k/v
+// Order within a block is q, k, v (then their biases, where the model has them) then gate, up: stored (out, in) row-major, consecutive q/k/v
 // rows form the fused (H+2Hkv)*D x C matrix, and gate/up the fused 2F x C one, so each block runs
 // two GEMMs where a naive port runs five.
 #include <cstdint>
@@ -36,7 +36,7 @@ struct ParamView {
   std::vector<int64_t> shape;  // (out, in) for matrices; this rank's block under a plan
   size_t offset = 0;           // in elements, into the flat buffer
   size_t numel = 0;
-  bool is_matrix = false;      // matrices get weight decay and normal init; norms neither
+  bool is_matrix = false;      // matrices get weight decay and normal init; norms and biases neither
   std::vector<int64_t> full_shape;  // the unsharded tensor (= shape without a plan)
   int64_t row0 = 0, col0 = 0;       // this block's origin in the full tensor
   int replicas = 1;                 // tensor-parallel ranks holding the same block
@@ -69,6 +69,7 @@ struct MoeMlpOffsets {
 struct BlockOffsets {
   BlockKind kind = BlockKind::dense;
   size_t attn_norm = 0, qkv = 0, o = 0, mlp_norm = 0;
+  size_t qkv_bias = 0;  // the fused (Q) q/k/v bias, right after v's weight (ModelConfig::qkv_bias)
   DenseMlpOffsets mlp;  // kind == dense
   MoeMlpOffsets moe;    // kind == moe
 };
@@ -134,9 +135,12 @@ class ParamLayout {
 // Element i of tensor `name` (i indexing the full tensor) is init_std * normal(seed, hash(name), i)
 // for matrices (output
 // projections o and down scaled by 1/sqrt(2*n_layers), as GPT-2 does to keep the residual stream's
-// variance flat in depth), and 1 for norms. Writes params[view.offset + i] for i in [begin, end)
+// variance flat in depth), 1 for norms and 0 for biases. Writes params[view.offset + i] for i in [begin, end)
 // of each view, so a shard (ZeRO's range of the flat buffer, tensor parallelism's block of each
 // tensor, or both) initialises just what it holds, to the values the serial model has there.
+// A bias vector (HF's "<module>.bias"): initialised to 0, never decayed.
+bool is_bias(const std::string& name);
+
 void init_parameters(float* params, const ParamLayout& layout, const ModelConfig& c,
                      uint64_t seed);
 // The same values for flat elements [begin, end) only, written to dst[0 .. end - begin).

@@ -33,10 +33,16 @@ ActivationSetting activation_setting(const LayoutSpec& L) {
   return L.sp ? ActivationSetting::tp_sp : ActivationSetting::tp;
 }
 
+double llama_block_parameter_count(const ModelConfig& c) {
+  // q/k/v, o (A = h unless head_dim is set), the MLP, two norms, and Qwen2's q/k/v bias.
+  const double h = c.dim, kv = double(c.n_kv_heads) * c.head_dim(), a = c.attention_dim();
+  const double bias = c.qkv_bias ? a + 2 * kv : 0.0;
+  return h * (a + 2 * kv) + a * h + 3 * h * c.ffn_dim + 2 * h + bias;
+}
+
 double llama_parameter_count(const ModelConfig& c) {
-  const double h = c.dim, kv = double(c.n_kv_heads) * c.head_dim(), V = c.vocab_size;
-  const double block = h * (h + 2 * kv) + h * h + 3 * h * c.ffn_dim + 2 * h;
-  return V * h * (c.tied_embeddings ? 1 : 2) + c.n_layers * block + h;
+  const double h = c.dim, V = c.vocab_size;
+  return V * h * (c.tied_embeddings ? 1 : 2) + c.n_layers * llama_block_parameter_count(c) + h;
 }
 
 }  // namespace ff

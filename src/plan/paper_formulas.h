@@ -22,5 +22,7 @@ ActivationSetting activation_setting(const LayoutSpec& L);
 
 // Parameters of the LLaMA-style model (FORMULAS.md): embedding, head if untied, blocks, norms.
 double llama_parameter_count(const ModelConfig& c);
+// Of one dense decoder block.
+double llama_block_parameter_count(const ModelConfig& c);
 
 }  // namespace ff

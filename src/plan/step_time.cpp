@@ -10,11 +10,6 @@ namespace ff {
 
 namespace {
 
-double block_parameters(const ModelConfig& c) {
-  const double h = c.dim, kv = double(c.n_kv_heads) * c.head_dim();
-  return h * (h + 2 * kv) + h * h + 3 * h * c.ffn_dim + 2 * h;
-}
-
 // Parameters of the largest pipeline stage on one tensor-parallel rank: its share of the blocks
 // (the first virtual stages take the remainder) plus the embedding or the head.
 double stage_parameters(const ModelConfig& c, const LayoutSpec& L) {
@@ -22,7 +17,7 @@ double stage_parameters(const ModelConfig& c, const LayoutSpec& L) {
   const double blocks = std::ceil(double(c.n_layers) / stages) * L.chunks;
   const double vocab = double(c.vocab_size) * c.dim;
   const double ends = L.pp == 1 ? vocab * (c.tied_embeddings ? 1 : 2) + c.dim : vocab + c.dim;
-  return (blocks * block_parameters(c) + ends) / L.tp;
+  return (blocks * llama_block_parameter_count(c) + ends) / L.tp;
 }
 
 // Micro-batches whose activations the first stage keeps at once.
@@ -55,7 +50,7 @@ RankMemory paper_memory(const ModelConfig& c, const LayoutSpec& L, const Cluster
     acts += korthikanti_layer_bytes(s, mb, h, c.n_heads, L.tp, ActivationSetting::tp, cl.flash_attention);
   b[size_t(MemCategory::activations)] = int64_t(acts);
   // fp32 logits and their gradient on the last stage, plus collective buffers of a segment.
-  b[size_t(MemCategory::workspace)] = int64_t(2 * 4 * s * mb * c.vocab_size / L.tp + 2 * P * block_parameters(c) / L.tp);
+  b[size_t(MemCategory::workspace)] = int64_t(2 * 4 * s * mb * c.vocab_size / L.tp + 2 * P * llama_block_parameter_count(c) / L.tp);
   return m;
 }
 

@@ -79,4 +79,55 @@ TEST(Rope, FloatMatchesDouble) {
   EXPECT_LT(fftest::max_rel_err(xf, randn(B * T * kStride, 4)), 4e-6);  // a rotation and back
 }
 
+// Llama 3.1's published rule, written out here in double: wavelength = 2 pi / f; shorter than
+// original / high_freq_factor: kept; longer than original / low_freq_factor: f / factor; between:
+// smooth = (original / wavelength - low) / (high - low), f' = (1 - smooth) f / factor + smooth f.
+// At D = 16, theta 1e4 the wavelengths are 6.3, 19.9, 62.8, 199, ...: against 64 / 4 = 16 and
+// 64 / 1 = 64, pair 0 is kept, pairs 1 and 2 are interpolated and the rest divided.
+TEST(Rope, ScaledInverseFrequenciesMatchTheFormulas) {
+  constexpr int kD = 16;
+  constexpr double kFactor = 8, kLow = 1, kHigh = 4, kOriginal = 64;
+  const ff::RopeScaling llama3{ff::RopeScalingKind::llama3, float(kFactor), float(kLow), float(kHigh), int(kOriginal)};
+  const ff::RopeScaling linear{ff::RopeScalingKind::linear, 2.5f};
+  std::vector<double> d3(kD / 2), dl(kD / 2), dn(kD / 2);
+  std::vector<float> f3(kD / 2), fl(kD / 2);
+  ff::rope_inverse_frequencies(d3.data(), kD, kTheta, llama3);
+  ff::rope_inverse_frequencies(dl.data(), kD, kTheta, linear);
+  ff::rope_inverse_frequencies(dn.data(), kD, kTheta);
+  ff::rope_inverse_frequencies(f3.data(), kD, float(kTheta), llama3);
+  ff::rope_inverse_frequencies(fl.data(), kD, float(kTheta), linear);
+  int kept = 0, ramped = 0, divided = 0;
+  for (int i = 0; i < kD / 2; ++i) {
+    const double f = 1.0 / std::pow(kTheta, 2.0 * i / kD), wavelength = 2 * M_PI / f;
+    double want = f / kFactor;
+    if (wavelength < kOriginal / kHigh) want = f, ++kept;
+    else if (wavelength > kOriginal / kLow) ++divided;
+    else {
+      const double smooth = (kOriginal / wavelength - kLow) / (kHigh - kLow);
+      want = (1 - smooth) * f / kFactor + smooth * f, ++ramped;
+    }
+    EXPECT_NEAR(dn[i], f, 1e-15 * f) << i;
+    EXPECT_NEAR(d3[i], want, 1e-13 * want) << "llama3 pair " << i;
+    EXPECT_NEAR(f3[i], want, 1e-6 * want) << "llama3 pair " << i;
+    EXPECT_NEAR(dl[i], f / 2.5, 1e-13 * f) << "linear pair " << i;
+    EXPECT_NEAR(fl[i], f / 2.5, 1e-6 * f) << "linear pair " << i;
+  }
+  EXPECT_EQ(kept, 1);
+  EXPECT_EQ(ramped, 2);
+  EXPECT_EQ(divided, kD / 2 - 3);
+}
+
+// The tables are the angles t * inv_freq of the scaled frequencies.
+TEST(Rope, ScaledTablesUseTheScaledFrequencies) {
+  const ff::RopeScaling llama3{ff::RopeScalingKind::llama3, 8.0f, 1.0f, 4.0f, 64};
+  std::vector<double> inv(D / 2), cos(T * D / 2), sin(T * D / 2);
+  ff::rope_inverse_frequencies(inv.data(), D, kTheta, llama3);
+  ff::rope_tables(cos.data(), sin.data(), T, D, kTheta, llama3);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < D / 2; ++i) {
+      EXPECT_NEAR(cos[t * D / 2 + i], std::cos(t * inv[i]), 1e-14);
+      EXPECT_NEAR(sin[t * D / 2 + i], std::sin(t * inv[i]), 1e-14);
+    }
+}
+
 }  // namespace

@@ -23,6 +23,18 @@ inline ModelConfig small_gqa_config() {
   return c;
 }
 
+// small_gqa_config with what current open checkpoints add to Llama 2: Qwen2's q/k/v bias, a
+// head_dim other than dim / n_heads, Llama 3.1's RoPE scaling (at head_dim 24 and seq_len 24 with
+// pairs kept, interpolated and divided) and a tied head.
+inline ModelConfig small_open_model_config() {
+  ModelConfig c = small_gqa_config();
+  c.qkv_bias = true;
+  c.head_size = 24;
+  c.rope_scaling = {RopeScalingKind::llama3, 8.0f, 1.0f, 4.0f, 64};
+  c.tied_embeddings = true;
+  return c;
+}
+
 inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
   RngState rng{seed, 0};
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -30,12 +42,13 @@ inline std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
   return t;
 }
 
-// Norm weights away from 1, so their gradients matter in comparisons.
+// Norm weights away from 1 and biases away from 0, so their gradients and their effect on the
+// forward matter in comparisons.
 inline void perturb_norms(float* params, const ParamLayout& layout, uint64_t seed) {
   for (const auto& v : layout.views())
     if (!v.is_matrix)
       for (size_t i = 0; i < v.numel; ++i)
-        params[v.offset + i] = 1.0f + 0.2f * normal01(seed, 99, v.offset + i);
+        params[v.offset + i] = (is_bias(v.name) ? 0.0f : 1.0f) + 0.2f * normal01(seed, 99, v.offset + i);
 }
 
 inline double max_rel_diff(const float* a, const float* b, size_t n) {

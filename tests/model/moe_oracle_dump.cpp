@@ -5,7 +5,9 @@
 //      block 0 dense and block 1 MoE, a nonzero selection bias;
 //   b: sigmoid router, top-1 of 4, dropless, every block MoE, expert width != ffn_dim;
 //   c: a's model with a loss mask (completion-only loss): about 60% of the targets are -1, the
-//      token losses average over the rest while the balancing losses stay a mean over every token.
+//      token losses average over the rest while the balancing losses stay a mean over every token;
+//   d: b's MoE in the open-model shape (model_fixture.h: q/k/v bias, head_dim 24, llama3 RoPE, a
+//      tied head): attention is the dense block's.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,11 +22,11 @@
 using namespace ff;
 
 int main(int argc, char** argv) {
-  if (argc != 3) return std::fprintf(stderr, "usage: moe_oracle_dump DIR a|b|c\n"), 2;
+  if (argc != 3) return std::fprintf(stderr, "usage: moe_oracle_dump DIR a|b|c|d\n"), 2;
   const std::string dir = argv[1], variant = argv[2];
   const bool masked = variant == "c";
   std::filesystem::create_directories(dir);
-  ModelConfig c = testkit::small_gqa_config();
+  ModelConfig c = variant == "d" ? testkit::small_open_model_config() : testkit::small_gqa_config();
   c.moe.n_experts = 4;
   // Coefficients far above training's so that the balancing terms visibly move every gradient.
   c.moe.aux_loss_coeff = 0.1f;

@@ -1,5 +1,7 @@
 // Dumps one forward/backward of a GQA, untied-head model for tests/oracle/check_against_torch.py:
 // the weights, the batch, our logits, our loss and every parameter gradient (--bf16: in bf16).
+// Options turn on a tied head, Qwen2's q/k/v bias, a head_dim other than dim / n_heads and a RoPE
+// scaling.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,14 +16,24 @@
 using namespace ff;
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 4) return std::fprintf(stderr, "usage: oracle_dump DIR [--tied] [--bf16]\n"), 2;
+  const char* usage =
+      "usage: oracle_dump DIR [--tied] [--bf16] [--qkv-bias] [--head-dim=D] [--rope=linear|llama3]\n";
+  if (argc < 2) return std::fprintf(stderr, "%s", usage), 2;
   const std::string dir = argv[1];
   std::filesystem::create_directories(dir);
   ModelConfig c = testkit::small_gqa_config();
   bool bf16 = false;
   for (int i = 2; i < argc; ++i) {
-    c.tied_embeddings |= std::string(argv[i]) == "--tied";
-    bf16 |= std::string(argv[i]) == "--bf16";
+    const std::string a = argv[i];
+    if (a == "--tied") c.tied_embeddings = true;
+    else if (a == "--bf16") bf16 = true;
+    else if (a == "--qkv-bias") c.qkv_bias = true;
+    else if (a.rfind("--head-dim=", 0) == 0) c.head_size = std::stoi(a.substr(11));
+    else if (a == "--rope=linear") c.rope_scaling = {RopeScalingKind::linear, 4.0f};
+    // Wavelengths 2 pi theta^(2i/D) against 64 / 4 and 64 / 1: at head_dim 16 or 24 some pairs are
+    // kept, some interpolated and the rest divided by the factor.
+    else if (a == "--rope=llama3") c.rope_scaling = {RopeScalingKind::llama3, 8.0f, 1.0f, 4.0f, 64};
+    else return std::fprintf(stderr, "oracle_dump: unknown option %s\n%s", a.c_str(), usage), 2;
   }
   // --bf16: the model's GEMMs read bf16 inputs (precision = bf16), checked against the same
   // float64 oracle at a bf16 tolerance.

@@ -11,11 +11,23 @@
 
 namespace ff::testkit {
 
+// The optional keys only when set, in the checker's (Hugging Face's) names.
 inline nlohmann::json oracle_config_json(const ModelConfig& c) {
-  return {{"vocab_size", c.vocab_size}, {"dim", c.dim},           {"n_layers", c.n_layers},
-          {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads}, {"ffn_dim", c.ffn_dim},
-          {"seq_len", c.seq_len},       {"rms_eps", c.rms_eps},   {"rope_theta", c.rope_theta},
-          {"tied_embeddings", c.tied_embeddings}};
+  nlohmann::json j = {{"vocab_size", c.vocab_size}, {"dim", c.dim},           {"n_layers", c.n_layers},
+                      {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads}, {"ffn_dim", c.ffn_dim},
+                      {"seq_len", c.seq_len},       {"rms_eps", c.rms_eps},   {"rope_theta", c.rope_theta},
+                      {"tied_embeddings", c.tied_embeddings}};
+  if (c.head_size > 0) j["head_dim"] = c.head_size;
+  if (c.qkv_bias) j["qkv_bias"] = true;
+  const RopeScaling& r = c.rope_scaling;
+  if (r.kind == RopeScalingKind::linear) j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", r.factor}};
+  if (r.kind == RopeScalingKind::llama3)
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", r.factor},
+                         {"low_freq_factor", r.low_freq_factor},
+                         {"high_freq_factor", r.high_freq_factor},
+                         {"original_max_position_embeddings", r.original_context}};
+  return j;
 }
 
 inline void write_bin(const std::string& path, const void* data, size_t bytes) {

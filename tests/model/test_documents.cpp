@@ -59,8 +59,7 @@ double norm_of(const std::vector<float>& g) {
   return std::sqrt(s);
 }
 
-TEST(Documents, PackedRowEqualsEachDocumentOnItsOwn) {
-  const ModelConfig c = packed_config();
+void expect_packed_row_equals_each_document_on_its_own(const ModelConfig& c) {
   const int T = c.seq_len, B = int(kRows.size());
   Llama packed(c, B, Recompute::none), single(c, 1, Recompute::none);
   packed.set_document_breaks({kBos, kEos});
@@ -105,6 +104,16 @@ TEST(Documents, PackedRowEqualsEachDocumentOnItsOwn) {
   const double loss_causal =
       causal.forward_backward(params.data(), g_causal.data(), tokens.data(), targets.data(), B, T, scale);
   EXPECT_GT(std::abs(loss_causal / loss_single - 1.0), 1e-4);
+}
+
+TEST(Documents, PackedRowEqualsEachDocumentOnItsOwn) { expect_packed_row_equals_each_document_on_its_own(packed_config()); }
+
+// The per-document RoPE tables carry the model's scaling (llama3 here), as its own tables do; with
+// q/k/v bias and head_dim 24.
+TEST(Documents, OpenModelShapePackedRowEqualsEachDocumentOnItsOwn) {
+  ModelConfig c = testkit::small_open_model_config();
+  c.seq_len = packed_config().seq_len;
+  expect_packed_row_equals_each_document_on_its_own(c);
 }
 
 // Loss of rows [first, last) of a logits matrix (V columns), in double.

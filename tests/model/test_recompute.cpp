@@ -15,8 +15,7 @@ struct Result {
   int64_t activation_bytes;
 };
 
-Result run(Recompute policy) {
-  ModelConfig c = testkit::small_gqa_config();
+Result run(Recompute policy, const ModelConfig& c = testkit::small_gqa_config()) {
   const int B = 4, T = c.seq_len;
   auto before = MemoryLedger::instance().snapshot();
   Llama model(c, B, policy);
@@ -24,6 +23,7 @@ Result run(Recompute policy) {
   const size_t n = model.layout().total();
   std::vector<float> params(n), grads(n, 0.0f);
   init_parameters(params.data(), model.layout(), c, 9);
+  if (c.qkv_bias) testkit::perturb_norms(params.data(), model.layout(), 3);  // biases away from 0
   auto tokens = testkit::random_tokens(B * T, c.vocab_size, 4);
   auto targets = testkit::random_tokens(B * T, c.vocab_size, 5);
   Result r;
@@ -43,6 +43,15 @@ TEST(Recompute, SelectiveAndFullAreBitwiseIdenticalToNone) {
   ASSERT_EQ(none.grads.size(), sel.grads.size());
   EXPECT_EQ(std::memcmp(none.grads.data(), sel.grads.data(), none.grads.size() * 4), 0);
   EXPECT_EQ(std::memcmp(none.grads.data(), full.grads.data(), none.grads.size() * 4), 0);
+}
+
+// With q/k/v bias (recomputed with the q/k/v GEMM under full, kept in qkv under selective),
+// head_dim 24 and llama3 RoPE.
+TEST(Recompute, OpenModelShapeSelectiveAndFullAreBitwiseIdenticalToNone) {
+  const ModelConfig c = testkit::small_open_model_config();
+  Result none = run(Recompute::none, c), sel = run(Recompute::selective, c), full = run(Recompute::full, c);
+  EXPECT_TRUE(testkit::same_bits(none.loss, none.grads, sel.loss, sel.grads));
+  EXPECT_TRUE(testkit::same_bits(none.loss, none.grads, full.loss, full.grads));
 }
 
 TEST(Recompute, ActivationBytesFollowThePolicyTable) {

@@ -23,8 +23,8 @@ struct Pass {
   int64_t rounded_uses;
 };
 
-Pass run(DType precision, Recompute policy, bool rounding_in_kernels) {
-  const ModelConfig c = testkit::small_gqa_config();
+Pass run(DType precision, Recompute policy, bool rounding_in_kernels,
+         const ModelConfig& c = testkit::small_gqa_config()) {
   const int B = 4, T = c.seq_len;
   const GemmContext gemm{.input_dtype = precision};
   Llama model(c, B, policy, nullptr, nullptr, nullptr, &gemm);
@@ -57,6 +57,17 @@ TEST(RoundedGrads, Bf16IsBitwiseTheSeparateRoundingPassesUnderEveryPolicy) {
     // norm above it (the final norm's for the last block): 3 L + 1, over two micro-batches.
     EXPECT_EQ(fused.rounded_uses, 2 * (3 * L + 1)) << recompute_name(r);
     EXPECT_EQ(separate.rounded_uses, 0) << recompute_name(r);
+  }
+}
+
+// The q/k/v bias gradient sums the rows the q/k/v GEMM reads: rounded by RoPE's backward (or the
+// bf16 attention kernel) in one path, by the separate pass in the other; the same bits.
+TEST(RoundedGrads, OpenModelShapeBf16IsBitwiseTheSeparateRoundingPasses) {
+  const ModelConfig c = testkit::small_open_model_config();
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    const Pass fused = run(DType::bf16, r, true, c), separate = run(DType::bf16, r, false, c);
+    EXPECT_TRUE(bitwise(fused, separate)) << recompute_name(r);
+    EXPECT_GT(fused.rounded_uses, 0) << recompute_name(r);
   }
 }
 

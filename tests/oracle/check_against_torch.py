@@ -27,6 +27,10 @@ EXIT_PASS, EXIT_FAIL, EXIT_MALFORMED = 0, 1, 2
 
 CONFIG_KEYS = ("vocab_size", "dim", "n_layers", "n_heads", "n_kv_heads", "ffn_dim", "seq_len",
                "rms_eps", "rope_theta", "tied_embeddings")
+# Optional keys, absent from a Llama-2-shaped dump: head_dim (HF head_dim, else dim / n_heads),
+# qkv_bias (Qwen2's bias on q, k and v) and rope_scaling (HF's dict: rope_type linear | llama3,
+# factor, low_freq_factor, high_freq_factor, original_max_position_embeddings).
+ROPE_TYPES = ("linear", "llama3")
 
 
 class MalformedDump(Exception):
@@ -42,7 +46,7 @@ def expected_shapes(cfg):
     missing or misshapen tensor is a malformed dump rather than a silent partial check."""
     V, C, F_, L = cfg["vocab_size"], cfg["dim"], cfg["ffn_dim"], cfg["n_layers"]
     H, Hkv = cfg["n_heads"], cfg["n_kv_heads"]
-    D = C // H
+    D = cfg["head_dim"]
     shapes = {"model.embed_tokens.weight": (V, C)}
     for i in range(L):
         p = f"model.layers.{i}."
@@ -50,6 +54,10 @@ def expected_shapes(cfg):
         shapes[p + "self_attn.q_proj.weight"] = (H * D, C)
         shapes[p + "self_attn.k_proj.weight"] = (Hkv * D, C)
         shapes[p + "self_attn.v_proj.weight"] = (Hkv * D, C)
+        if cfg["qkv_bias"]:
+            shapes[p + "self_attn.q_proj.bias"] = (H * D,)
+            shapes[p + "self_attn.k_proj.bias"] = (Hkv * D,)
+            shapes[p + "self_attn.v_proj.bias"] = (Hkv * D,)
         shapes[p + "self_attn.o_proj.weight"] = (C, H * D)
         shapes[p + "post_attention_layernorm.weight"] = (C,)
         shapes[p + "mlp.gate_proj.weight"] = (F_, C)
@@ -68,10 +76,37 @@ def rms_norm(x, w, eps):
     return w * (x * torch.rsqrt(variance + eps))
 
 
-def rope_cos_sin(T, D, theta, dtype):
+def scaled_inv_freq(inv_freq, scaling):
+    """HF's rope_scaling applied to the plain frequencies. linear: position interpolation, every
+    position divided by factor (the same angles as every frequency divided by it). llama3 (Llama
+    3.1's published rule): a wavelength 2 pi / f shorter than original / high_freq_factor is kept,
+    one longer than original / low_freq_factor is divided by factor, and in between the frequency
+    is interpolated by smooth = (original / wavelength - low) / (high - low)."""
+    if scaling is None:
+        return inv_freq
+    factor = scaling["factor"]
+    if scaling["rope_type"] == "linear":
+        return inv_freq / factor
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    original = scaling["original_max_position_embeddings"]
+    out = []
+    for f in inv_freq.tolist():
+        wavelength = 2 * math.pi / f
+        if wavelength < original / high:
+            out.append(f)
+        elif wavelength > original / low:
+            out.append(f / factor)
+        else:
+            smooth = (original / wavelength - low) / (high - low)
+            out.append((1 - smooth) * f / factor + smooth * f)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def rope_cos_sin(T, D, theta, dtype, scaling=None):
     # HF rotary embedding: frequencies for the first half of the head dim, duplicated with cat
     # (not interleaved), so dimension j pairs with j + D/2 — the "rotate-half" convention.
     inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+    inv_freq = scaled_inv_freq(inv_freq, scaling)
     pos = torch.arange(T, dtype=torch.float64)
     freqs = torch.outer(pos, inv_freq)                      # (T, D/2)
     emb = torch.cat((freqs, freqs), dim=-1)                 # (T, D)
@@ -86,10 +121,14 @@ def rotate_half(x):
 def attention(x, p, prefix, cfg, cos, sin):
     B, T, C = x.shape
     H, Hkv = cfg["n_heads"], cfg["n_kv_heads"]
-    D = C // H
-    q = F.linear(x, p[prefix + "q_proj.weight"]).view(B, T, H, D).transpose(1, 2)    # (B,H,T,D)
-    k = F.linear(x, p[prefix + "k_proj.weight"]).view(B, T, Hkv, D).transpose(1, 2)  # (B,Hkv,T,D)
-    v = F.linear(x, p[prefix + "v_proj.weight"]).view(B, T, Hkv, D).transpose(1, 2)  # (B,Hkv,T,D)
+    D = cfg["head_dim"]
+
+    def bias(name):  # Qwen2: nn.Linear(bias=True) on q, k and v only
+        return p[prefix + name + ".bias"] if cfg["qkv_bias"] else None
+
+    q = F.linear(x, p[prefix + "q_proj.weight"], bias("q_proj")).view(B, T, H, D).transpose(1, 2)
+    k = F.linear(x, p[prefix + "k_proj.weight"], bias("k_proj")).view(B, T, Hkv, D).transpose(1, 2)
+    v = F.linear(x, p[prefix + "v_proj.weight"], bias("v_proj")).view(B, T, Hkv, D).transpose(1, 2)
     q = q * cos + rotate_half(q) * sin
     k = k * cos + rotate_half(k) * sin
     # Grouped-query attention as HF repeat_kv: each kv head is repeated for n_rep consecutive
@@ -110,7 +149,7 @@ def forward(p, inputs, cfg):
     B, T = inputs.shape
     C, H, eps = cfg["dim"], cfg["n_heads"], cfg["rms_eps"]
     emb = p["model.embed_tokens.weight"]
-    cos, sin = rope_cos_sin(T, C // H, cfg["rope_theta"], emb.dtype)
+    cos, sin = rope_cos_sin(T, cfg["head_dim"], cfg["rope_theta"], emb.dtype, cfg["rope_scaling"])
     x = F.embedding(inputs, emb)                                                      # (B,T,C)
     for i in range(cfg["n_layers"]):
         pre = f"model.layers.{i}."
@@ -153,6 +192,24 @@ def _int_field(d, key, where, minimum=1):
     return v
 
 
+def _rope_scaling(raw):
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("rope_type") not in ROPE_TYPES:
+        raise MalformedDump(f"config.rope_scaling must be an object with rope_type in {ROPE_TYPES}, "
+                            f"got {raw!r}")
+    keys = ["factor"]
+    if raw["rope_type"] == "llama3":
+        keys += ["low_freq_factor", "high_freq_factor", "original_max_position_embeddings"]
+    out = {"rope_type": raw["rope_type"]}
+    for k in keys:
+        v = raw.get(k)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            raise MalformedDump(f"config.rope_scaling.{k} must be a positive number, got {v!r}")
+        out[k] = float(v)
+    return out
+
+
 def parse_config(raw):
     if not isinstance(raw, dict):
         raise MalformedDump("manifest.config must be an object")
@@ -170,10 +227,18 @@ def parse_config(raw):
         raise MalformedDump(f"config.tied_embeddings must be true/false, "
                             f"got {raw['tied_embeddings']!r}")
     cfg["tied_embeddings"] = raw["tied_embeddings"]
-    if cfg["dim"] % cfg["n_heads"]:
+    if "head_dim" in raw:
+        cfg["head_dim"] = _int_field(raw, "head_dim", "config")
+    elif cfg["dim"] % cfg["n_heads"]:
         raise MalformedDump(f"dim {cfg['dim']} is not divisible by n_heads {cfg['n_heads']}")
-    if (cfg["dim"] // cfg["n_heads"]) % 2:
-        raise MalformedDump(f"head dim {cfg['dim'] // cfg['n_heads']} must be even for RoPE")
+    else:
+        cfg["head_dim"] = cfg["dim"] // cfg["n_heads"]
+    if cfg["head_dim"] % 2:
+        raise MalformedDump(f"head dim {cfg['head_dim']} must be even for RoPE")
+    cfg["qkv_bias"] = raw.get("qkv_bias", False)
+    if not isinstance(cfg["qkv_bias"], bool):
+        raise MalformedDump(f"config.qkv_bias must be true/false, got {cfg['qkv_bias']!r}")
+    cfg["rope_scaling"] = _rope_scaling(raw.get("rope_scaling"))
     if cfg["n_heads"] % cfg["n_kv_heads"]:
         raise MalformedDump(f"n_heads {cfg['n_heads']} is not a multiple of "
                             f"n_kv_heads {cfg['n_kv_heads']}")

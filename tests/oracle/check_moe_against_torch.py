@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_against_torch import attention, compare, rms_norm, rope_cos_sin  # noqa: E402
+from check_against_torch import MalformedDump, attention, compare, parse_config, rms_norm, rope_cos_sin  # noqa: E402
 from check_against_torch import expected_shapes as dense_shapes  # noqa: E402
 
 
@@ -101,9 +101,9 @@ def moe_block(h, p, pre, moe, bias):
 
 def forward(p, inputs, cfg, moe):
     B, T = inputs.shape
-    C, H, eps = cfg["dim"], cfg["n_heads"], cfg["rms_eps"]
+    eps = cfg["rms_eps"]
     emb = p["model.embed_tokens.weight"]
-    cos, sin = rope_cos_sin(T, C // H, cfg["rope_theta"], emb.dtype)
+    cos, sin = rope_cos_sin(T, cfg["head_dim"], cfg["rope_theta"], emb.dtype, cfg["rope_scaling"])
     x = F.embedding(inputs, emb)
     aux_terms, layers = [], []
     for i in range(cfg["n_layers"]):
@@ -139,7 +139,7 @@ def main(argv=None):
 def check_dump(d, args):
     try:
         man = json.load(open(os.path.join(d, "manifest.json")))
-        cfg, moe = man["config"], man["moe"]
+        cfg, moe = parse_config(man["config"]), man["moe"]
         want = expected_shapes(cfg, moe)
         got = {e["name"]: (tuple(e["shape"]), e["offset"]) for e in man["params"]}
         if set(got) != set(want) or any(got[n][0] != want[n] for n in want):
@@ -152,7 +152,7 @@ def check_dump(d, args):
         inputs = torch.from_numpy(np.fromfile(os.path.join(d, "inputs.bin"), dtype="<i4").astype(np.int64))
         targets = torch.from_numpy(np.fromfile(os.path.join(d, "targets.bin"), dtype="<i4").astype(np.int64))
         our_logits = torch.from_numpy(np.fromfile(os.path.join(d, "logits.bin"), dtype="<f4").astype(np.float64))
-    except (OSError, KeyError, ValueError) as e:
+    except (OSError, KeyError, ValueError, MalformedDump) as e:
         print(f"MALFORMED: {e}")
         return 2
 

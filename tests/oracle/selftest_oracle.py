@@ -29,9 +29,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_against_torch as oracle  # noqa: E402
 
-TINY = {"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
-        "ffn_dim": 48, "seq_len": 16, "rms_eps": 1e-5, "rope_theta": 10000.0,
-        "tied_embeddings": False}
+# Through the checker's own parsing, so the optional keys (head_dim, qkv_bias, rope_scaling) get
+# the values a dump without them has.
+TINY = oracle.parse_config({"vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+                            "ffn_dim": 48, "seq_len": 16, "rms_eps": 1e-5, "rope_theta": 10000.0,
+                            "tied_embeddings": False})
 B, T = 2, 16
 
 

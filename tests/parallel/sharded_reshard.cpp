@@ -6,7 +6,9 @@
 // the loads include 1 -> 4, 2 -> 4, 4 -> 2 and 4 -> 1. Tied embeddings, so a pipeline's two
 // copies of the embedding are saved once. Run under mpirun -np 4; under -np 8 it runs pp 2 x tp 2 x
 // dp 2 ZeRO 3 to and from serial and tp 2 x dp 2, and to itself bitwise, instead (CTest
-// sharded_checkpoint_reshard_8_ranks; bench/ckpt/reshard_8_ranks.sh).
+// sharded_checkpoint_reshard_8_ranks; bench/ckpt/reshard_8_ranks.sh). Under -np 2 with
+// FF_TEST_OPEN_MODEL=1 (train_fixtures.h: q/k/v bias, head_dim, llama3 RoPE) it saves under tp 2
+// and loads under pp 2, then tp 2 resumes itself bitwise (CTest sharded_checkpoint_tp2_to_pp2_open_model).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -100,8 +102,9 @@ int compare(const std::string& what, const std::vector<StepRecord>& resumed,
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   const Comm& world = comm_world();
-  if (world.size() != 4 && world.size() != 8)
-    return std::fprintf(stderr, "run under mpirun -np 4 (or 8)\n"), 2;
+  const bool open_model = testkit::open_model_variant();
+  if (open_model ? world.size() != 2 : world.size() != 4 && world.size() != 8)
+    return std::fprintf(stderr, "run under mpirun -np 4 (or 8; -np 2 with FF_TEST_OPEN_MODEL=1)\n"), 2;
   const std::string data = testkit::shared_tiny_data_dir(world);
   const Groups g{world, world.split(world.rank() / 2, world.rank()),
                  world.split(world.rank() / 4, world.rank())};
@@ -115,7 +118,8 @@ int main(int argc, char** argv) {
   };
   // 8 ranks (too many for CI; bench/ckpt/reshard_8_ranks.sh): the 3D layout both ways.
   const std::vector<Case> cases =
-      world.size() == 8
+      open_model ? std::vector<Case>{{tp2, pp2}}
+      : world.size() == 8
           ? std::vector<Case>{{pp2tp2dp2z3, serial}, {pp2tp2dp2z3, tp2dp2z3}, {tp2dp2z3, pp2tp2dp2z3}}
           : std::vector<Case>{{serial, tp2dp2z3}, {dp2z0, pp2},  {dp2z1, tp2},      {dp2z3_async, tp2dp2z3},
                               {tp2, dp2z3},       {pp2, serial}, {tp2dp2z3, dp2z1}, {tp2dp2z3, serial}};
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
   const std::vector<StepRecord> straight = train(g, data, serial, fresh_dir(world, "straight"), 0, false);
   int failures = 0;
   // The widest layout is saved once, loaded by several cases and at the end by itself.
-  const Layout& reused = world.size() == 8 ? pp2tp2dp2z3 : tp2dp2z3;
+  const Layout& reused = open_model ? tp2 : world.size() == 8 ? pp2tp2dp2z3 : tp2dp2z3;
   std::string saved_reused;
   for (const Case& c : cases) {
     std::string dir;

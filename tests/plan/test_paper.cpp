@@ -3,6 +3,7 @@
 // their clusters.
 #include <gtest/gtest.h>
 
+#include "model/parameters.h"
 #include "plan/cluster.h"
 #include "plan/paper_formulas.h"
 #include "plan/search.h"
@@ -75,4 +76,19 @@ TEST(PaperLayouts, PublishedLayoutsAreAmongTheTopFive) {
     EXPECT_LE(at, 5) << c.model << ":\n" << plan_table(r, cluster(c.cluster), 8);
     EXPECT_GT(r.dropped_memory, 0) << c.model;  // memory, not only speed, shapes the answer
   }
+}
+
+// The closed-form parameter count against the layout the model allocates, for Llama 2's shape and
+// for the additions of current open models: a head_dim other than dim / n_heads and Qwen2's q/k/v
+// bias (each changes the block's count), with a tied and an untied head.
+TEST(PaperFormulas, ParameterCountIsTheLayoutsTotal) {
+  ModelConfig c;
+  c.vocab_size = 96, c.dim = 64, c.n_layers = 3, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 160, c.seq_len = 32;
+  for (int head : {0, 24})
+    for (bool bias : {false, true})
+      for (bool tied : {false, true}) {
+        c.head_size = head, c.qkv_bias = bias, c.tied_embeddings = tied;
+        EXPECT_EQ(llama_parameter_count(c), double(ParamLayout(c).total()))
+            << "head_dim " << head << " qkv_bias " << bias << " tied " << tied;
+      }
 }

@@ -49,6 +49,23 @@ inline int fewest_documents_per_window(const std::string& data, int T) {
   return fewest;
 }
 
+// The open-model variant of a layout test: CTest sets FF_TEST_OPEN_MODEL=1 on a second
+// registration, which then runs every case with what current open checkpoints have and Llama 2
+// lacks: Qwen2's q/k/v bias, a head_dim other than dim / n_heads (24 x 4 heads over dim 64), Llama
+// 3.1's RoPE scaling with pairs in each of its three regions (wavelengths against 64 / 4 and 64 / 1)
+// and a tied head.
+inline bool open_model_variant() {
+  const char* v = std::getenv("FF_TEST_OPEN_MODEL");
+  return v && std::string(v) == "1";
+}
+
+inline void set_open_model_shape(ModelConfig& m) {
+  m.qkv_bias = true;
+  m.head_size = 24;
+  m.rope_scaling = {RopeScalingKind::llama3, 8.0f, 1.0f, 4.0f, 64};
+  m.tied_embeddings = true;
+}
+
 // configs/tiny.toml on `data`: 20 steps, no periodic evaluation, one thread per rank.
 inline TrainConfig tiny_config(const std::string& data) {
   TrainConfig c = load_train_config(config_path("tiny.toml"), {});
@@ -56,6 +73,7 @@ inline TrainConfig tiny_config(const std::string& data) {
   c.steps = 20;
   c.eval_every = 0;
   c.threads = 1;
+  if (open_model_variant()) set_open_model_shape(c.model);
   if (doc_mask_variant()) {
     c.doc_mask = true;
     c.model.seq_len = kDocMaskSeqLen;

@@ -73,20 +73,49 @@ TEST(TensorPlan, FewerKvHeadsThanRanksReplicatesEachOnTheRanksThatReadIt) {
   }
 }
 
-TEST(TensorPlan, BlocksTileEachTensorOnceCountingReplicas) {
-  const ModelConfig c = gqa();
-  const ParamLayout full(c);
-  for (int t : {2, 4}) {
-    std::vector<double> cover(full.total(), 0.0);
+// Qwen2's q/k/v bias is cut as its weight's rows: the same heads on each rank, a shared kv head's
+// bias on the ranks that share it (summed over them, as the weight's gradient).
+TEST(TensorPlan, QkvBiasFollowsItsWeightsRows) {
+  ModelConfig c = gqa();
+  c.qkv_bias = true, c.head_size = 12;  // and a head_dim other than dim / n_heads
+  for (int t : {2, 4})
     for (int r = 0; r < t; ++r) {
       const PlanSlicer s(c, t, r);
       const ParamLayout l(c, &s);
-      for (size_t i = 0; i < l.views().size(); ++i) {
-        const ParamView& v = l.views()[i];
-        for (size_t e = 0; e < v.numel; ++e) cover[full.views()[i].offset + v.full_index(e)] += 1.0 / v.replicas;
+      for (const char* p : {"q_proj", "k_proj", "v_proj"}) {
+        const std::string at = std::string("model.layers.1.self_attn.") + p;
+        const ParamView &w = l.find(at + ".weight"), &b = l.find(at + ".bias");
+        EXPECT_EQ(b.shape, (std::vector<int64_t>{w.shape[0]})) << at << " t=" << t;
+        EXPECT_EQ(b.row0, w.row0) << at << " t=" << t << " rank " << r;
+        EXPECT_EQ(b.replicas, w.replicas) << at << " t=" << t;
+        EXPECT_EQ(replica_grads_are_partial(b, false), replica_grads_are_partial(w, false)) << at;
       }
+      // The three are adjacent, right after v's weight: one bias of the fused q/k/v width.
+      const ParamView &v = l.find("model.layers.1.self_attn.v_proj.weight"),
+                      &qb = l.find("model.layers.1.self_attn.q_proj.bias");
+      EXPECT_EQ(qb.offset, v.offset + v.numel);
+      EXPECT_EQ(l.block_offsets(1).qkv_bias, qb.offset - l.block_segment(1).offset);
     }
-    for (size_t i = 0; i < cover.size(); ++i) ASSERT_DOUBLE_EQ(cover[i], 1.0) << "t=" << t << " element " << i;
+}
+
+TEST(TensorPlan, BlocksTileEachTensorOnceCountingReplicas) {
+  ModelConfig c = gqa();
+  for (bool open_model : {false, true}) {  // with q/k/v bias and head_dim 12 over dim 32
+    c.qkv_bias = open_model, c.head_size = open_model ? 12 : 0;
+    const ParamLayout full(c);
+    for (int t : {2, 4}) {
+      std::vector<double> cover(full.total(), 0.0);
+      for (int r = 0; r < t; ++r) {
+        const PlanSlicer s(c, t, r);
+        const ParamLayout l(c, &s);
+        for (size_t i = 0; i < l.views().size(); ++i) {
+          const ParamView& v = l.views()[i];
+          for (size_t e = 0; e < v.numel; ++e) cover[full.views()[i].offset + v.full_index(e)] += 1.0 / v.replicas;
+        }
+      }
+      for (size_t i = 0; i < cover.size(); ++i)
+        ASSERT_DOUBLE_EQ(cover[i], 1.0) << "t=" << t << " element " << i << " open model " << open_model;
+    }
   }
 }
 

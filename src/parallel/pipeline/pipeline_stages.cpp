@@ -3,7 +3,8 @@
 namespace ff {
 
 StageSplit split_model(const ModelConfig& c, int ranks, int chunks) {
-  const double block = double(c.dim) * (c.qkv_dim() + c.n_heads * c.head_dim()) + 3.0 * c.dim * c.ffn_dim;
+  double block = double(c.dim) * (c.qkv_dim() + c.n_heads * c.head_dim()) + 3.0 * c.dim * c.ffn_dim;
+  if (c.qkv_bias) block += c.qkv_dim();
   return split_stages(c.n_layers, ranks, chunks, 0.0, double(c.vocab_size) * c.dim / block);
 }
 

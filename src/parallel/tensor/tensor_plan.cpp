@@ -22,6 +22,10 @@ const std::vector<PlanRule>& llama_tensor_plan() {
       {"self_attn.q_proj.weight", TensorStyle::column},
       {"self_attn.k_proj.weight", TensorStyle::column},
       {"self_attn.v_proj.weight", TensorStyle::column},
+      // A q/k/v bias is cut as its weight's rows: each rank adds the bias of its own heads.
+      {"self_attn.q_proj.bias", TensorStyle::column},
+      {"self_attn.k_proj.bias", TensorStyle::column},
+      {"self_attn.v_proj.bias", TensorStyle::column},
       {"self_attn.o_proj.weight", TensorStyle::row},
       {"mlp.gate_proj.weight", TensorStyle::column},
       {"mlp.up_proj.weight", TensorStyle::column},
@@ -48,7 +52,8 @@ static bool ends_with(const std::string& s, const char* suffix) {
 }
 
 static bool is_kv(const std::string& name) {
-  return ends_with(name, "k_proj.weight") || ends_with(name, "v_proj.weight");
+  return ends_with(name, "k_proj.weight") || ends_with(name, "v_proj.weight") || ends_with(name, "k_proj.bias") ||
+         ends_with(name, "v_proj.bias");
 }
 
 TensorStyle style_of(const std::string& name) {
