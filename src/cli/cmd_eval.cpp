@@ -6,6 +6,8 @@
 
 #include "ckpt/trained_model.h"
 #include "cli/commands.h"
+#include "comm/comm.h"
+#include "comm/comm_world.h"
 #include "io/tokens/token_shard.h"
 #include "io/tokens/token_stream.h"
 #include "train/evaluate.h"
@@ -15,10 +17,11 @@ namespace ff::cli {
 
 int cmd_eval(const Args& a) {
   const char* usage =
-      "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2 --doc-mask true|false]\n"
-      "  --doc-mask: attention within each document of a window (default: as the checkpoint's run trained)";
+      "fivefold eval --ckpt DIR --data FILE [--batch 8 --max-windows 0 --threads 2 --doc-mask true|false --logits FILE]\n"
+      "  --doc-mask: attention within each document of a window (default: as the checkpoint's run trained)\n"
+      "  --logits: also write the windows' logits as float32 .npy, shape (windows, seq_len, vocab_size)";
   if (a.help) return std::puts(usage), 0;
-  a.only({"ckpt", "data", "batch", "max-windows", "threads", "doc-mask"}, usage);
+  a.only({"ckpt", "data", "batch", "max-windows", "threads", "doc-mask", "logits"}, usage);
   omp_set_num_threads(a.get_int("threads", 2, 1, max_useful_threads(), "OpenMP threads, at most 4 per core"));
   const std::string data = a.require("data", usage);
   // Activations are allocated for the whole batch up front, so a huge one fails as bad_alloc.
@@ -34,6 +37,8 @@ int cmd_eval(const Args& a) {
   // Read in windows (a shard larger than memory evaluates too); a loss mask is honoured.
   const auto tokens = open_token_shards({data}, expect);
   EvalResult r = evaluate_stream(*t.model, t.params.data(), *tokens, batch, a.get_int("max-windows", 0));
+  if (a.has("logits") && comm_world().rank() == 0)
+    write_window_logits(*t.model, t.params.data(), *tokens, batch, a.get_int("max-windows", 0), a.get("logits"));
   std::printf("eval %s: loss %.6f over %lld %s (checkpoint step %d%s)\n", data.c_str(), r.mean_loss,
               (long long)r.tokens, tokens->has_loss_mask() ? "loss targets" : "tokens", t.state.step,
               doc_mask == "true" ? ", document masks" : "");

@@ -31,16 +31,17 @@ int32_t pick(const float* logits, int V, const SampleOptions& opt, RngState& rng
 }
 }  // namespace
 
-std::string generate(Llama& model, const float* params, const TextTokenizer& tok,
-                     const std::string& prompt, const SampleOptions& opt) {
+GeneratedIds generate_ids(Llama& model, const float* params, const TextTokenizer& tok,
+                          const std::string& prompt, const SampleOptions& opt) {
   // Only the tokenizer's ids are candidates: a model may pad its vocabulary past the tokenizer's
   // (Qwen2.5), and a padding row's logit is never a token to emit.
   const int V = std::min(model.config().vocab_size, tok.vocab_size()), T = model.config().seq_len;
+  GeneratedIds g;
   // The prompt opens a document, as the training data's documents were opened.
-  const std::vector<int32_t> prefix = tok.document_prefix();
-  std::vector<int32_t> ids = prefix;
-  const std::vector<int32_t> prompt_ids = tok.encode(prompt);
-  ids.insert(ids.end(), prompt_ids.begin(), prompt_ids.end());
+  g.prefix = tok.document_prefix();
+  g.prompt = tok.encode(prompt);
+  std::vector<int32_t> ids = g.prefix;
+  ids.insert(ids.end(), g.prompt.begin(), g.prompt.end());
   RngState rng{opt.seed, 0};
   for (int i = 0; i < opt.max_tokens; ++i) {
     const int ctx = std::min<int>(int(ids.size()), T);
@@ -48,9 +49,17 @@ std::string generate(Llama& model, const float* params, const TextTokenizer& tok
     int32_t next = pick(logits, V, opt, rng);
     if (next == tok.eos_id()) break;
     ids.push_back(next);
+    g.continuation.push_back(next);
   }
+  return g;
+}
+
+std::string generate(Llama& model, const float* params, const TextTokenizer& tok,
+                     const std::string& prompt, const SampleOptions& opt) {
+  GeneratedIds g = generate_ids(model, params, tok, prompt, opt);
   // The document's opening tokens are not text (a tokenizer.json would print them).
-  return tok.decode(std::vector<int32_t>(ids.begin() + std::ptrdiff_t(prefix.size()), ids.end()));
+  g.prompt.insert(g.prompt.end(), g.continuation.begin(), g.continuation.end());
+  return tok.decode(g.prompt);
 }
 
 }  // namespace ff

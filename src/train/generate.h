@@ -3,6 +3,7 @@
 // counter-based RNG, so the same seed prints the same text.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/tokenizer/tokenizer.h"
 #include "model/llama.h"
@@ -16,8 +17,17 @@ struct SampleOptions {
   uint64_t seed = 1;
 };
 
-// Returns the prompt followed by the generated continuation. The context slides when it
-// outgrows the model's seq_len.
+// The ids fed and produced: the document's opening tokens and the prompt's, then the
+// continuation (without the EOS that ended it, if one did).
+struct GeneratedIds {
+  std::vector<int32_t> prefix, prompt, continuation;
+};
+
+// Generates from the prompt. The context slides when it outgrows the model's seq_len.
+GeneratedIds generate_ids(Llama& model, const float* params, const TextTokenizer& tok,
+                          const std::string& prompt, const SampleOptions& opt);
+
+// Returns the prompt followed by the generated continuation, as text.
 std::string generate(Llama& model, const float* params, const TextTokenizer& tok,
                      const std::string& prompt, const SampleOptions& opt);
 
