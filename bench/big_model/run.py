@@ -105,14 +105,16 @@ def import_folder(fivefold, hf, out):
     before = load()
     p = run(timed("NONE") + [fivefold, "import", "--hf", hf, "--out", out])
     rss = rss_by_rank(p.stderr)[0]
+    # What the process holds before any work: the binary and its libraries (oneDNN, MPI, ...).
+    bare = rss_by_rank(run(timed("NONE") + [fivefold, "import", "--help"]).stderr)[0]
     ledger = ledger_peak(p.stdout)
     if ledger is None:  # a line naming the ledger's peak, however the import words it
         for line in p.stdout.splitlines():
             if "ledger" in line or "peak" in line:
                 ledger = parse_size(line)
-    print(f"import: peak RSS {rss / GIB:.2f} GiB, ledger {'not printed' if ledger is None else f'{ledger / GIB:.2f} GiB'}"
+    print(f"import: peak RSS {rss / GIB:.2f} GiB ({(rss - bare) / (1 << 20):.0f} MiB above a bare process), ledger {'not printed' if ledger is None else f'{ledger / GIB:.2f} GiB'}"
           f" (load {before:.1f})", flush=True)
-    return {"rss": rss, "ledger": ledger, "load": before}
+    return {"rss": rss, "bare": bare, "ledger": ledger, "load": before}
 
 
 def train_cmd(fivefold, data, out, extra):
@@ -187,7 +189,9 @@ def table(imp, ref, tr):
             "| start-up estimate (GiB) | load before |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     led = f"{imp['ledger'] / GIB:.2f}" if imp["ledger"] else "not printed"
-    rows.append(f"| import (1 process) | - | - | - | - | {imp['rss'] / GIB:.2f} | {led} | {pct(imp['rss'], imp['ledger'])} "
+    rows.append(f"| import (1 process; {(imp['rss'] - imp['bare']) / (1 << 20):.0f} MiB above a bare fivefold process "
+                f"of {imp['bare'] / (1 << 20):.0f} MiB) | - | - | - | - | {imp['rss'] / GIB:.2f} | {led} "
+                f"| {pct(imp['rss'], imp['ledger'])} "
                 f"| - | {imp['load']:.1f} |")
     for r, rss in sorted(tr["rss"].items()):
         ledger = tr["ledger0"] if r == 0 else None
@@ -223,7 +227,8 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     commit = run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).stdout.strip()
     worst = max(rss / tr["ledger0"] - 1 for rss in tr["rss"].values()) if tr["ledger0"] else float("nan")
-    summary_line = (f"big_model: import RSS {imp['rss'] / GIB:.2f} GiB; train dp2 zero3 bf16 {tr['steps']} steps "
+    summary_line = (f"big_model: import RSS {imp['rss'] / GIB:.2f} GiB ({(imp['rss'] - imp['bare']) / (1 << 20):.0f} MiB "
+                    f"above a bare process); train dp2 zero3 bf16 {tr['steps']} steps "
                     f"{tr['tokens_per_s']:.1f} tok/s MFU {100 * tr['mfu']:.1f}%, RSS per rank "
                     + "/".join(f"{b / GIB:.2f}" for _, b in sorted(tr["rss"].items()))
                     + f" GiB vs rank 0's ledger {tr['ledger0'] / GIB:.2f} GiB (worst {100 * worst:+.1f}%), "
