@@ -6,7 +6,12 @@ the tokenizer file given (copied as it is).
 Weights are N(0, 0.02) rounded to bf16 (nearest, ties to even), norms 1; written one tensor at a
 time, so this needs a few hundred MiB whatever the model's size.
 
+--narrow writes the same family, vocabulary and tokenizer with one 64-wide block instead: the
+import bench's baseline (what the program holds besides its buffers, measured on a model whose
+buffers are small).
+
 usage: /usr/bin/python3 bench/big_model/make_hf_folder.py OUT TOKENIZER_FILE [--shard-gib 1.0] [--seed 0]
+                                                          [--narrow]
 """
 import argparse
 import json
@@ -92,9 +97,14 @@ def main():
     p.add_argument("tokenizer")
     p.add_argument("--shard-gib", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--narrow", action="store_true")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tensors = tensor_shapes(CONFIG)
+    config = dict(CONFIG)
+    if a.narrow:
+        config.update(hidden_size=64, intermediate_size=160, num_hidden_layers=1, num_attention_heads=4,
+                      num_key_value_heads=2)
+    tensors = tensor_shapes(config)
     shapes = dict(tensors)
     shards, current, size = [], [], 0
     for name, shape in tensors:  # a new shard once this one would pass the limit
@@ -116,7 +126,7 @@ def main():
     with open(os.path.join(a.out, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
     with open(os.path.join(a.out, "config.json"), "w") as f:
-        json.dump(CONFIG, f, indent=2)
+        json.dump(config, f, indent=2)
     shutil.copyfile(a.tokenizer, os.path.join(a.out, os.path.basename(a.tokenizer)))
     params = sum(int(np.prod(s)) for _, s in tensors)
     print(f"wrote {a.out}: {params} parameters in {len(shards)} bf16 shards ({total / (1 << 30):.2f} GiB)")

@@ -7,7 +7,9 @@ One command, four parts, in a temporary folder (removed afterwards unless --keep
    TinyLlama's shape with random weights (make_hf_folder.py: bf16, sharded safetensors with an
    index, TinyLlama's config.json, that tokenizer.model);
 2. `fivefold import` of that folder, its peak RSS (VmHWM, /usr/bin/time) beside the memory
-   ledger's peak when import prints one;
+   ledger's peak it prints; the RSS is counted above a baseline, the same import of a one-block,
+   64-wide model of the same vocabulary less that run's ledger (the program's own pages, the
+   tokenizer, the headers);
 3. the start-up memory check: the same training unsharded (dp 2, zero 0) must be refused before
    any allocation, naming a layout that fits;
 4. `mpirun -np 2 fivefold train` in bf16 with dp 2, zero 3 for a few steps: from the imported
@@ -36,6 +38,7 @@ SECTION = "## A model that does not fit one worker: TinyLlama-1.1B shape, bf16, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = os.path.join(HERE, "tinyllama.toml")
 GIB = 1 << 30
+MIB = 1 << 20
 SIZE = re.compile(r"([0-9.]+) (B|KiB|MiB|GiB|TiB)")
 UNIT = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
@@ -98,23 +101,30 @@ def prepare(fivefold, work):
     hf = os.path.join(work, "hf")
     made = run(["/usr/bin/python3", os.path.join(HERE, "make_hf_folder.py"), hf, os.path.join(data, "tokenizer.model")])
     print(made.stdout.strip(), flush=True)
-    return data, hf
+    narrow = os.path.join(work, "hf-narrow")
+    run(["/usr/bin/python3", os.path.join(HERE, "make_hf_folder.py"), narrow, os.path.join(data, "tokenizer.model"),
+         "--narrow"])
+    return data, hf, narrow
 
 
-def import_folder(fivefold, hf, out):
-    before = load()
+def import_once(fivefold, hf, out):
+    """(peak RSS, ledger peak) of one `fivefold import`, in bytes."""
     p = run(timed("NONE") + [fivefold, "import", "--hf", hf, "--out", out])
-    rss = rss_by_rank(p.stderr)[0]
-    # What the process holds before any work: the binary and its libraries (oneDNN, MPI, ...).
+    return rss_by_rank(p.stderr)[0], ledger_peak(p.stdout)
+
+
+def import_folder(fivefold, hf, narrow_hf, out):
+    before = load()
+    rss, ledger = import_once(fivefold, hf, out)
+    # What import holds besides its buffers (the binary's and libraries' pages, the tokenizer, the
+    # headers): the same command on a one-block, 64-wide model of the same vocabulary, less its
+    # ledger. The model's import is then compared with its ledger above that baseline.
+    narrow_rss, narrow_ledger = import_once(fivefold, narrow_hf, out + "-narrow")
+    baseline = narrow_rss - narrow_ledger
     bare = rss_by_rank(run(timed("NONE") + [fivefold, "import", "--help"]).stderr)[0]
-    ledger = ledger_peak(p.stdout)
-    if ledger is None:  # a line naming the ledger's peak, however the import words it
-        for line in p.stdout.splitlines():
-            if "ledger" in line or "peak" in line:
-                ledger = parse_size(line)
-    print(f"import: peak RSS {rss / GIB:.2f} GiB ({(rss - bare) / (1 << 20):.0f} MiB above a bare process), ledger {'not printed' if ledger is None else f'{ledger / GIB:.2f} GiB'}"
-          f" (load {before:.1f})", flush=True)
-    return {"rss": rss, "bare": bare, "ledger": ledger, "load": before}
+    print(f"import: peak RSS {rss / GIB:.2f} GiB ({(rss - baseline) / MIB:.1f} MiB above the baseline of "
+          f"{baseline / MIB:.1f} MiB), ledger {ledger / MIB:.1f} MiB (load {before:.1f})", flush=True)
+    return {"rss": rss, "bare": bare, "baseline": baseline, "ledger": ledger, "load": before}
 
 
 def train_cmd(fivefold, data, out, extra):
@@ -188,10 +198,10 @@ def table(imp, ref, tr):
     rows = ["| part | rank | steps | tokens/s (2 ranks) | MFU | peak RSS (GiB) | ledger peak (GiB) | RSS over ledger "
             "| start-up estimate (GiB) | load before |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    led = f"{imp['ledger'] / GIB:.2f}" if imp["ledger"] else "not printed"
-    rows.append(f"| import (1 process; {(imp['rss'] - imp['bare']) / (1 << 20):.0f} MiB above a bare fivefold process "
-                f"of {imp['bare'] / (1 << 20):.0f} MiB) | - | - | - | - | {imp['rss'] / GIB:.2f} | {led} "
-                f"| {pct(imp['rss'], imp['ledger'])} "
+    rows.append(f"| import (1 process; RSS over ledger counted above the baseline: the same import of a one-block, "
+                f"64-wide model of the vocabulary, {imp['baseline'] / MIB:.1f} MiB beyond its ledger; a bare "
+                f"`import --help` is {imp['bare'] / MIB:.0f} MiB) | - | - | - | - | {imp['rss'] / GIB:.3f} "
+                f"| {imp['ledger'] / GIB:.3f} | {pct(imp['rss'] - imp['baseline'], imp['ledger'])} "
                 f"| - | {imp['load']:.1f} |")
     for r, rss in sorted(tr["rss"].items()):
         ledger = tr["ledger0"] if r == 0 else None
@@ -215,10 +225,10 @@ def main():
     work = a.keep or tempfile.mkdtemp(prefix="ff-big-model-")
     os.makedirs(work, exist_ok=True)
     try:
-        data, hf = prepare(fivefold, work)
+        data, hf, narrow_hf = prepare(fivefold, work)
         imported = os.path.join(work, "imported")
         shutil.rmtree(imported, ignore_errors=True)
-        imp = import_folder(fivefold, hf, imported)
+        imp = import_folder(fivefold, hf, narrow_hf, imported)
         ref = refusal(fivefold, data, work)
         shutil.rmtree(os.path.join(work, "run"), ignore_errors=True)
         tr = train(fivefold, data, imported, work, a.steps)
@@ -227,8 +237,8 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     commit = run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).stdout.strip()
     worst = max(rss / tr["ledger0"] - 1 for rss in tr["rss"].values()) if tr["ledger0"] else float("nan")
-    summary_line = (f"big_model: import RSS {imp['rss'] / GIB:.2f} GiB ({(imp['rss'] - imp['bare']) / (1 << 20):.0f} MiB "
-                    f"above a bare process); train dp2 zero3 bf16 {tr['steps']} steps "
+    summary_line = (f"big_model: import RSS {imp['rss'] / MIB:.1f} MiB, {pct(imp['rss'] - imp['baseline'], imp['ledger'])} "
+                    f"over its ledger {imp['ledger'] / MIB:.1f} MiB above the baseline; train dp2 zero3 bf16 {tr['steps']} steps "
                     f"{tr['tokens_per_s']:.1f} tok/s MFU {100 * tr['mfu']:.1f}%, RSS per rank "
                     + "/".join(f"{b / GIB:.2f}" for _, b in sorted(tr["rss"].items()))
                     + f" GiB vs rank 0's ledger {tr['ledger0'] / GIB:.2f} GiB (worst {100 * worst:+.1f}%), "
@@ -241,6 +251,8 @@ def main():
                f"(its half of the fp32 weights; under ZeRO-3 there is no 16-bit copy, and whole tensors exist only "
                f"in the workspace's gather pool, three at a time) against {4 * tr['params_total'] / GIB:.2f} GiB for the whole model in fp32. Rank 1 "
                f"prints no ledger (only rank 0 does); the start-up estimate is rank 0's, the largest.\n"
+               f"- MFU divides by the bf16 ceiling of the cores (the AVX512-BF16 dot-product peak where the CPU "
+               f"has it, else the FMA peak).\n"
                f"- Loss (random weights, so ~ln 32000 = 10.37): {tr['loss'][0]:.4f} at step 1, {tr['loss'][1]:.4f} "
                f"at step {tr['steps']}.\n"
                f"- Rerun: `cmake --build build -j2 --target fivefold && /usr/bin/python3 bench/big_model/run.py`\n\n"

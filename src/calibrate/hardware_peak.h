@@ -1,5 +1,6 @@
 #pragma once
-// The denominators of MFU: the hardware's FMA peak per core (kernels/fma_peak.h) and the GEMM
+// The denominators of MFU: the hardware's FMA peak per core (kernels/fma_peak.h), its bf16
+// dot-product peak where it has one (kernels/bf16_peak.h: a bf16 run's ceiling) and the GEMM
 // library's one-thread sgemm rate per core, measured once per machine and kept in a cache file
 // (FIVEFOLD_PEAK_FILE, else $XDG_CACHE_HOME or ~/.cache, /fivefold/peak.json), keyed by the CPU
 // model and the instruction set, so every later run divides by the same numbers.
@@ -10,6 +11,12 @@ namespace ff {
 struct HardwarePeak {
   double fma_flops_per_core = 0;    // FLOP/s, register-only FMA loop
   double sgemm_flops_per_core = 0;  // FLOP/s, one-thread sgemm of the GEMM backend
+  double bf16_flops_per_core = 0;   // FLOP/s, register-only AVX512-BF16 dot products; 0 = none
+  // The arithmetic ceiling for GEMM inputs of this kind: bf16's own where the CPU multiplies bf16,
+  // else the FMA peak (inputs widened to fp32).
+  double peak_flops_per_core(bool bf16_inputs) const {
+    return bf16_inputs && bf16_flops_per_core > 0 ? bf16_flops_per_core : fma_flops_per_core;
+  }
   std::string isa, cpu;             // what the numbers belong to
   int cores = 1;                    // cores of this machine
   std::string source;               // the cache file read, or "measured" (and written to it)

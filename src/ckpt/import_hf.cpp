@@ -149,13 +149,20 @@ ImportResult import_hugging_face(const std::string& hf_dir, const std::string& o
   result.hf = model_config_from_hf_file((dir / "config.json").string());
   const ModelConfig& c = result.hf.model;
   const fs::path tok = pick_tokenizer(dir);
-  const std::unique_ptr<TextTokenizer> tokenizer = open_tokenizer(tok.string());
-  // A model may pad its vocabulary past the tokenizer's (Qwen2.5: 151936 rows, 151665 tokens);
-  // a token without an embedding row cannot be.
-  if (tokenizer->vocab_size() > c.vocab_size)
-    throw std::runtime_error(fmt::format("'{}' has {} tokens but config.json's vocab_size is {}: every token needs "
-                                         "an embedding row; use the model's own tokenizer",
-                                         tok.string(), tokenizer->vocab_size(), c.vocab_size));
+  CheckpointState state;
+  state.model = c;
+  {
+    // Opened for its size and checksum, and closed before the tensors stream: a large vocabulary's
+    // tables would otherwise sit beside the chunk buffers at import's peak.
+    const std::unique_ptr<TextTokenizer> tokenizer = open_tokenizer(tok.string());
+    // A model may pad its vocabulary past the tokenizer's (Qwen2.5: 151936 rows, 151665 tokens);
+    // a token without an embedding row cannot be.
+    if (tokenizer->vocab_size() > c.vocab_size)
+      throw std::runtime_error(fmt::format("'{}' has {} tokens but config.json's vocab_size is {}: every token "
+                                           "needs an embedding row; use the model's own tokenizer",
+                                           tok.string(), tokenizer->vocab_size(), c.vocab_size));
+    state.tokenizer_checksum = tokenizer->checksum();
+  }
   const ParamLayout layout(c);
   const std::map<std::string, TensorSource> sources = check_tensors(dir, layout, c);
 
@@ -168,9 +175,6 @@ ImportResult import_hugging_face(const std::string& hf_dir, const std::string& o
 
   fs::create_directories(out_dir);
   copy_tokenizer_files(tok.string(), out_dir, tok.filename().string());
-  CheckpointState state;
-  state.model = c;
-  state.tokenizer_checksum = tokenizer->checksum();
   WeightsCheckpointWriter writer(out_dir, state);
   for (const ParamView& v : layout.views()) {
     const TensorSource& s = sources.at(v.name);

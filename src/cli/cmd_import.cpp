@@ -2,14 +2,15 @@
 
 #include "ckpt/import_hf.h"
 #include "cli/commands.h"
+#include "core/memory.h"
 #include "io/output_dir.h"
 
 namespace ff::cli {
 
 int cmd_import(const Args& a) {
   const char* usage =
-      "fivefold import --hf DIR --out RUN   (a llama, mistral or qwen2 folder; then: fivefold train --out RUN "
-      "--data DATA ... to fine-tune)";
+      "fivefold import --hf DIR --out RUN   (a llama, mistral or qwen2 folder; then: fivefold train --init-from RUN "
+      "--data DATA --out NEW ... to fine-tune)";
   if (a.help) return std::puts(usage), 0;
   a.only({"hf", "out"}, usage);
   const std::string out = a.require("out", usage);
@@ -21,6 +22,8 @@ int cmd_import(const Args& a) {
     std::printf("seq_len %d of the model's context %d (max_position_embeddings): set seq_len when training for "
                 "longer windows\n",
                 r.hf.model.seq_len, r.hf.max_position_embeddings);
+  // What import held at its peak (one chunk of one tensor, not the model), for the memory bench.
+  std::printf("%s", MemoryLedger::instance().table().c_str());
   return 0;
 }
 

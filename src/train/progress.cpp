@@ -53,7 +53,10 @@ ProgressReport::ProgressReport(const TrainConfig& cfg, const std::string& out_di
   static const HardwarePeak peak = machine_peak();
   const int ranks = mesh_ ? mesh_->world().size() : 1;
   const int cores = cores_in_use(ranks, ranks_on_this_machine(), cfg_.threads, peak.cores);
-  peak_flops_ = peak.fma_flops_per_core * cores, gemm_ceiling_flops_ = peak.sgemm_flops_per_core * cores;
+  // A bf16 run multiplies bf16 where the CPU can (2 products per fp32 lane): its MFU divides by
+  // that ceiling, not the fp32 FMA peak it would exceed.
+  peak_flops_ = peak.peak_flops_per_core(cfg_.precision == Precision::bf16) * cores;
+  gemm_ceiling_flops_ = peak.sgemm_flops_per_core * cores;
 }
 
 ProgressReport::~ProgressReport() = default;

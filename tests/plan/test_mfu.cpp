@@ -1,7 +1,7 @@
-// Honest MFU: the progress line's MFU is tokens/s x FLOPs per token over the FMA peak
-// of the cores in use, all three recorded in metrics.jsonl, and stays below 100% when the ranks
-// outnumber the cores (it used to divide by each rank's own sgemm reading, taken while the other
-// ranks started, times the ranks: "MFU 97%").
+// Honest MFU: the progress line's MFU is tokens/s x FLOPs per token over the arithmetic peak (the
+// FMA peak; a bf16 run's own where the CPU has one) of the cores in use, all three recorded in
+// metrics.jsonl, and stays below 100% when the ranks outnumber the cores (it used to divide by each
+// rank's own sgemm reading, taken while the other ranks started, times the ranks: "MFU 97%").
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -59,4 +59,28 @@ TEST(Mfu, PrintedEqualsRecomputedFromMetricsAndStaysBelowOneWithMoreRanksThanCor
   }
   EXPECT_EQ(matched, 4) << text;
   ::unsetenv("FIVEFOLD_PEAK_FILE");
+}
+
+// A bf16 run divides by the bf16 ceiling where the CPU multiplies bf16 (AVX512-BF16: twice the
+// fp32 FMA's FLOPs per instruction), else by the FMA peak: a TinyLlama-shaped bf16 run once
+// printed "MFU 115%" against the fp32 peak.
+TEST(Mfu, Bf16RunDividesByTheBf16CeilingWhereTheCpuHasOne) {
+  const std::string out = temp_dir("mfu_bf16"), peak = out + "/peak.json";
+  ::setenv("FIVEFOLD_PEAK_FILE", peak.c_str(), 1);
+  const CliResult r = run_fivefold("train --config " + config_path("tiny.toml") + " --data " + tiny_data_dir() +
+                                   " --out " + out + "/run --steps 2 --eval-every 0 --threads 1 --precision bf16");
+  ::unsetenv("FIVEFOLD_PEAK_FILE");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json cached = nlohmann::json::parse(read_file(peak));
+  const double fma = cached.at("fma_flops_per_core").get<double>(), bf16 = cached.at("bf16_flops_per_core").get<double>();
+  // The CPU's own flags decide which ceiling applies (cpuinfo, not fivefold's detection).
+  const bool has_bf16 = read_file("/proc/cpuinfo").find(" avx512_bf16") != std::string::npos;
+  if (has_bf16) EXPECT_GT(bf16, 1.5 * fma) << "vdpbf16ps does 4 FLOPs per fp32 lane to an FMA's 2";
+  else EXPECT_EQ(bf16, 0.0);
+  std::ifstream metrics(out + "/run/metrics.jsonl");
+  std::string line;
+  int records = 0;
+  for (; std::getline(metrics, line); ++records)
+    EXPECT_DOUBLE_EQ(nlohmann::json::parse(line).at("peak_flops").get<double>(), has_bf16 ? bf16 : fma) << line;
+  EXPECT_EQ(records, 2);
 }
