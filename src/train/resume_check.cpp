@@ -17,9 +17,12 @@ namespace {
 const std::set<std::string> kRefused = {"seed", "data"};
 const std::set<std::string> kGlobalBatch = {"micro_batch", "grad_accum", "dp"};
 // The model's shape: refused by the checkpoint's model comparison, with its own message.
-const std::set<std::string> kModel = {"vocab_size", "dim",     "n_layers", "n_heads",    "n_kv_heads",
-                                      "ffn_dim",    "seq_len", "rms_eps",  "rope_theta", "tied_embeddings",
-                                      "init_std"};
+const std::set<std::string> kModel = {"vocab_size",  "dim",           "n_layers",     "n_heads",
+                                      "n_kv_heads",  "ffn_dim",       "seq_len",      "max_positions",
+                                      "rms_eps",     "rope_theta",    "rope_scaling", "rope_factor",
+                                      "rope_low_freq_factor",         "rope_high_freq_factor",
+                                      "rope_original_seq_len",        "head_dim",     "qkv_bias",
+                                      "tied_embeddings",              "init_std"};
 
 // Every key's value as text, one format for both sides (TOML printed back by toml++ rules).
 std::map<std::string, std::string> values_of(const std::string& toml_text, const std::string& what) {
