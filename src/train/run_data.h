@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/checkpoint_state.h"
 #include "io/tokens/mixture_loader.h"
 #include "train/data_mixture.h"
 #include "train/train_config.h"
@@ -41,6 +42,15 @@ struct RunTokens {
 // another tokenizer or holding an id outside the vocabulary: every shard is verified before the
 // first batch.
 RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer);
+
+// Each folder of `data` with its weight and every shard's header checksum (headers only: cheap),
+// recorded in each checkpoint.
+std::vector<DataFolderRecord> record_run_data(const std::string& data);
+// A resume's data against the checkpoint's record: the same shards (by name and checksum) and
+// weights under any path are the same data; otherwise throws naming the folder or shard that
+// differs and the fix.
+void check_resume_data(const std::vector<DataFolderRecord>& saved, const std::vector<DataFolderRecord>& now,
+                       const std::string& checkpoint_dir);
 
 // "data: 2 folders mixed by weight (deficit rule): code 0.300 (1200 windows, 3 shards), ..." for
 // the start of a run; empty for a single folder.

@@ -90,6 +90,7 @@ const std::vector<Binding>& bindings() {
       {{"lr", "peak learning rate (after warmup)"}, FF_FIELD(lr)},
       {{"min_lr_ratio", "cosine schedule ends at lr * min_lr_ratio"}, FF_FIELD(min_lr_ratio)},
       {{"warmup_steps", "linear warmup steps from 0"}, FF_FIELD(warmup_steps)},
+      {{"lr_schedule_steps", "length of the lr schedule in steps, past which lr stays at lr * min_lr_ratio (0 = steps of a fresh run; a resume keeps the length its checkpoint recorded, so a larger --steps continues at the floor; a value here re-plans it)"}, FF_FIELD(lr_schedule_steps)},
       {{"weight_decay", "AdamW decoupled weight decay on matrices (norms are not decayed)"}, FF_FIELD(weight_decay)},
       enum_key("optimizer", "", optimizer_names(), "", FF_ENUM(optimizer)),
       {{"beta1", "AdamW first-moment decay"}, FF_FIELD(beta1)},
@@ -391,6 +392,8 @@ void validate_train_config(const TrainConfig& c) {
   need(c.lr > 0 && std::isfinite(c.lr), fmt::format("lr must be a positive number (got {})", c.lr));
   need(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1]");
   need(c.warmup_steps >= 0, "warmup_steps must be >= 0");
+  need(c.lr_schedule_steps >= 0,
+       fmt::format("lr_schedule_steps must be >= 0 (got {}; 0 = the run's steps)", c.lr_schedule_steps));
   need(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "beta1 and beta2 must be in [0, 1)");
   // Each of these passed before and ended in "loss became nan ... lower lr", the wrong advice.
   need(c.adam_eps > 0 && std::isfinite(c.adam_eps),

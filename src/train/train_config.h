@@ -27,7 +27,10 @@ struct TrainConfig {
   ModelConfig model;            // vocab_size 0 means "take it from the tokenizer in `data`"
   std::string data;             // folder written by `fivefold prepare`
   bool doc_mask = false;        // attention stays inside each document of a packed row; RoPE restarts per document
-  int steps = 100;              // optimizer steps; the LR schedule spans exactly these
+  int steps = 100;              // optimizer steps; a fresh run's LR schedule spans exactly these
+  // The LR schedule's length in steps (Megatron's lr_decay_iters); past it lr stays at its floor.
+  // 0: a fresh run's steps, and on resume the length the checkpoint recorded (lr_schedule.h).
+  int lr_schedule_steps = 0;
   int stop_at = 0;              // stop (with a checkpoint) after this step, as if interrupted
   uint64_t seed = 1337;         // weights init and data order
   // Start from this folder's weights (an imported folder, a run or step_N folder; train/init_from.h)

@@ -98,6 +98,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (leader()) fs::create_directories(out_dir_);
   // A communication waiting past collective_timeout dumps this rank's flight record and ends the job.
   if (world_size() > 1) start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
+  data_record_ = record_run_data(cfg_.data);
+  schedule_span_ = schedule_span(cfg_.lr_schedule_steps, cfg_.steps, std::nullopt, 0);
   if (resume) check_resume(*resume, tokenizer.checksum, tokenizer.path);
   else if (!start_) refuse_only_damaged_checkpoints(out_dir_);
 
@@ -116,7 +118,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (cfg_.doc_mask) par_->set_document_breaks({tokenizer.bos_id, tokenizer.eos_id});
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
-  schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   spikes_ = LossSpikeWatch(cfg_.loss_spike);
   if (resume) {
     // Each rank reads only what its layout holds, whatever layout saved it.
@@ -132,6 +133,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   } else {
     par_->state().init_parameters(cfg_.model, cfg_.seed);
   }
+  // After the resume: a fallback to an older checkpoint takes that checkpoint's length.
+  schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, schedule_span_.steps};
   // This rank's rows of each global batch: a contiguous slice, so the ranks together see exactly
   // the sequences a serial run with the same global batch sees.
   const size_t rows = size_t(cfg_.micro_batch) * cfg_.grad_accum * cfg_.model.seq_len;
@@ -285,6 +288,9 @@ void Trainer::run() {
                   "sets the weights of a fresh run only)\n",
                   cfg_.init_from.c_str(), out_dir_.c_str());
   }
+  if (leader() && !quiet)
+    for (const std::string* note : {&data_note_, &schedule_span_.note})
+      if (!note->empty()) std::printf("%s\n", note->c_str());
   if (!resume_changes_.empty() && leader() && !quiet)
     std::printf("config changed since the checkpoint, accepted as deliberate: %s (the old config is kept as "
                 "config.step_%d.toml)\n", describe_changes(resume_changes_).c_str(), step_);

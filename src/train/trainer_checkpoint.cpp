@@ -39,6 +39,8 @@ void Trainer::save() {
   s.model = cfg_.model, s.step = step_, s.data = loader_->position(), s.config_toml = config_to_toml(cfg_);
   if (par_->moe()) s.router_bias = par_->moe()->router_bias();
   if (scaler_) s.loss_scale = scaler_->state();
+  s.lr_schedule_steps = schedule_.total;
+  s.data_shards = data_record_;
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only
   // rank 0's info reaches the manifest.
   if (leader())
