@@ -81,7 +81,7 @@ const std::vector<Binding>& bindings() {
       {{"z_loss_coeff", "router z-loss coefficient (coeff * mean logsumexp(logits)^2)"}, FF_FIELD(model.moe.z_loss_coeff)},
       {{"router_bias_update", "aux-loss-free balancing (DeepSeek-V3): selection-bias step per optimizer step (0 = off)"}, FF_FIELD(model.moe.router_bias_update)},
       {{"capacity_factor", "tokens an expert takes per micro-batch = ceil(cf * N * top_k / E), the rest dropped (0 = dropless)"}, FF_FIELD(model.moe.capacity_factor)},
-      {{"steps", "optimizer steps; the LR schedule spans exactly these"}, FF_FIELD(steps)},
+      {{"steps", "optimizer steps; a fresh run's LR schedule spans exactly these (see lr_schedule_steps)"}, FF_FIELD(steps)},
       {{"stop_at", "stop after this step with a checkpoint, as if interrupted (0 = run all steps)"}, FF_FIELD(stop_at)},
       {{"seed", "seed of the weight init and the data order"}, FF_FIELD(seed)},
       {{"init_from", "start from the weights of this folder (an `import` output, a run folder or a step_N folder): fresh optimizer, step 0, the model's shape keys taken from it; ignored when --out already holds a checkpoint (\"\" = initialise from seed)"}, FF_FIELD(init_from)},

@@ -10,6 +10,12 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "../ckpt/rewrite_manifest.h"
+#include "ckpt/sharded_run.h"
 #include "io/tokens/token_shard.h"
 #include "test_data.h"
 #include "train/trainer.h"
@@ -94,4 +100,34 @@ TEST(ResumeData, AnotherMixtureWeightIsRefused) {
   EXPECT_NE(why.find("now has 0.25"), std::string::npos) << why;
   // The same weights written differently are the same mixture.
   EXPECT_EQ(resume_refusal(a + "/:2," + b + ":2", run_dir), "");
+}
+
+// A checkpoint written before the record (no shard checksums, no schedule length) resumes as it
+// did: the data by its path, and the schedule of the steps its config saved, so a larger steps
+// trains on at the floor here too.
+TEST(ResumeData, AnOlderCheckpointComparesThePathAndKeepsItsConfigsSchedule) {
+  const std::string data = copy_of_tiny_data("resume_data_old");
+  const std::string run_dir = testkit::temp_dir("resume_data_old_run");
+  train_two_of_four_steps(data, run_dir);
+  ff::testing::rewrite_manifest(step_dir_path(run_dir, 2), [](nlohmann::json& m) {
+    ASSERT_TRUE(m["state"].contains("data_shards")) << m.dump();
+    m["state"].erase("data_shards");
+    m["state"].erase("lr_schedule_steps");
+  });
+  EXPECT_NE(resume_refusal(data + "/", run_dir).find("'data' was"), std::string::npos);
+  TrainConfig longer = tiny(data);
+  longer.steps = 6;
+  Trainer t(longer, run_dir);
+  t.quiet = true;
+  EXPECT_EQ(t.step(), 2);
+  t.run();
+  std::ifstream metrics(run_dir + "/metrics.jsonl");
+  int rows_at_the_floor = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto rec = nlohmann::json::parse(line);
+    if (!rec.contains("lr") || rec["step"].get<int>() <= 4) continue;
+    EXPECT_NEAR(rec["lr"].get<double>(), double(longer.lr) * longer.min_lr_ratio, 1e-9) << line;
+    ++rows_at_the_floor;
+  }
+  EXPECT_EQ(rows_at_the_floor, 2);
 }
