@@ -28,7 +28,7 @@ int cmd_train(const Args& a) {
     if (k != "config" && k != "out" && k != "layout") overrides.emplace_back(k, v);
   KeySources set_by;
   TrainConfig cfg = load_train_config(a.get("config"), overrides, &set_by);
-  if (a.has("layout")) apply_layout_option(cfg, a.get("layout"));  // the string `plan` prints
+  if (a.has("layout")) apply_layout_option(cfg, a.get("layout"), overrides);  // the string `plan` prints
   // A run from a checkpoint's weights (init_from, or an imported --out) takes its model from it.
   take_model_from_checkpoint(cfg, out, set_by);
   const Comm& world = comm_world();

@@ -28,7 +28,7 @@ int cmd_verify(const Args& a) {
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "layout" && k != "steps" && k != "tolerance") overrides.emplace_back(k, v);
   TrainConfig cfg = load_train_config(a.get("config"), overrides);
-  apply_layout_option(cfg, text);
+  apply_layout_option(cfg, text, overrides);
   const int steps = a.get_int("steps", 5, 1, 100000, "steps to compare");
   const double tol = a.get_double("tolerance", 1e-5);
   const Comm& world = comm_world();

@@ -1,12 +1,27 @@
 #include "cli/layout_option.h"
 
+#include <algorithm>
 #include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "plan/layout_spec.h"
 
 namespace ff::cli {
 
-void apply_layout_option(TrainConfig& cfg, const std::string& text) {
+void apply_layout_option(TrainConfig& cfg, const std::string& text,
+                         const std::vector<std::pair<std::string, std::string>>& flags) {
+  static const std::set<std::string> layout_keys{"dp", "tp", "sp", "pp", "cp", "cp_comm", "ep", "schedule", "chunks",
+                                                 "micro_batch", "grad_accum", "zero", "recompute", "precision", "dp_mode"};
+  for (const auto& [flag, value] : flags) {
+    std::string key = flag;
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (layout_keys.count(key))
+      throw std::runtime_error(fmt::format("--{} {} and --layout both set the layout: put it in the layout string "
+                                           "(e.g. --layout \"{},{}={}\") or drop --layout",
+                                           flag, value, text, key == "micro_batch" ? "mb" : key == "grad_accum" ? "m" : key, value));
+  }
   std::set<std::string> given;
   const LayoutSpec L = parse_layout(text, &given);
   cfg.tp = L.tp, cfg.pp = L.pp, cfg.cp = L.cp, cfg.sp = L.sp, cfg.zero = L.zero, cfg.recompute = L.recompute;

@@ -155,3 +155,11 @@ TEST(PlanOutput, MoeFlopsPerTokenCountTheActiveExpertsOnly) {
   c.moe.n_experts = 0;  // the dense model is unchanged
   EXPECT_DOUBLE_EQ(ff::training_flops_per_token(c), 6 * (3 * (attn + dense) + 320 * 64) + 12.0 * 3 * 64 * 32);
 }
+
+TEST(PlanOutput, TrainRefusesALayoutFlagBesideLayout) {
+  const std::string dir = temp_dir("plan_layout_clash");
+  EXPECT_NE(train(dir + "/run", "--layout \"pp=2\" --micro-batch 2"), 0);
+  const std::string log = read_file(dir + "/run.log");
+  EXPECT_NE(log.find("--micro-batch 2 and --layout both set the layout"), std::string::npos) << log;
+  EXPECT_NE(log.find("pp=2,mb=2"), std::string::npos) << log;
+}
