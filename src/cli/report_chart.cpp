@@ -139,7 +139,7 @@ class SvgPainter final : public Painter {
 
 // A panel: its title on the first line, the y axis's label (left) and the legend (right) on the
 // second, the plot below them, the y axis's end values in the left margin.
-constexpr int kPanelW = 420, kPanelH = 260, kPad = 40, kTop = 44, kLeft = 56;
+constexpr int kPanelW = 420, kPanelH = 260, kPad = 40, kPlotTop = 44, kPlotLeft = 56;
 
 // The runs' names beside a swatch of their colour, in a row ending at the panel's right edge.
 void legend(Painter& p, int px, int py, const std::vector<RunSeries>& runs) {
@@ -163,7 +163,7 @@ void line_panel(Painter& p, int px, int py, const std::string& title, const std:
       x0 = std::min(x0, (r.*xs)[i]), x1 = std::max(x1, (r.*xs)[i]), y0 = std::min(y0, (r.*ys)[i]),
       y1 = std::max(y1, (r.*ys)[i]);
   const Rgb axis{90, 90, 90};
-  const double left = px + kLeft, bottom = py + kPanelH - kPad, w = kPanelW - kLeft - 20, h = bottom - (py + kTop);
+  const double left = px + kPlotLeft, bottom = py + kPanelH - kPad, w = kPanelW - kPlotLeft - 20, h = bottom - (py + kPlotTop);
   p.line(left, bottom, left + w, bottom, axis);
   p.line(left, bottom, left, bottom - h, axis);
   p.text(left, py + 16, title);
@@ -192,7 +192,7 @@ void memory_panel(Painter& p, int px, int py, const std::vector<RunSeries>& runs
   double top = 1;
   for (const RunSeries& r : runs)
     for (double b : r.bytes) top = std::max(top, b);
-  const double left = px + kPad, bottom = py + kPanelH - kPad, h = bottom - (py + kTop);
+  const double left = px + kPad, bottom = py + kPanelH - kPad, h = bottom - (py + kPlotTop);
   const double group = (kPanelW - 1.5 * kPad) / kMemCategories, bar = group / double(runs.size() + 1);
   p.line(left, bottom, left + group * kMemCategories, bottom, {90, 90, 90});
   p.text(left, py + 16, "memory by category, rank 0 (max " + format_bytes(int64_t(top)) + ")");
