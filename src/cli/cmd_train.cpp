@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/layout_option.h"
 #include "io/output_dir.h"
 #include "comm/comm.h"
 #include "comm/comm_world.h"
@@ -12,7 +13,8 @@
 namespace ff::cli {
 
 int cmd_train(const Args& a) {
-  const char* usage = "[mpirun -np N] fivefold train --config FILE --out DIR [--key value ...]\n"
+  const char* usage = "[mpirun -np N] fivefold train --config FILE --out DIR [--layout \"dp=2,tp=2,pp=2,1f1b,...\"] "
+      "[--key value ...]\n"
       "       [mpirun -np N] fivefold train --init-from MODEL_DIR --data DATA --out DIR [--key value ...]";
   if (a.help) {
     std::printf("%s\n\nconfig keys (TOML file or --key value, '_' may be written '-'):\n", usage);
@@ -23,9 +25,10 @@ int cmd_train(const Args& a) {
   ensure_output_dir(out, "--out");
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
-    if (k != "config" && k != "out") overrides.emplace_back(k, v);
+    if (k != "config" && k != "out" && k != "layout") overrides.emplace_back(k, v);
   KeySources set_by;
   TrainConfig cfg = load_train_config(a.get("config"), overrides, &set_by);
+  if (a.has("layout")) apply_layout_option(cfg, a.get("layout"), overrides);  // the string `plan` prints
   // A run from a checkpoint's weights (init_from, or an imported --out) takes its model from it.
   take_model_from_checkpoint(cfg, out, set_by);
   const Comm& world = comm_world();

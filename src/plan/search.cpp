@@ -147,19 +147,21 @@ std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
                               r.considered, cl.name, r.dropped_memory, format_bytes(int64_t(cl.memory_bytes)),
                               r.ranked.size());
   if (r.ranked.empty()) return t + "no layout fits: more ranks, a smaller model or a shorter sequence\n";
-  t += fmt::format("{:>2}  {:<64} {:>10} {:>10} {:>9} {:>6} | {:>9} {:>9} {:>9} {:>9} {:>9}\n", "#", "layout",
-                   "step", "tokens/s", "memory", "MFU", "compute", "bubble", "tp comm", "pp comm", "dp comm");
+  t += fmt::format("{:>2}  {:<64} {:>10} {:>10} {:>9} {:>6} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "#", "layout",
+                   "step", "tokens/s", "memory", "MFU", "compute", "bubble", "tp comm", "pp comm", "dp comm", "cores");
   for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) {
     const LayoutPrediction& p = r.ranked[size_t(i)];
-    t += fmt::format("{:>2}  {:<64} {:>10} {:>10.0f} {:>9} {:>5.1f}% | {:>9} {:>9} {:>9} {:>9} {:>9}\n", i + 1,
+    t += fmt::format("{:>2}  {:<64} {:>10} {:>10.0f} {:>9} {:>5.1f}% | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", i + 1,
                      p.layout.str(), seconds(p.step_seconds), p.tokens_per_s, format_bytes(p.memory.peak()),
                      100 * p.mfu, seconds(p.compute), seconds(p.bubble), seconds(p.tp_comm), seconds(p.pp_comm),
-                     seconds(p.dp_comm));
+                     seconds(p.dp_comm), seconds(p.core_sharing));
   }
   const LayoutPrediction& best = r.ranked.front();
   t += fmt::format("\n#1 per rank: {}\n", best.memory.describe());
-  t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide; memory is the largest "
-       "rank's peak (checkpoint read staging included).\n";
+  t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide + the wait for cores "
+       "the ranks outnumber (cores); ";
+  if (cl.engine) t += "tp comm counts cp's and ep's collectives too; ";
+  t += "memory is the largest rank's peak (checkpoint read staging included).\n";
   bool ep = false;
   for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) ep = ep || r.ranked[size_t(i)].layout.ep > 1;
   if (ep) t += cl.routing.explain() + "\n";
@@ -185,7 +187,7 @@ std::string plan_json(const PlanResult& r, int k) {
     nlohmann::json j = {{"rank", i + 1}, {"layout", p.layout.str()}, {"step_seconds", p.step_seconds},
                         {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu}, {"compute", p.compute},
                         {"bubble", p.bubble}, {"tp_comm", p.tp_comm}, {"pp_comm", p.pp_comm},
-                        {"dp_comm", p.dp_comm}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
+                        {"dp_comm", p.dp_comm}, {"core_sharing", p.core_sharing}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
                         {"largest_pp_rank", p.memory.pp_rank}};
     for (int c = 0; c < kMemCategories; ++c) j["bytes"][mem_category_name(MemCategory(c))] = p.memory.bytes[size_t(c)];
     if (p.gemm > 0)  // engine clusters: the compute by kind (bench/plan/profile_terms.py compares it)
