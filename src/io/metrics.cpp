@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -96,6 +97,10 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append, int resumed_s
   // O_APPEND: every write lands at the end, so one record is one contiguous append.
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | (append ? 0 : O_TRUNC), 0644);
   if (fd_ < 0) fail("cannot open", path, errno, "check that its directory exists and is writable");
+}
+
+double metrics_time_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 int last_logged_step(const std::string& path) {

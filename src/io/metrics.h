@@ -35,6 +35,10 @@ class MetricsWriter {
   int dropped_steps_ = 0;
 };
 
+// The "time" of every metrics row, step records and the supervisor's restart rows alike: the wall
+// clock as Unix seconds (UTC), to the microsecond.
+double metrics_time_now();
+
 // The step of the last step record in a metrics file (rows with an "event" are not steps); 0 when
 // it has none or does not exist. Unparsable lines (a torn last line) are passed over.
 int last_logged_step(const std::string& path);

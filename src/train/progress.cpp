@@ -1,6 +1,5 @@
 #include "train/progress.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -30,12 +29,6 @@ std::string format_duration(double s) {
   if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, total / 60 % 60);
   if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
   return fmt::format("{}s", total);
-}
-
-// Wall-clock time as Unix seconds (UTC, to the microsecond): the "time" of every metrics record,
-// as the supervisor's restart rows have it, so the two kinds line up.
-double unix_seconds_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The shape keys a user compares runs by, in config.toml's names.
@@ -164,7 +157,7 @@ void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTrainin
                         {"mfu", mfu}, {"gemm_ceiling_share", gemm_share}, {"peak_flops", peak_flops_},
                         {"flops_per_token", flops_per_token_}, {"step_seconds", r.seconds},
                         {"tokens_per_s_avg", recent_tokens_per_s}, {"mfu_avg", recent_mfu},
-                        {"time", unix_seconds_now()}};
+                        {"time", metrics_time_now()}};
   if (std::isfinite(val_loss)) rec["val_loss"] = val_loss, rec["eval_seconds"] = r.eval_seconds;
   if (r.skipped) rec["skipped"] = true;
   if (r.spike_median > 0) rec["loss_spike_median"] = r.spike_median;
