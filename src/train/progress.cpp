@@ -129,7 +129,8 @@ void ProgressReport::saving(int step, const std::string& step_dir, bool quiet) c
 void ProgressReport::saved(int step, double seconds, bool async, bool quiet) const {
   if (!leader() || quiet) return;
   if (async)
-    std::printf("checkpoint step_%d staged in %.2f s; its files are written in the background\n", step, seconds);
+    std::printf("checkpoint step_%d: training waited %.2f s for it; its files are written in the background\n", step,
+                seconds);
   else
     std::printf("checkpoint step_%d saved in %.2f s\n", step, seconds);
   std::fflush(stdout);

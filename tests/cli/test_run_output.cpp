@@ -102,11 +102,15 @@ TEST(RunOutput, TheStartIsAShortSummaryAndTheWholeConfigOnlyWhenAsked) {
   EXPECT_EQ(r.output.find("n_kv_heads = 2"), std::string::npos) << "the config is not printed:\n" << r.output;
   ASSERT_TRUE(fs::exists(run + "/config.toml"));
 
-  // A resumed run says where it continues from, in as few lines.
-  r = run_fivefold(train_args(run) + " --steps 4 --eval-every 0 --micro-batch 2 --grad-accum 3");
+  // A resumed run says where it continues from, in as few lines; a save in the background says
+  // how long training waited for it.
+  r = run_fivefold(train_args(run) + " --steps 4 --eval-every 0 --micro-batch 2 --grad-accum 3 --ckpt-async true");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_LE(lines_before_first_step(r.output).size(), 9u) << r.output;
   EXPECT_NE(r.output.find("resuming from step 3 of 4"), std::string::npos) << r.output;
+  const std::regex waited(R"(checkpoint step_4: training waited [0-9]+\.[0-9]{2} s for it; its files are written )"
+                          R"(in the background)");
+  EXPECT_TRUE(std::regex_search(r.output, waited)) << r.output;
 
   // --print-config: the whole resolved config, the text the run folder keeps, before the summary.
   const std::string printed = dir + "/printed";
