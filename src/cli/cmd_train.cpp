@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <stdexcept>
 
 #include "cli/commands.h"
 #include "cli/layout_option.h"
@@ -14,10 +15,11 @@ namespace ff::cli {
 
 int cmd_train(const Args& a) {
   const char* usage = "[mpirun -np N] fivefold train --config FILE --out DIR [--layout \"dp=2,tp=2,pp=2,1f1b,...\"] "
-      "[--key value ...]\n"
+      "[--print-config] [--key value ...]\n"
       "       [mpirun -np N] fivefold train --init-from MODEL_DIR --data DATA --out DIR [--key value ...]";
   if (a.help) {
-    std::printf("%s\n\nconfig keys (TOML file or --key value, '_' may be written '-'):\n", usage);
+    std::printf("%s\n\n--print-config prints the whole resolved config before training (it is always saved "
+                "as DIR/config.toml)\n\nconfig keys (TOML file or --key value, '_' may be written '-'):\n", usage);
     for (const auto& k : config_keys()) std::printf("  %-16s %s\n", k.name, k.help.c_str());
     return 0;
   }
@@ -25,7 +27,11 @@ int cmd_train(const Args& a) {
   ensure_output_dir(out, "--out");
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
-    if (k != "config" && k != "out" && k != "layout") overrides.emplace_back(k, v);
+    if (k != "config" && k != "out" && k != "layout" && k != "print-config") overrides.emplace_back(k, v);
+  const std::string print_config_flag = a.get("print-config", "false");
+  if (print_config_flag != "true" && print_config_flag != "false")
+    throw std::runtime_error("--print-config takes no value (or true | false), got '" + print_config_flag + "'");
+  const bool print_config = print_config_flag == "true";
   KeySources set_by;
   TrainConfig cfg = load_train_config(a.get("config"), overrides, &set_by);
   if (a.has("layout")) apply_layout_option(cfg, a.get("layout"), overrides);  // the string `plan` prints
@@ -36,7 +42,8 @@ int cmd_train(const Args& a) {
   resolve_layout(cfg, world.size());
   Mesh mesh(world, MeshDegrees{.dp = cfg.dp, .cp = cfg.cp, .tp = cfg.tp, .pp = cfg.pp, .ep = cfg.ep});  // checks the product first
   Trainer trainer(cfg, out, &mesh);
-  if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
+  // The run's summary says what matters; the whole config (80 lines) only when asked for.
+  if (print_config && world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
   return 0;
 }

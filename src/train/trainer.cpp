@@ -287,6 +287,8 @@ void Trainer::run() {
       std::printf("init_from '%s' is ignored: %s already holds a checkpoint, which this run resumes (init_from "
                   "sets the weights of a fresh run only)\n",
                   cfg_.init_from.c_str(), out_dir_.c_str());
+    else if (!resumed_)
+      std::printf("starting fresh: parameters initialised from seed %llu, step 0\n", (unsigned long long)cfg_.seed);
   }
   if (leader() && !quiet)
     for (const std::string* note : {&data_note_, &schedule_span_.note})
@@ -299,7 +301,12 @@ void Trainer::run() {
     StepRecord r = train_step();
     if (!r.skipped) history_.back().spike_median = r.spike_median = spikes_.observe(r.loss);
     double val = NAN;
-    if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
+    if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) {
+      report_->evaluating(step_, quiet);
+      const auto t0 = std::chrono::steady_clock::now();
+      val = evaluate();
+      r.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     report_->step(r, val, par_->moe(), quiet, cfg_.doc_mask ? &par_->model().document_tiles() : nullptr);
     checkpoint_if_due(r, last);
   }

@@ -1,3 +1,4 @@
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -6,6 +7,7 @@
 
 #include "ckpt/meta.h"
 #include "ckpt/sharded.h"
+#include "ckpt/sharded_run.h"
 #include "ckpt/state_pieces.h"
 #include "io/tokenizer/tokenizer.h"
 #include "train/trainer.h"
@@ -57,7 +59,11 @@ void Trainer::save() {
     for (const auto& [name, data] : par_->state().extra_state())
       pieces.push_back({"extra/" + name, {n}, Box{0, 1, 0, n}, 0, n, data});
   if (par_->fp8()) par_->fp8()->add_save_pieces(pieces);  // one rank per pipeline stage
+  report_->saving(step_, step_dir_path(out_dir_, step_), quiet);
+  const auto t0 = std::chrono::steady_clock::now();
   saver_->save(checkpoint_info(s, layout), pieces);
+  report_->saved(step_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 cfg_.ckpt_async, quiet);
   saved_step_ = step_;
 }
 
