@@ -35,6 +35,13 @@ pid_t spawn_fivefold(const std::string& args, const std::string& log) {
   return pid;
 }
 
+// `mpirun -np RANKS fivefold ARGS`, as root too (the test machines run as root).
+CliResult run_fivefold_job(int ranks, const std::string& args) {
+  return run_fivefold_with("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + std::string(MPIEXEC) +
+                               " --oversubscribe -np " + std::to_string(ranks),
+                           args);
+}
+
 int wait_exit_code(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -91,24 +98,32 @@ TEST(OutputFolders, ImportIntoARunWithCheckpointsIsRefusedAndOverwriteReplacesIt
 
 TEST(OutputFolders, ASecondTrainOnARunningJobsFolderIsRefusedNamingTheHolder) {
   const std::string dir = temp_dir("fold-lock"), run = dir + "/run";
-  const pid_t first = spawn_fivefold(train_args(tiny_data_dir(), run, 600) + " --ckpt-every 200", dir + "/first.log");
+  const std::string args = train_args(tiny_data_dir(), run, 1000) + " --ckpt-every 250";
+  const pid_t first = spawn_fivefold(args, dir + "/first.log");
   ASSERT_TRUE(wait_until_training(run)) << read_file(dir + "/first.log");
 
-  const CliResult second = run_fivefold(train_args(tiny_data_dir(), run, 600) + " --ckpt-every 200");
-  const int first_exit = wait_exit_code(first);
+  const std::string holder = "--out '" + run + "' is in use by train, pid " + std::to_string(first) + " on host " +
+                             host_name() + " since ";
+  const CliResult second = run_fivefold(args);
   EXPECT_NE(second.exit_code, 0) << second.output;
-  EXPECT_TRUE(contains(second.output, "--out '" + run + "' is in use by train, pid " + std::to_string(first) +
-                                          " on host " + host_name() + " since "))
-      << second.output;
+  EXPECT_TRUE(contains(second.output, holder)) << second.output;
   EXPECT_TRUE(contains(second.output, "(lock file " + run + "/.fivefold.lock)")) << second.output;
   EXPECT_FALSE(contains(second.output, "resuming")) << second.output;
+  // A job of two ranks: rank 0 is refused and rank 1 ends with it, the message said once.
+  const CliResult job = run_fivefold_job(2, args + " --dp 2");
+  EXPECT_NE(job.exit_code, 0) << job.output;
+  const size_t said = job.output.find(holder);
+  EXPECT_NE(said, std::string::npos) << job.output;
+  EXPECT_EQ(job.output.find(holder, said + 1), std::string::npos) << job.output;
+  EXPECT_FALSE(contains(job.output, "MPI_ABORT")) << "a refusal every rank agrees on, not an abort: " << job.output;
+  const int first_exit = wait_exit_code(first);
 
   // The first finishes as if alone: every step once in metrics.jsonl, its last checkpoint published.
   const std::string log = read_file(dir + "/first.log");
   EXPECT_EQ(first_exit, 0) << log;
-  EXPECT_TRUE(contains(read_file(run + "/latest"), "step_600"));
+  EXPECT_TRUE(contains(read_file(run + "/latest"), "step_1000"));
   const std::string metrics = read_file(run + "/metrics.jsonl");
-  for (const char* step : {"\"step\":1,", "\"step\":200,", "\"step\":600,"}) {
+  for (const char* step : {"\"step\":1,", "\"step\":250,", "\"step\":1000,"}) {
     const size_t at = metrics.find(step);
     EXPECT_NE(at, std::string::npos) << step;
     EXPECT_EQ(metrics.find(step, at + 1), std::string::npos) << step << " appears twice";
