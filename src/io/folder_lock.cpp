@@ -94,7 +94,8 @@ FolderLock::FolderLock(const std::string& dir, const std::string& command, const
   const std::string fix = " (lock file " + path_ + "); wait for that job to end or stop it, or choose another folder";
   for (int attempt = 0;; ++attempt) {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error(head + "cannot hold its lock file " + path_ + " (" + std::strerror(errno) + ")");
+    if (fd_ < 0)
+      throw std::runtime_error(head + "cannot hold its lock file " + path_ + " (" + std::strerror(errno) + ")");
     std::string previous;
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;

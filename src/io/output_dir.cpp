@@ -33,7 +33,8 @@ bool shows_kind(FolderKind kind, const fs::directory_entry& e, const std::string
     case FolderKind::run:
       return is_step_folder(e, name) || name == "latest" || name == "config.toml" || name == "metrics.jsonl";
     case FolderKind::data:
-      return name == "meta.json" || ((starts_with(name, "train") || starts_with(name, "val")) && ends_with(name, ".bin"));
+      return name == "meta.json" ||
+             ((starts_with(name, "train") || starts_with(name, "val")) && ends_with(name, ".bin"));
     case FolderKind::export_model:
       return name == "config.json" || ends_with(name, ".safetensors") || name == "model.safetensors.index.json";
   }
@@ -46,7 +47,9 @@ std::string joined(const std::vector<std::string>& names) {
   return s;
 }
 
-std::string a_kind(FolderKind kind) { return (kind == FolderKind::export_model ? "an " : "a ") + std::string(folder_kind_name(kind)); }
+std::string a_kind(FolderKind kind) {
+  return (kind == FolderKind::export_model ? "an " : "a ") + std::string(folder_kind_name(kind));
+}
 
 std::string kind_with_evidence(const FolderKindFound& k) { return a_kind(k.kind) + " (" + joined(k.evidence) + ")"; }
 
