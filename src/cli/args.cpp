@@ -70,6 +70,14 @@ int Args::get_int(const std::string& key, int fallback, int lo, int hi, const st
   return v;
 }
 
+bool Args::get_flag(const std::string& key) const {
+  if (!has(key)) return false;
+  const std::string v = get(key);
+  if (v != "true" && v != "false")
+    throw std::runtime_error("--" + key + " is a switch: write --" + key + " (or --" + key + " false), got '" + v + "'");
+  return v == "true";
+}
+
 double Args::get_double(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
   require_value(key, get(key), "0.5");

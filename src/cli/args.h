@@ -18,6 +18,8 @@ struct Args {
   // The same, refusing values outside [lo, hi] with the key, the range and why (`reason`).
   int get_int(const std::string& key, int fallback, int lo, int hi, const std::string& reason) const;
   double get_double(const std::string& key, double fallback) const;
+  // A switch: absent is false; bare (`--overwrite`) or `true` is true; `false` is false; else refused.
+  bool get_flag(const std::string& key) const;
   // Throws naming the first option not in `allowed`.
   void only(const std::vector<std::string>& allowed, const std::string& usage) const;
 };

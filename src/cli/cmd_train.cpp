@@ -1,9 +1,11 @@
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include "cli/commands.h"
 #include "cli/layout_option.h"
 #include "io/output_dir.h"
+#include "comm/broadcast_text.h"
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
@@ -24,7 +26,20 @@ int cmd_train(const Args& a) {
     return 0;
   }
   const std::string out = a.require("out", usage);
-  ensure_output_dir(out, "--out");
+  const Comm& world = comm_world();
+  // Rank 0 claims the run folder (its kind checked, its lock held until training ends) before
+  // anything is written; the other ranks take its verdict, so a refusal ends every rank alike.
+  std::optional<OutputFolder> folder;
+  std::string refusal;
+  if (world.rank() == 0) {
+    try {
+      folder.emplace(claim_output_dir(out, "--out", {FolderKind::run, "train", true, false}));
+    } catch (const std::exception& e) {
+      refusal = e.what();
+    }
+  }
+  refusal = broadcast_text(world, refusal, 0);
+  if (!refusal.empty()) throw AgreedError(refusal);
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "out" && k != "layout" && k != "print-config") overrides.emplace_back(k, v);
@@ -37,7 +52,6 @@ int cmd_train(const Args& a) {
   if (a.has("layout")) apply_layout_option(cfg, a.get("layout"), overrides);  // the string `plan` prints
   // A run from a checkpoint's weights (init_from, or an imported --out) takes its model from it.
   take_model_from_checkpoint(cfg, out, set_by);
-  const Comm& world = comm_world();
   validate_train_config(cfg);  // shapes against tp before the rank count: the more useful error
   resolve_layout(cfg, world.size());
   Mesh mesh(world, MeshDegrees{.dp = cfg.dp, .cp = cfg.cp, .tp = cfg.tp, .pp = cfg.pp, .ep = cfg.ep});  // checks the product first
