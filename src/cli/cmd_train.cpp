@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "io/new_folder_guard.h"
 #include "io/output_dir.h"
 #include "comm/comm.h"
 #include "comm/comm_world.h"
@@ -20,6 +21,7 @@ int cmd_train(const Args& a) {
     return 0;
   }
   const std::string out = a.require("out", usage);
+  const NewFolderGuard created_here(out);  // a start that fails its checks leaves no empty folder
   ensure_output_dir(out, "--out");
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
@@ -30,6 +32,8 @@ int cmd_train(const Args& a) {
   take_model_from_checkpoint(cfg, out, set_by);
   const Comm& world = comm_world();
   validate_train_config(cfg);  // shapes against tp before the rank count: the more useful error
+  if (world.rank() == 0)
+    for (const std::string& w : config_warnings(cfg)) std::fprintf(stderr, "warning: config: %s\n", w.c_str());
   resolve_layout(cfg, world.size());
   Mesh mesh(world, MeshDegrees{.dp = cfg.dp, .cp = cfg.cp, .tp = cfg.tp, .pp = cfg.pp, .ep = cfg.ep});  // checks the product first
   Trainer trainer(cfg, out, &mesh);
