@@ -60,3 +60,22 @@ TEST(BadOptions, SampleStreamsItsText) {
   EXPECT_EQ(text.rfind("And", 0), 0u) << text;
   EXPECT_GT(text.size(), 20u) << "only this much was printed in 6 s: '" << text << "'";
 }
+
+// The streamed pieces add up to the text SentencePiece itself decodes from the same ids (the
+// Python library, independent of fivefold's decoder), byte for byte, at a temperature that
+// samples many different tokens (word starts, byte pieces).
+TEST(BadOptions, StreamedSampleIsTheDecodedText) {
+  const std::string run = good_run();
+  const std::string dir = temp_dir("streamed");
+  const std::string cmd = std::string(FIVEFOLD_BIN) + " sample --ckpt " + run + " --prompt 'And the' --max-tokens 60 " +
+                          "--temperature 1.5 --top-k 0 --seed 7 --ids-out " + dir + "/ids.json > " + dir + "/out.txt";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string decode =
+      "/usr/bin/python3 -c \"import json, sentencepiece as s; "
+      "sp = s.SentencePieceProcessor(model_file='" + run + "/tokenizer.model'); "
+      "j = json.load(open('" + dir + "/ids.json')); "
+      "open('" + dir + "/expected.txt', 'wb').write((sp.decode(j['prompt'] + j['continuation']) + '\\n').encode('utf-8', 'surrogateescape'))\"";
+  ASSERT_EQ(std::system(decode.c_str()), 0);
+  EXPECT_EQ(read_file(dir + "/out.txt"), read_file(dir + "/expected.txt"));
+  EXPECT_GT(read_file(dir + "/out.txt").size(), 20u);
+}
