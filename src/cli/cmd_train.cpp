@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/layout_option.h"
+#include "io/new_folder_guard.h"
 #include "io/output_dir.h"
 #include "comm/broadcast_text.h"
 #include "comm/comm.h"
@@ -26,6 +27,9 @@ int cmd_train(const Args& a) {
     return 0;
   }
   const std::string out = a.require("out", usage);
+  // Declared before the folder's claim, so a failed start releases the lock, then removes the
+  // folder this command created if nothing was written into it.
+  const NewFolderGuard created_here(out);
   const Comm& world = comm_world();
   // Rank 0 claims the run folder (its kind checked, its lock held until training ends) before
   // anything is written; the other ranks take its verdict, so a refusal ends every rank alike.
@@ -53,6 +57,8 @@ int cmd_train(const Args& a) {
   // A run from a checkpoint's weights (init_from, or an imported --out) takes its model from it.
   take_model_from_checkpoint(cfg, out, set_by);
   validate_train_config(cfg);  // shapes against tp before the rank count: the more useful error
+  if (world.rank() == 0)
+    for (const std::string& w : config_warnings(cfg)) std::fprintf(stderr, "warning: config: %s\n", w.c_str());
   resolve_layout(cfg, world.size());
   Mesh mesh(world, MeshDegrees{.dp = cfg.dp, .cp = cfg.cp, .tp = cfg.tp, .pp = cfg.pp, .ep = cfg.ep});  // checks the product first
   Trainer trainer(cfg, out, &mesh);

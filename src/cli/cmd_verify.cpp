@@ -23,13 +23,18 @@ int cmd_verify(const Args& a) {
       "[--key value ...]\n  layout keys: dp tp sp pp cp schedule chunks mb m zero recompute (dp: the ranks the "
       "others leave)";
   if (a.help) return std::puts(usage), 0;
+  // The other options are config keys, checked by the config's own table.
+  a.check({text_option("config"), text_option("layout"), int_option("steps", 1, 100000, "steps to compare"),
+           number_option("tolerance", 0, 1, "the largest relative difference of a loss or gradient norm "
+                                          "that passes; 1e-5 is the default")},
+          usage, true);
   const std::string text = a.require("layout", usage);
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "layout" && k != "steps" && k != "tolerance") overrides.emplace_back(k, v);
   TrainConfig cfg = load_train_config(a.get("config"), overrides);
   apply_layout_option(cfg, text, overrides);
-  const int steps = a.get_int("steps", 5, 1, 100000, "steps to compare");
+  const int steps = a.get_int("steps", 5);
   const double tol = a.get_double("tolerance", 1e-5);
   const Comm& world = comm_world();
   validate_train_config(cfg);

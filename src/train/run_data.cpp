@@ -88,6 +88,7 @@ RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer) {
     t.train.push_back({open_token_shards(shards[i].train, expect), t.folders[i].weight});
     t.val.push_back({open_token_shards(shards[i].val, expect), t.folders[i].weight});
     t.train_shards.push_back(shards[i].train.size());
+    t.val_files.insert(t.val_files.end(), shards[i].val.begin(), shards[i].val.end());
   }
   return t;
 }

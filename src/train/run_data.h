@@ -35,6 +35,7 @@ struct RunTokens {
   std::vector<DataFolder> folders;
   std::vector<MixtureSource> train, val;  // one per folder, weighted as `data` says
   std::vector<size_t> train_shards;       // shards per folder, for the start line
+  std::vector<std::string> val_files;     // every folder's validation shards, for errors about them
 };
 
 // Each folder's shards (data_folder.h: meta.json's lists, else train.bin and val.bin), read in

@@ -119,6 +119,9 @@ TrainConfig load_train_config(const std::string& toml_path,
 void set_config_key(TrainConfig& c, const std::string& key, const std::string& value,
                     const std::string& source);
 std::string config_to_toml(const TrainConfig& c);
+// What a valid config may still get wrong, one sentence each naming the key, its value and the
+// usual range: an init_std that starts the loss in the hundreds, a warmup longer than the run.
+std::vector<std::string> config_warnings(const TrainConfig& c);
 // One key's value as config_to_toml writes it ("576", "1e-05", "\"llama3\"", "true").
 std::string config_value_text(const TrainConfig& c, const std::string& key);
 // Whether the run that saved this resolved config (a checkpoint's) trained with doc_mask; false

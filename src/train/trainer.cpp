@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <optional>
 #include <omp.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -105,8 +107,20 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
 
   tokens_ = read_run_tokens(cfg_, tokenizer);
   loader_ = std::make_unique<MixtureLoader>(tokens_.train, cfg_.model.seq_len, cfg_.seed);
-  MixtureLoader val(tokens_.val, cfg_.model.seq_len, cfg_.seed);  // throws now if a validation split is too short
-  if (cfg_.eval_every > 0) {  // and if its loss mask leaves the evaluation nothing to average
+  if (cfg_.eval_every > 0) {  // the validation data is read only to evaluate: checked now if it will be
+    std::optional<MixtureLoader> opened;
+    try {
+      opened.emplace(tokens_.val, cfg_.model.seq_len, cfg_.seed);  // a split too short to fill a window throws
+    } catch (const std::runtime_error& e) {
+      std::string files;
+      for (const std::string& f : tokens_.val_files) files += (files.empty() ? "" : ", ") + f;
+      throw std::runtime_error(fmt::format(
+          "the validation data {} cannot be evaluated ({}): evaluation every eval_every = {} steps reads it; "
+          "prepare the data again with more validation documents (--val-docs N or --val-fraction F), or set "
+          "eval_every = 0 to train without validation", files, e.what(),
+          cfg_.eval_every));
+    }
+    MixtureLoader& val = *opened;
     const int G = cfg_.micro_batch * cfg_.dp;
     uint64_t val_targets = 0;
     for (int b = 0; b < cfg_.eval_batches; ++b) val_targets += val.next_batch(G, 0, 0, nullptr, nullptr);
@@ -300,6 +314,7 @@ void Trainer::run() {
     inject_planned_fault(world_rank(), step_ + 1);  // tests of the supervisor and the watchdog only
     StepRecord r = train_step();
     if (!r.skipped) history_.back().spike_median = r.spike_median = spikes_.observe(r.loss);
+    if (!r.skipped) skip_budget_.record(false);  // a healthy step; skipped ones count in nonfinite_step
     double val = NAN;
     if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) {
       report_->evaluating(step_, quiet);

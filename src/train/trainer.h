@@ -103,6 +103,10 @@ class Trainer {
   // and stopped with an AgreedError per on_nonfinite. Collective (trainer_nonfinite.cpp).
   StepRecord nonfinite_step(double loss, double norm, float grad_scale,
                             std::chrono::steady_clock::time_point t0);
+  // For the non-finite stops' messages: where the last checkpoint is (or that there is none), and
+  // what to change (grad_clip only when it is off).
+  std::string last_checkpoint_text() const;
+  std::string nonfinite_advice() const;
   // The periodic checkpoint of run(), deferred while the last step's loss was a spike.
   void checkpoint_if_due(const StepRecord& r, int last);
 
@@ -130,6 +134,7 @@ class Trainer {
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
   LossSpikeWatch spikes_{0};
+  SkipBudget skip_budget_;  // on_nonfinite = skip: stops a run that skips most of its steps
   bool save_deferred_ = false;  // a checkpoint was due right after a loss spike
   std::vector<ConfigChange> resume_changes_;  // accepted config changes against the checkpoint's
   ScheduleSpan schedule_span_;  // the lr schedule's length: fixed at the run's start, kept on resume
