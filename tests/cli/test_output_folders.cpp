@@ -171,7 +171,7 @@ TEST(OutputFolders, PrepareIntoARunFolderIsRefusedEvenWithOverwrite) {
   const std::string tokenizer = read_file(run + "/tokenizer.model");
   const std::string prepare = "prepare --one-doc-per-line --text " + dir + "/text.txt --vocab 300 --out ";
 
-  for (const std::string& extra : {"", " --overwrite"}) {
+  for (const char* extra : {"", " --overwrite"}) {
     r = run_fivefold(prepare + run + extra);
     EXPECT_NE(r.exit_code, 0) << r.output;
     EXPECT_TRUE(contains(r.output, "--out '" + run + "' holds a run folder (config.toml, latest, metrics.jsonl, step_2), "
