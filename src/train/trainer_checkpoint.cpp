@@ -59,11 +59,15 @@ void Trainer::save() {
     for (const auto& [name, data] : par_->state().extra_state())
       pieces.push_back({"extra/" + name, {n}, Box{0, 1, 0, n}, 0, n, data});
   if (par_->fp8()) par_->fp8()->add_save_pieces(pieces);  // one rank per pipeline stage
-  report_->saving(step_, step_dir_path(out_dir_, step_), quiet);
+  // Said at the steps a progress line is (log_every, the last): a run saving every few steps
+  // between sparse progress lines would otherwise log mostly saves.
+  const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
+  const bool say = !quiet && (step_ % cfg_.log_every == 0 || step_ >= last);
+  report_->saving(step_, step_dir_path(out_dir_, step_), !say);
   const auto t0 = std::chrono::steady_clock::now();
   saver_->save(checkpoint_info(s, layout), pieces);
   report_->saved(step_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                 cfg_.ckpt_async, quiet);
+                 cfg_.ckpt_async, !say);
   saved_step_ = step_;
 }
 
