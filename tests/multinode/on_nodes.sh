@@ -2,6 +2,7 @@
 # Runs one MPI program across namespaced "nodes" (tests/support/netns_nodes.sh) and removes them
 # afterwards, whatever happens:
 #   on_nodes.sh NODES RANKS_PER_NODE RATE PROGRAM ARGS...
+# FF_NODES_MPIRUN_ARGS: more mpirun options (e.g. "--map-by node"), split at spaces.
 # Exit 77 (CTest's SKIP_RETURN_CODE) with the reason when this machine cannot make namespaces.
 set -uo pipefail
 [ $# -ge 4 ] || { echo "usage: on_nodes.sh NODES RANKS_PER_NODE RATE PROGRAM ARGS..." >&2; exit 2; }
@@ -12,6 +13,5 @@ export FF_NODES_PREFIX=${FF_NODES_PREFIX:-ff$(printf '%x' $$)}
 "$harness" check || exit 77
 trap '"$harness" down' EXIT INT TERM
 "$harness" up "$nodes" "$rate" || exit 1
-export FF_NODES_HARNESS="$harness"
 timeout 600 "$harness" mpirun --hostfile "$("$harness" hostfile "$per_node")" -np $((nodes * per_node)) \
-  -x OMP_NUM_THREADS -x FF_NODES_PREFIX "$@"
+  -x OMP_NUM_THREADS ${FF_NODES_MPIRUN_ARGS:-} "$@"
