@@ -9,9 +9,13 @@ set -uo pipefail
 nodes=$1 per_node=$2 rate=$3; shift 3
 harness="$(dirname "$0")/../support/netns_nodes.sh"
 # A set of its own per test, so tests running side by side never share (or delete) namespaces.
-export FF_NODES_PREFIX=${FF_NODES_PREFIX:-ff$(printf '%x' $$)}
+export FF_NODES_PREFIX=${FF_NODES_PREFIX:-ff$(printf '%x' $$)} FF_NODES_OWNER=$$
 "$harness" check || exit 77
-trap '"$harness" down' EXIT INT TERM
+trap '"$harness" down' EXIT
+trap 'exit 143' TERM INT
 "$harness" up "$nodes" "$rate" || exit 1
+# In the background and waited for: a TERM (CTest's timeout, Ctrl-C) then runs the trap at once,
+# whose `down` ends mpirun and the ranks with their namespaces.
 timeout 600 "$harness" mpirun --hostfile "$("$harness" hostfile "$per_node")" -np $((nodes * per_node)) \
-  -x OMP_NUM_THREADS ${FF_NODES_MPIRUN_ARGS:-} "$@"
+  ${OMP_NUM_THREADS:+-x OMP_NUM_THREADS} ${FF_NODES_MPIRUN_ARGS:-} "$@" &
+wait $!

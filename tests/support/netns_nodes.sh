@@ -10,7 +10,8 @@
 set -euo pipefail
 
 PREFIX=${FF_NODES_PREFIX:-ffn}                 # names: ${PREFIX}0.. (nodes), ${PREFIX}sw (switch)
-STATE=/run/fivefold-nodes/$PREFIX              # hostfile, agent, UTS namespace handles
+STATES=/run/fivefold-nodes
+STATE=$STATES/$PREFIX                          # hostfile, agent, UTS namespace handles, owner
 IFACE=ffnet                                    # the node's veth, same name in every node
 SUBNET=192.0.2                                 # node i is $SUBNET.(10 + i)/24
 
@@ -22,12 +23,14 @@ usage: netns_nodes.sh check                  exit 0 if usable, else print why an
                                              (unlimited, or tc units: 1gbit, 10gbit, 25gbit)
        netns_nodes.sh rate RATE              change every link's rate
        netns_nodes.sh down                   delete everything this prefix made (also stale)
+       netns_nodes.sh sweep                  down every set whose owner process is gone
        netns_nodes.sh exec NODE CMD...       run CMD on node NODE (index or hostname)
        netns_nodes.sh hostfile [SLOTS]       path of the hostfile (SLOTS per node, default 2)
        netns_nodes.sh agent                  path of the rsh agent for --mca plm_rsh_agent
        netns_nodes.sh mpirun ARGS...         mpirun on node 0 across all nodes (see README)
        netns_nodes.sh stats NODE             "tx_bytes tx_packets rx_bytes rx_packets" of NODE's veth
-env:   FF_NODES_PREFIX (default ffn) keeps concurrent sets apart.
+env:   FF_NODES_PREFIX (default ffn) keeps concurrent sets apart; FF_NODES_OWNER=PID marks a
+       set as a test's, swept by any later 'up' once that process is gone (a killed test).
 EOF
   exit 2
 }
@@ -103,6 +106,18 @@ down() {
   fi
 }
 
+# Sets left by tests that were killed before their trap ran (CTest's timeout kills outright).
+sweep() {
+  local dir owner
+  for dir in "$STATES"/*/; do
+    [ -f "$dir/owner" ] || continue
+    owner=$(cat "$dir/owner")
+    kill -0 "$owner" 2>/dev/null && continue
+    echo "netns_nodes: removing set '$(basename "$dir")' left by process $owner, which is gone" >&2
+    FF_NODES_PREFIX=$(basename "$dir") "$0" down
+  done
+}
+
 up() {
   local n=$1 rate=${2:-unlimited} i
   [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up: N must be 1..200, got '$n'"
@@ -110,7 +125,8 @@ up() {
   local why
   why=$(unusable_reason)
   [ -z "$why" ] || die "$why"
-  down  # a stale set from a killed run goes first
+  sweep
+  down  # a stale set of this prefix goes first
   mkdir -p "$STATE"
   # UTS namespace handles are bind mounts; a private mount keeps them out of other mount trees.
   mount --bind "$STATE" "$STATE"
@@ -132,6 +148,7 @@ up() {
     unshare --uts="$STATE/$ns.uts" hostname "$ns"
   done
   echo "$n" >"$STATE/nodes"
+  [ -z "${FF_NODES_OWNER:-}" ] || echo "$FF_NODES_OWNER" >"$STATE/owner"
   write_agent
   set_rate "$rate"
 }
@@ -186,6 +203,7 @@ case "$cmd" in
   up) [ $# -ge 1 ] || usage; up "$@" ;;
   rate) [ $# -eq 1 ] || usage; set_rate "$1" ;;
   down) down ;;
+  sweep) sweep ;;
   exec) [ $# -ge 2 ] || usage; run_on "$@" ;;
   hostfile) hostfile "$@" ;;
   agent) node_count >/dev/null; echo "$STATE/agent" ;;
