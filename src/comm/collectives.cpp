@@ -244,6 +244,7 @@ void PairwiseOp::post_sends(std::vector<PeerSends>& sends, Role role, size_t eli
       check_mpi(MPI_Isend(base + (c.offset + j * seg_) * es_, mpi_count(len), dtype_, d, tag,
                           comm_->comm, &req),
                 "MPI_Isend", [&] { return describe(); });
+      note_cross_node_send(*comm_, d, len * es_);
       requests_.add(req, make_token(role, d, j));
       ++ps.next;
       ++ps.in_flight;

@@ -99,8 +99,18 @@ int Comm::size() const { return state().size; }
 const std::vector<int>& Comm::world_ranks() const { return state().world_ranks; }
 void Comm::set_options(const CommOptions& options) const { state().options = options; }
 const CommOptions& Comm::options() const { return state().options; }
-const CommStats& Comm::stats() const { return state().stats; }
-void Comm::reset_stats() const { state().stats = CommStats{}; }
+const CommStats& Comm::stats() const {
+  detail::CommState& s = state();
+  s.stats.cross_node_bytes = s.cross_node_bytes.load(std::memory_order_relaxed);
+  s.stats.cross_node_messages = s.cross_node_messages.load(std::memory_order_relaxed);
+  return s.stats;
+}
+void Comm::reset_stats() const {
+  detail::CommState& s = state();
+  s.stats = CommStats{};
+  s.cross_node_bytes.store(0, std::memory_order_relaxed);
+  s.cross_node_messages.store(0, std::memory_order_relaxed);
+}
 
 void Comm::count(CommOpKind kind, uint64_t bytes) const {
   auto& st = state().stats;

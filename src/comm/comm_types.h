@@ -77,6 +77,10 @@ const char* comm_op_name(CommOpKind k);
 struct CommStats {
   std::array<uint64_t, kCommOpKinds> bytes{};
   std::array<uint64_t, kCommOpKinds> calls{};
+  // What this rank's messages carried to ranks on another node (nodes.h), over all operations
+  // but MPI's own broadcast and barrier: the bytes the network between nodes must move.
+  uint64_t cross_node_bytes = 0;
+  uint64_t cross_node_messages = 0;
   uint64_t bytes_of(CommOpKind k) const { return bytes[size_t(k)]; }
   uint64_t calls_of(CommOpKind k) const { return calls[size_t(k)]; }
   uint64_t total_bytes() const;

@@ -127,6 +127,7 @@ void Engine::start(int* argc, char*** argv) {
   auto during = [] { return std::string("init_comm"); };
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", during);
   check_mpi(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", during);
+  rank_nodes_ = discover_nodes(dup);  // before the world Comm, whose state records its peers' nodes
   int size = 0;
   MPI_Comm_size(dup, &size);
   std::vector<int> members(size_t(size), 0);
@@ -320,6 +321,10 @@ bool Engine::try_token_for(int ms) {
 CommState::CommState(MPI_Comm c, std::vector<int> members) : comm(c), world_ranks(std::move(members)) {
   check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank", [] { return std::string("creating a Comm"); });
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size", [] { return std::string("creating a Comm"); });
+  const std::vector<int>& nodes = Engine::instance().rank_nodes();
+  peer_off_node.assign(size_t(size), 0);
+  for (int r = 0; r < size; ++r)
+    peer_off_node[size_t(r)] = nodes[size_t(world_ranks[size_t(r)])] != nodes[size_t(world_ranks[size_t(rank)])];
 }
 
 CommState::~CommState() {

@@ -140,6 +140,7 @@ class Engine {
   bool try_token_for(int ms);
 
   ScratchPool& scratch() { return scratch_; }  // token required
+  const std::vector<int>& rank_nodes() const { return rank_nodes_; }  // node of each world rank
 
  private:
   Engine() = default;
@@ -184,6 +185,7 @@ class Engine {
   std::atomic<bool> running_{false};
   bool mpi_started_here_ = false;
   std::unique_ptr<Comm> world_;
+  std::vector<int> rank_nodes_;
 };
 
 }  // namespace ff::detail

@@ -71,6 +71,7 @@ void ExchangeOp::start() {
       MPI_Request req;
       check_mpi(MPI_Isend(t.data + off * es_, mpi_count(len), dtype_, t.peer, tag_, comm_->comm, &req),
                 "MPI_Isend", [&] { return what_; });
+      note_cross_node_send(*comm_, t.peer, len * es_);
       requests_.add(req, uint64_t(t.peer));
     }
   }

@@ -2,9 +2,14 @@
 // communication), then the live Mesh that makes each group's communicator on first use.
 #include "comm/mesh.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <functional>
+#include <numeric>
 #include <stdexcept>
 #include <string>
+
+#include "comm/nodes.h"
 
 namespace ff {
 namespace {
@@ -150,6 +155,39 @@ std::vector<int> mesh_axes_members(int world_rank, const MeshDegrees& d, unsigne
   return members;
 }
 
+std::vector<int> mesh_rank_order(const std::vector<int>& node_of_rank) {
+  const std::vector<int> node = number_nodes(node_of_rank);
+  std::vector<int> order(node.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return node[size_t(a)] < node[size_t(b)]; });
+  return order;
+}
+
+std::string mesh_node_warning(const MeshDegrees& d, const std::vector<int>& node_of_position,
+                              const std::vector<int>& order) {
+  if (d.tp == 1) return "";
+  for (int first = 0; first < d.world(); first += d.tp) {  // tp is fastest: its groups are runs
+    std::vector<int> nodes;
+    for (int p = first; p < first + d.tp; ++p)
+      if (std::find(nodes.begin(), nodes.end(), node_of_position[size_t(p)]) == nodes.end())
+        nodes.push_back(node_of_position[size_t(p)]);
+    if (nodes.size() == 1) continue;
+    std::string ranks, where;
+    for (int p = first; p < first + d.tp; ++p) ranks += (p > first ? ", " : "") + n(order[size_t(p)]);
+    for (size_t i = 0; i < nodes.size(); ++i) where += (i ? (i + 1 == nodes.size() ? " and " : ", ") : "") + n(nodes[i]);
+    int smallest_node = d.world();
+    for (int node : nodes) {
+      const long count = std::count(node_of_position.begin(), node_of_position.end(), node);
+      smallest_node = std::min(smallest_node, int(count));
+    }
+    return "tp " + n(d.tp) + " puts the tp group of ranks {" + ranks + "} on nodes " + where +
+           ": tensor parallelism's all-reduces (several per layer) then cross the network between nodes; "
+           "choose --tp dividing the ranks per node (" + n(smallest_node) +
+           " here) and let dp or pp cross nodes, or start more ranks per node";
+  }
+  return "";
+}
+
 // ---- the mesh over a live world ----
 
 namespace {
@@ -181,7 +219,18 @@ int mask_of(MeshGroup g) {
 
 Mesh::Mesh(const Comm& world, const MeshDegrees& degrees) : world_(&world), degrees_(degrees) {
   check_mesh(degrees, world.size());  // before any collective: a bad mesh fails on every rank alike
-  coords_ = mesh_coords(world.rank(), degrees);
+  const std::vector<int>& world_nodes = world_rank_nodes();
+  std::vector<int> node_of_rank;
+  for (int w : world.world_ranks()) node_of_rank.push_back(world_nodes.empty() ? 0 : world_nodes[size_t(w)]);
+  node_of_rank = number_nodes(node_of_rank);
+  order_ = mesh_rank_order(node_of_rank);
+  for (int p = 0; p < world.size(); ++p) {
+    position_nodes_.push_back(node_of_rank[size_t(order_[size_t(p)])]);
+    if (order_[size_t(p)] == world.rank()) position_ = p;
+  }
+  coords_ = mesh_coords(position_, degrees);
+  node_warning_ = mesh_node_warning(degrees, position_nodes_, order_);
+  if (!node_warning_.empty() && world.rank() == 0) std::fprintf(stderr, "warning: %s\n", node_warning_.c_str());
 }
 
 int Mesh::size(MeshGroup g) const {
@@ -209,7 +258,7 @@ int Mesh::rank(MeshGroup g) const {
     case MeshGroup::dp_cp: return c.cp + degrees_.cp * c.dp;
     case MeshGroup::ep: return c.ep;
     case MeshGroup::edp: return c.edp;
-    case MeshGroup::world: return world_->rank();
+    case MeshGroup::world: return world_->rank();  // the world Comm keeps the launch order
   }
   throw std::invalid_argument("unknown MeshGroup");
 }
@@ -223,19 +272,20 @@ int Mesh::rank(MeshGroup g) const {
 const Comm& Mesh::cached(int named_key, const std::function<std::vector<int>()>& members_of) const {
   auto asked = by_request_.find(named_key);
   if (asked != by_request_.end()) return *asked->second;
-  const std::vector<int> members = members_of();
-  const int me = world_->rank();
+  const std::vector<int> members = members_of();  // mesh positions
   int key = named_key;
   for (unsigned mask = 0; mask <= kAllAxes; ++mask) {
-    if (mesh_axes_members(me, degrees_, mask) == members) {
+    if (mesh_axes_members(position_, degrees_, mask) == members) {
       key = int(mask);
       break;
     }
   }
-  const Comm* comm = world_;  // a group of every rank is the world itself (members ascending)
+  const Comm* comm = world_;  // a group of every rank is the world itself
   if (members.size() != size_t(world_->size())) {
+    std::vector<int> ranks;  // in group order: a member's group rank is its coordinate
+    for (int p : members) ranks.push_back(order_[size_t(p)]);
     auto it = groups_.find(key);
-    if (it == groups_.end()) it = groups_.emplace(key, world_->subgroup(members, key)).first;
+    if (it == groups_.end()) it = groups_.emplace(key, world_->subgroup(ranks, key)).first;
     comm = &it->second;
   }
   by_request_[named_key] = comm;
@@ -245,13 +295,13 @@ const Comm& Mesh::cached(int named_key, const std::function<std::vector<int>()>&
 const Comm& Mesh::group(MeshGroup g) const {
   const int mask = mask_of(g);
   if (mask >= 0) return group_of_mask(unsigned(mask));
-  return cached(16 + int(g), [&] { return mesh_group_members(world_->rank(), degrees_, g); });
+  return cached(16 + int(g), [&] { return mesh_group_members(position_, degrees_, g); });
 }
 
 const Comm& Mesh::group(std::initializer_list<MeshAxis> axes) const { return group_of_mask(mask_of(axes)); }
 
 const Comm& Mesh::group_of_mask(unsigned mask) const {
-  return cached(int(mask), [&] { return mesh_axes_members(world_->rank(), degrees_, mask); });
+  return cached(int(mask), [&] { return mesh_axes_members(position_, degrees_, mask); });
 }
 
 double Mesh::reduce_scalar(double x, std::initializer_list<MeshAxis> axes, ReduceOp op) const {

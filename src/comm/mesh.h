@@ -6,6 +6,12 @@
 // so tensor-parallel partners are neighbours (the chattiest traffic stays closest) and pipeline
 // stages are the outermost blocks.
 //
+// Across nodes the mesh counts positions, not launch ranks: the ranks of one node (nodes.h) take
+// consecutive positions, node after node, each node's in launch order (mesh_rank_order), so tp and
+// then cp fill a node before dp and pp cross to the next, however the launcher spread the ranks.
+// With each node's ranks already consecutive (mpirun's default, and always on one node) a position
+// is the launch rank. A layout whose tp groups still span nodes gets a warning (mesh_node_warning).
+//
 // Derived groups (torchtitan's ParallelDims, Megatron's "parallel folding"):
 //   dp_cp  dp x cp flattened: the ranks that hold the same dense parameters and see different
 //          tokens; dense gradients are averaged and ZeRO-sharded over it. Rank in it:
@@ -14,7 +20,7 @@
 //          (ep coordinate = dp_cp rank % EP), each holding a different share of the experts.
 //   edp    expert data parallel, dp x cp / ep: the ranks holding the same experts (edp
 //          coordinate = dp_cp rank / EP); expert gradients are averaged and sharded over it.
-// Every group's members are ascending world ranks, and a member's rank in the group is its
+// Every group's members are in ascending mesh position, and a member's rank in the group is its
 // coordinate along the group.
 #include <functional>
 #include <initializer_list>
@@ -66,6 +72,15 @@ std::vector<int> mesh_group_members(int world_rank, const MeshDegrees& degrees,
 // The same with the axes as a bit mask (bit i = MeshAxis(i)); mask 0 is world_rank alone.
 std::vector<int> mesh_axes_members(int world_rank, const MeshDegrees& degrees, unsigned axis_mask);
 
+// Mesh position -> rank: ranks sorted by node (numbered by first appearance), stable, so a
+// layout whose nodes each hold consecutive ranks gets the identity.
+std::vector<int> mesh_rank_order(const std::vector<int>& node_of_rank);
+// Empty, or a warning naming a tp group that spans nodes (node_of_position: the node of each mesh
+// position) and how to keep it inside one.
+// order: mesh_rank_order's result, to name the group by its ranks.
+std::string mesh_node_warning(const MeshDegrees& degrees, const std::vector<int>& node_of_position,
+                              const std::vector<int>& order);
+
 // ---- the mesh over a live world ----
 
 class Mesh {
@@ -73,12 +88,18 @@ class Mesh {
   // Validates the degrees against world.size() (throwing the same on every rank) and creates no
   // communicator: each group's is made the first time it is asked for, by its members alone
   // (MPI_Comm_create_group), so a group nobody uses costs nothing and asking for one never
-  // involves ranks outside it. `world` must outlive the Mesh.
+  // involves ranks outside it. `world` must outlive the Mesh. Ranks are ordered node by node
+  // (above); world rank 0 prints mesh_node_warning's warning, if any, to stderr.
   Mesh(const Comm& world, const MeshDegrees& degrees);
 
   const MeshDegrees& degrees() const { return degrees_; }
   const MeshCoords& coords() const { return coords_; }
   const Comm& world() const { return *world_; }
+  // This rank's mesh position (its world rank unless the launcher interleaved nodes), the node of
+  // each position, and the warning the constructor printed (empty if none).
+  int position() const { return position_; }
+  const std::vector<int>& position_nodes() const { return position_nodes_; }
+  const std::string& node_warning() const { return node_warning_; }
   // Size of a group and this rank's place in it, known without creating its communicator.
   int size(MeshGroup g) const;
   int rank(MeshGroup g) const;
@@ -103,7 +124,11 @@ class Mesh {
 
   const Comm* world_;
   MeshDegrees degrees_;
+  std::vector<int> order_;           // mesh position -> rank in world_
+  std::vector<int> position_nodes_;  // mesh position -> node
+  int position_ = 0;
   MeshCoords coords_;
+  std::string node_warning_;
   mutable std::map<int, Comm> groups_;  // by canonical key (mesh.cpp), which names the members
   mutable std::map<int, const Comm*> by_request_;  // request -> its communicator (may be world)
 };

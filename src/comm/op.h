@@ -53,8 +53,19 @@ struct CommState {
   uint64_t last_bytes = 0;  // the payload of the operation counted last (for the flight recorder)
 
   CommOptions options;
-  CommStats stats;
+  CommStats stats;  // cross_node_* filled in from the atomics below when read (Comm::stats)
+
+  // Whether each rank of this group lives on another node than this process, and what was sent
+  // to such ranks. Sends start on whichever thread holds the MPI token, hence atomics.
+  std::vector<uint8_t> peer_off_node;
+  std::atomic<uint64_t> cross_node_bytes{0};
+  std::atomic<uint64_t> cross_node_messages{0};
 };
+
+// Node of every world rank (nodes.cpp), asked once by init_comm before the world Comm exists.
+std::vector<int> discover_nodes(MPI_Comm world);
+// Counts a message of `bytes` to group rank `peer` when that rank is on another node.
+void note_cross_node_send(CommState& s, int peer, size_t bytes);
 
 // Tag of phase `phase` (0 or 1) of the collective with sequence number `seq`.
 inline int coll_tag(uint64_t seq, int phase) {
