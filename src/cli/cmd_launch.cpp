@@ -3,11 +3,14 @@
 // command again: training resumes from the latest complete checkpoint of its run folder. Each
 // restart is printed and logged in RUN/metrics.jsonl with its reason; after --max-restarts it gives
 // up with a summary. Errors that a restart would only repeat (bad config, a non-finite stop) end it
-// at once.
+// at once. SIGTERM and SIGINT are forwarded to the job, which saves and stops; launch then waits
+// for it, does not restart it, and exits with its status.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -29,6 +32,28 @@ namespace ff::cli {
 
 namespace {
 
+// The running job's pid for the signal handler (0: none), and the stop signal launch received.
+std::atomic<pid_t> g_job{0};
+std::atomic<int> g_stop_signal{0};
+
+// Forwards the signal to the job (kill is async-signal-safe); the job's own handling decides what
+// a first and a second signal do (fivefold train: save and stop; abort).
+extern "C" void forward_to_job(int sig) {
+  int expected = 0;
+  g_stop_signal.compare_exchange_strong(expected, sig);
+  if (const pid_t job = g_job.load(); job > 0) ::kill(job, sig);
+}
+
+// SIGTERM and SIGINT go to the job while launch runs, restarting interrupted reads and waits.
+void forward_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = forward_to_job;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
+
 struct Attempt {
   int exit_code = 0;   // the launcher's
   std::string reason;  // what fivefold makes of its output, empty when it succeeded
@@ -43,6 +68,9 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // Should launch itself die without forwarding (SIGKILL), the job is told to stop rather than
+    // left to run unsupervised.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     ::close(fds[0]);
@@ -54,6 +82,9 @@ Attempt run_once(const std::vector<std::string>& cmd) {
     std::fprintf(stderr, "fivefold launch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
     std::_Exit(127);
   }
+  g_job = pid;
+  // A signal that came between fork and the line above found no job to forward to.
+  if (const int sig = g_stop_signal.load()) ::kill(pid, sig);
   ::close(fds[1]);
   static const std::regex ompi_signal(
       R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+))");
@@ -93,6 +124,7 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  g_job = 0;
   Attempt a;
   a.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (a.exit_code == 0) return a;
@@ -171,8 +203,15 @@ int cmd_launch(int argc, char** argv) {
   const std::vector<std::string> cmd(argv + i + 1, argv + argc);
   const std::string run = run_folder(cmd);
   std::vector<std::string> history;
+  forward_stop_signals();
   for (int restart = 0;; ++restart) {
     const Attempt a = run_once(cmd);
+    if (const int sig = g_stop_signal.load()) {
+      // A deliberate stop: the job has saved (or was aborted by a second signal); never restart it.
+      std::fprintf(stderr, "fivefold launch: stopped by %s; the job exited with status %d and is not restarted\n",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM", a.exit_code);
+      return a.exit_code;
+    }
     if (a.exit_code == 0) {
       std::printf("fivefold launch: the job finished%s\n",
                   restart == 0 ? "" : fmt::format(" after {} restart(s)", restart).c_str());
@@ -194,7 +233,15 @@ int cmd_launch(int argc, char** argv) {
                  a.reason.c_str(), restart + 1, max_restarts, wait,
                  run.empty() ? "" : (" in " + run).c_str());
     log_restart(run, restart + 1, max_restarts, a, wait);
-    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    // In short naps, so that a stop signal during the back-off ends launch without a restart.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait);
+    while (std::chrono::steady_clock::now() < until && g_stop_signal.load() == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (const int sig = g_stop_signal.load()) {
+      std::fprintf(stderr, "fivefold launch: stopped by %s before restart %d\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                   restart + 1);
+      return 128 + sig;
+    }
   }
 }
 

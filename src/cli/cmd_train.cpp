@@ -6,6 +6,7 @@
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
 #include "train/init_from.h"
+#include "train/stop_signals.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -35,7 +36,7 @@ int cmd_train(const Args& a) {
   Trainer trainer(cfg, out, &mesh);
   if (world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
-  return 0;
+  return trainer.stopped() ? kStoppedExitCode : 0;
 }
 
 }  // namespace ff::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include "model/precision.h"
 #include "train/fault_injection.h"
 #include "train/memory_check.h"
+#include "train/stop_signals.h"
 
 namespace ff {
 
@@ -269,8 +271,26 @@ double Trainer::evaluate() {
   return sum / double(targets);
 }
 
+int Trainer::agree_on_stop_or_save() const {
+  // Encoded so that a max over the ranks keeps a stop over a timed save: 1 + a signal number
+  // (>= 2) beats rank 0's "time is up" (1), which beats nothing (0).
+  double here = 0;
+  if (StopSignals::requested()) {
+    here = 1 + StopSignals::first_signal();
+  } else if (leader() && cfg_.ckpt_every_minutes > 0) {
+    const double minutes =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save_time_).count() / 60.0;
+    if (minutes >= double(cfg_.ckpt_every_minutes)) here = 1;
+  }
+  const double all = mesh_ ? mesh_->reduce_scalar(here, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp},
+                                                  ReduceOp::max)
+                           : here;
+  return all >= 2 ? int(all) - 1 : -int(all);
+}
+
 void Trainer::run() {
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
+  const StopSignals signals;  // from here on SIGTERM / SIGINT end the run after a step, saved
   report_->start(*par_, memory_line_, quiet);
   if (const std::string plan = describe_data_plan(tokens_, *loader_); !plan.empty() && leader() && !quiet)
     std::printf("%s\n", plan.c_str());
@@ -295,7 +315,12 @@ void Trainer::run() {
     double val = NAN;
     if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
     report_->step(r, val, par_->moe(), quiet, cfg_.doc_mask ? &par_->model().document_tiles() : nullptr);
-    checkpoint_if_due(r, last);
+    const int agreed = agree_on_stop_or_save();
+    if (agreed > 0) {
+      stopped_signal_ = agreed;
+      break;  // the checkpoint below is this step's
+    }
+    checkpoint_if_due(r, last, agreed < 0);
   }
   // Every rank asks (a group's first request is collective); the dense group exists by now.
   const uint64_t dp_bytes = cfg_.dp > 1 ? mesh_->group(MeshGroup::dp_cp).stats().total_bytes() : 0;
@@ -307,6 +332,16 @@ void Trainer::run() {
   finish_saves();
   report_->write_trace(tracer_.get(), quiet);
   if (leader() && !quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
+  if (stopped() && leader()) {
+    // On stderr, which is not buffered: the process exits soon after, perhaps under a scheduler's
+    // deadline.
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "fivefold train: stopped by %s after step %d of %d; checkpoint %s/step_%d written. Run the same "
+                 "command to resume (exit status %d)\n",
+                 stopped_signal_ == SIGINT ? "SIGINT" : stopped_signal_ == SIGTERM ? "SIGTERM" : "a signal",
+                 step_, cfg_.steps, out_dir_.c_str(), step_, kStoppedExitCode);
+  }
 }
 
 }  // namespace ff
