@@ -236,3 +236,39 @@ TEST(StopSignals, KillLoopAlwaysLeavesACompleteCheckpointThatResumesBitwise) {
     expect_resumes_bitwise(run, mpirun_np2());
   }
 }
+
+namespace {
+
+// The step_N folders a run left.
+int checkpoints_in(const std::string& run) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(run)) n += e.path().filename().string().rfind("step_", 0) == 0;
+  return n;
+}
+
+std::string timed_run(const std::string& run, const std::string& minutes) {
+  return "train --config " + config_path("tiny.toml") + " --data " + tiny_data_dir() + " --out " + run +
+         " --steps 150 --ckpt-every 0 --keep-checkpoints 1000 --eval-every 0 --threads 1 --log-every 1000"
+         " --ckpt-every-minutes " + minutes;
+}
+
+}  // namespace
+
+// ckpt_every_minutes saves on rank 0's clock (here every 0.1 s) with no step cadence; 0 turns it
+// off (the end's checkpoint only). Under mpirun the ranks agree on rank 0's decision, or the
+// collective save would hang.
+TEST(StopSignals, TimedCheckpointsFollowRankZerosClock) {
+  const std::string off = temp_dir("timed-off") + "/run";
+  auto r = run_fivefold(timed_run(off, "0"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(checkpoints_in(off), 1);
+  for (const std::string launcher : {std::string(), mpirun_np2()}) {
+    const std::string on = temp_dir("timed-on") + "/run";
+    const int code = ::system((launcher + FIVEFOLD_BIN + " " + timed_run(on, "0.00166") + " > " + on +
+                               ".log 2>&1").c_str());
+    ASSERT_EQ(code, 0) << read_file(on + ".log");
+    EXPECT_GE(checkpoints_in(on), 3) << launcher;  // 150 steps take well over 0.3 s
+  }
+  EXPECT_NE(run_fivefold(timed_run(temp_dir("timed-bad") + "/run", "-1")).output.find("ckpt_every_minutes must be"),
+            std::string::npos);
+}
