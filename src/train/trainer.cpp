@@ -315,7 +315,11 @@ void Trainer::run() {
     double val = NAN;
     if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
     report_->step(r, val, par_->moe(), quiet, cfg_.doc_mask ? &par_->model().document_tiles() : nullptr);
-    const int agreed = agree_on_stop_or_save();
+    // Async data parallelism (max_staleness s > 0) lets replicas run up to s steps apart; a vote
+    // every step would hold them together, so they vote every s + 1 steps (a stop is then at most
+    // s steps late). Every other mode steps in lockstep anyway.
+    const int vote_every = par_->state().lockstep() ? 1 : cfg_.max_staleness + 1;
+    const int agreed = step_ % vote_every == 0 ? agree_on_stop_or_save() : 0;
     if (agreed > 0) {
       stopped_signal_ = agreed;
       break;  // the checkpoint below is this step's
