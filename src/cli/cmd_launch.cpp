@@ -37,7 +37,7 @@ std::atomic<pid_t> g_job{0};
 std::atomic<int> g_stop_signal{0};
 
 // Forwards the signal to the job (kill is async-signal-safe); the job's own handling decides what
-// a first and a second signal do (fivefold train: save and stop; abort).
+// a first and a second signal do (fivefold train: save and stop; abort at once).
 extern "C" void forward_to_job(int sig) {
   int expected = 0;
   g_stop_signal.compare_exchange_strong(expected, sig);
@@ -69,8 +69,13 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     // Should launch itself die without forwarding (SIGKILL), the job is told to stop rather than
-    // left to run unsupervised.
+    // left to run unsupervised. In its own process group, so that a Ctrl-C at the terminal reaches
+    // launch, which forwards it once, and not the job a second time (an abort).
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::setpgid(0, 0);
+    // Outside the terminal's foreground group a read of the terminal would stop the job (SIGTTIN);
+    // training reads no input.
+    if (const int null_in = ::open("/dev/null", O_RDONLY); null_in >= 0) ::dup2(null_in, 0);
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     ::close(fds[0]);
@@ -209,7 +214,7 @@ int cmd_launch(int argc, char** argv) {
     if (const int sig = g_stop_signal.load()) {
       // A deliberate stop: the job has saved (or was aborted by a second signal); never restart it.
       std::fprintf(stderr, "fivefold launch: stopped by %s; the job exited with status %d and is not restarted\n",
-                   sig == SIGINT ? "SIGINT" : "SIGTERM", a.exit_code);
+                   sig == SIGINT ? "SIGINT" : "SIGTERM", a.exit_code);  // launch handles only these two
       return a.exit_code;
     }
     if (a.exit_code == 0) {

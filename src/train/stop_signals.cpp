@@ -37,6 +37,10 @@ extern "C" void on_stop_signal(int sig) {
 
 }  // namespace
 
+const char* stop_signal_name(int sig) {
+  return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal";
+}
+
 StopSignals::StopSignals() {
   if (g_installed.exchange(true)) throw std::logic_error("StopSignals: handlers already installed");
   g_signals = 0;

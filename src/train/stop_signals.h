@@ -17,6 +17,9 @@ namespace ff {
 // able to tell a run that saved its state from one that was killed without saving.
 inline constexpr int kStoppedExitCode = 75;
 
+// "SIGTERM", "SIGINT", else "a signal".
+const char* stop_signal_name(int sig);
+
 class StopSignals {
  public:
   // Installs the handlers for SIGTERM and SIGINT (restarting interrupted system calls); the
@@ -28,7 +31,7 @@ class StopSignals {
 
   // Whether this process has received a stop signal since the handlers were installed.
   static bool requested();
-  // The first signal received (SIGTERM or SIGINT), 0 when none.
+  // The first signal received, 0 when none.
   static int first_signal();
 
   // While one lives, a second signal waits: it ends the process when the guard goes (the

@@ -343,7 +343,7 @@ void Trainer::run() {
     std::fprintf(stderr,
                  "fivefold train: stopped by %s after step %d of %d; checkpoint %s/step_%d written. Run the same "
                  "command to resume (exit status %d)\n",
-                 stopped_signal_ == SIGINT ? "SIGINT" : stopped_signal_ == SIGTERM ? "SIGTERM" : "a signal",
+                 stop_signal_name(stopped_signal_),
                  step_, cfg_.steps, out_dir_.c_str(), step_, kStoppedExitCode);
   }
 }
