@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libdnnl-dev libopenblas-dev
           libsentencepiece-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libgtest-dev
           libbenchmark-dev bible-kjv python3-torch libpcre2-dev libicu-dev python3-sentencepiece nodejs
-          zlib1g-dev libzstd-dev zstd protobuf-compiler python3-protobuf)
+          zlib1g-dev libzstd-dev zstd protobuf-compiler python3-protobuf libcairo2-dev fonts-dejavu-core
+          tesseract-ocr jq)  # tesseract: the report test reads the PNG's labels back; jq: plan --json's test
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -50,7 +50,7 @@ def run(a, flags, out):
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    steps = [r["step_seconds"] for r in read_metrics(out) if "step" in r]
+    steps = [r["step_seconds"] for r in read_metrics(out) if "step_seconds" in r]
     return statistics.mean(steps[1:]), wall, cpu
 
 

@@ -175,6 +175,27 @@ std::string describe_model_difference(const ModelConfig& a, const ModelConfig& b
   return diff;
 }
 
+namespace {
+std::vector<DataFolderRecord> data_shards_from_meta(const MetaFields& meta, const std::string& source) {
+  const nlohmann::json& j = meta.at("data_shards");
+  if (!j.is_array() || j.empty()) meta.fail("data_shards", "is not a non-empty array");
+  std::vector<DataFolderRecord> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const MetaFields f(j[i], source, fmt::format("data_shards[{}]", i));
+    DataFolderRecord r{f.text("dir"), f.real("weight", false, 1.0), {}};
+    const nlohmann::json& shards = f.at("shards");
+    if (!shards.is_array()) f.fail("shards", "is not an array");
+    for (size_t k = 0; k < shards.size(); ++k) {
+      const MetaFields c(shards[k], source, fmt::format("data_shards[{}].shards[{}]", i, k));
+      r.shards.push_back({c.text("split"), c.text("file"),
+                          c.unsigned_integer("checksum", std::numeric_limits<uint64_t>::max())});
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+}  // namespace
+
 CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std::string& path) {
   const std::string source = fmt::format("checkpoint '{}'", path);
   if (!meta.is_object() || !meta.contains("format") || meta["format"] != "fivefold-train-checkpoint")
@@ -212,6 +233,9 @@ CheckpointState checkpoint_state_from_meta(const nlohmann::json& meta, const std
     s.loss_scale = LossScaleState{ls.real("scale", false, 3.4e38), int(ls.integer("clean_steps", 0, 1'000'000'000)),
                                   int(ls.integer("hysteresis_left", -1'000'000'000, 1'000'000'000))};
   }
+  if (meta.contains("lr_schedule_steps"))
+    s.lr_schedule_steps = int(f.integer("lr_schedule_steps", 1, kMaxCheckpointStep));
+  if (meta.contains("data_shards")) s.data_shards = data_shards_from_meta(f, source);
   return s;
 }
 

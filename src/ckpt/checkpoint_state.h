@@ -23,6 +23,20 @@ struct LossScaleState {
   int hysteresis_left = 0;  // overflows left before the scale halves (<= 0: every one halves)
 };
 
+// One data folder as a run read it: its weight in the mixture and each shard's header checksum
+// (which covers the shard's tokens), so a resume can tell the same data under another path from
+// other data under the same path.
+struct ShardChecksum {
+  std::string split;  // "train" or "val"
+  std::string file;   // its name inside the folder
+  uint64_t checksum = 0;
+};
+struct DataFolderRecord {
+  std::string dir;  // as the config named it then, for messages
+  double weight = 1;
+  std::vector<ShardChecksum> shards;
+};
+
 struct CheckpointState {
   ModelConfig model;
   int step = 0;
@@ -34,6 +48,11 @@ struct CheckpointState {
   // The checkpoint holds parameters and no optimizer state (an imported model): a run starting
   // from it begins at step 0 with a fresh optimizer.
   bool weights_only = false;
+  // The learning-rate schedule's length in steps, fixed when the run started (or re-planned by
+  // lr_schedule_steps); 0 = unrecorded (older checkpoints: their config's steps).
+  int lr_schedule_steps = 0;
+  // The data the run trained on, by content; empty = unrecorded (older checkpoints: compared by path).
+  std::vector<DataFolderRecord> data_shards;
 };
 
 // Bounds a checkpoint's fields must meet on top of ModelConfig::validate: a forged but

@@ -29,6 +29,17 @@ CheckpointInfo checkpoint_info(const CheckpointState& s, const nlohmann::json& l
     info.state["loss_scale"] = {{"scale", s.loss_scale->scale},
                                 {"clean_steps", s.loss_scale->clean_steps},
                                 {"hysteresis_left", s.loss_scale->hysteresis_left}};
+  if (s.lr_schedule_steps > 0) info.state["lr_schedule_steps"] = s.lr_schedule_steps;
+  if (!s.data_shards.empty()) {
+    nlohmann::json folders = nlohmann::json::array();
+    for (const DataFolderRecord& f : s.data_shards) {
+      nlohmann::json shards = nlohmann::json::array();
+      for (const ShardChecksum& c : f.shards)
+        shards.push_back({{"split", c.split}, {"file", c.file}, {"checksum", c.checksum}});
+      folders.push_back({{"dir", f.dir}, {"weight", f.weight}, {"shards", shards}});
+    }
+    info.state["data_shards"] = folders;
+  }
   return info;
 }
 

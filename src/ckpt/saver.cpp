@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "ckpt/meta.h"
+#include "comm/broadcast_text.h"
 #include "comm/comm.h"
 
 namespace ff {
@@ -64,14 +65,7 @@ std::vector<ShardFileRecord> gather_records(const Comm* world, const ShardFileRe
 
 }  // namespace
 
-std::string leader_run_dir(const Comm& world, const std::string& mine) {
-  std::string dir = world.rank() == 0 ? mine : std::string();
-  int64_t n = int64_t(dir.size());
-  world.broadcast(&n, 1, 0);
-  dir.resize(size_t(n));
-  world.broadcast(reinterpret_cast<uint8_t*>(dir.data()), size_t(n), 0);
-  return dir;
-}
+std::string leader_run_dir(const Comm& world, const std::string& mine) { return broadcast_text(world, mine, 0); }
 
 CheckpointSaver::CheckpointSaver(std::string run_dir, const Comm* world, int keep, bool async)
     : run_dir_(std::move(run_dir)), world_(world), keep_(keep), async_(async) {

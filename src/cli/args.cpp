@@ -1,9 +1,20 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 namespace ff::cli {
+
+namespace {
+// '_' and '-' name the same option (config keys are spelled either way).
+std::string canonical(std::string key) {
+  std::replace(key.begin(), key.end(), '_', '-');
+  return key;
+}
+}  // namespace
 
 Args parse_args(int argc, char** argv, int first) {
   Args a;
@@ -23,6 +34,11 @@ Args parse_args(int argc, char** argv, int first) {
     } else {
       a.options.emplace_back(w, "true");
     }
+    const std::string added = canonical(a.options.back().first);
+    for (size_t k = 0; k + 1 < a.options.size(); ++k)
+      if (canonical(a.options[k].first) == added)
+        throw std::runtime_error(fmt::format("--{} is given twice ('{}' and '{}'); give it once", added,
+                                             a.options[k].second, a.options.back().second));
   }
   return a;
 }
@@ -70,6 +86,14 @@ int Args::get_int(const std::string& key, int fallback, int lo, int hi, const st
   return v;
 }
 
+bool Args::get_flag(const std::string& key) const {
+  if (!has(key)) return false;
+  const std::string v = get(key);
+  if (v != "true" && v != "false")
+    throw std::runtime_error("--" + key + " is a switch: write --" + key + " (or --" + key + " false), got '" + v + "'");
+  return v == "true";
+}
+
 double Args::get_double(const std::string& key, double fallback) const {
   if (!has(key)) return fallback;
   require_value(key, get(key), "0.5");
@@ -86,6 +110,34 @@ void Args::only(const std::vector<std::string>& allowed, const std::string& usag
   for (auto& [k, v] : options)
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
       throw std::runtime_error("unknown option --" + k + "\nusage: " + usage);
+}
+
+OptionRule text_option(std::string name) {
+  OptionRule r;
+  r.name = std::move(name);
+  return r;
+}
+OptionRule int_option(std::string name, double lo, double hi, std::string meaning) {
+  return {std::move(name), OptionRule::integer, lo, hi, std::move(meaning)};
+}
+OptionRule number_option(std::string name, double lo, double hi, std::string meaning) {
+  return {std::move(name), OptionRule::number, lo, hi, std::move(meaning)};
+}
+
+void Args::check(const std::vector<OptionRule>& table, const std::string& usage, bool others_allowed) const {
+  for (const auto& [key, value] : options) {
+    auto rule = std::find_if(table.begin(), table.end(), [&](const OptionRule& r) { return r.name == key; });
+    if (rule == table.end()) {
+      if (others_allowed) continue;
+      throw std::runtime_error("unknown option --" + key + "\nusage: " + usage);
+    }
+    if (rule->kind == OptionRule::text) continue;
+    const double v = rule->kind == OptionRule::integer ? double(get_int(key, 0)) : get_double(key, 0);
+    if (!(v >= rule->lo && v <= rule->hi))  // NaN fails both
+      throw std::runtime_error(fmt::format("--{} is {}; it must be {} between {} and {} ({})", key, value,
+                                           rule->kind == OptionRule::integer ? "an integer" : "a number",
+                                           rule->lo, rule->hi, rule->meaning));
+  }
 }
 
 }  // namespace ff::cli

@@ -1,6 +1,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -21,11 +22,15 @@ int cmd_eval(const Args& a) {
       "  --doc-mask: attention within each document of a window (default: as the checkpoint's run trained)\n"
       "  --logits: also write the windows' logits as float32 .npy, shape (windows, seq_len, vocab_size)";
   if (a.help) return std::puts(usage), 0;
-  a.only({"ckpt", "data", "batch", "max-windows", "threads", "doc-mask", "logits"}, usage);
-  omp_set_num_threads(a.get_int("threads", 2, 1, max_useful_threads(), "OpenMP threads, at most 4 per core"));
-  const std::string data = a.require("data", usage);
   // Activations are allocated for the whole batch up front, so a huge one fails as bad_alloc.
-  const int batch = a.get_int("batch", 8, 1, 4096, "windows evaluated together; 8 is plenty");
+  a.check({text_option("ckpt"), text_option("data"), text_option("doc-mask"), text_option("logits"),
+           int_option("batch", 1, 4096, "windows evaluated together; 8 is plenty"),
+           int_option("max-windows", 0, std::numeric_limits<int>::max(), "windows to read; 0 = the whole shard"),
+           int_option("threads", 1, max_useful_threads(), "OpenMP threads, at most 4 per core")},
+          usage);
+  omp_set_num_threads(a.get_int("threads", 2));
+  const std::string data = a.require("data", usage);
+  const int batch = a.get_int("batch", 8);
   TrainedModel t = load_trained_model(a.require("ckpt", usage), batch);
   const std::string doc_mask = a.get("doc-mask", saved_doc_mask(t.state.config_toml) ? "true" : "false");
   if (doc_mask != "true" && doc_mask != "false")

@@ -155,16 +155,18 @@ std::string run_folder(const std::vector<std::string>& cmd) {
 
 void log_restart(const std::string& run, int restart, int max_restarts, const Attempt& a, double backoff) {
   if (run.empty() || !std::filesystem::is_directory(run)) return;
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  MetricsWriter((std::filesystem::path(run) / "metrics.jsonl").string(), true)
+  const std::string metrics = (std::filesystem::path(run) / "metrics.jsonl").string();
+  // The step the failed attempt reached (its last step record), read before this row is added.
+  const int step = last_logged_step(metrics);
+  MetricsWriter(metrics, true)
       .write({{"event", "restart"},
+              {"step", step},
               {"restart", restart},
               {"max_restarts", max_restarts},
               {"reason", a.reason},
               {"exit_code", a.exit_code},
               {"backoff_s", backoff},
-              {"time", now}});
+              {"time", metrics_time_now()}});
 }
 
 }  // namespace

@@ -20,7 +20,9 @@ int cmd_plan(const Args& a) {
   const char* usage =
       "fivefold plan --config MODEL.toml --ranks N [--cluster cluster.toml] [--global-batch B] [--top K] [--json]\n"
       "              [--vocab-size V (when the config takes it from a tokenizer)] [--threads T]\n"
-      "              [--layout \"tp=2,pp=2,mb=2,m=4,zero=1\" (predict this one layout only)]";
+      "              [--layout \"tp=2,pp=2,mb=2,m=4,zero=1\" (predict this one layout only; unnamed mb and m\n"
+      "              come from the config's micro_batch and global batch); every printed layout runs as\n"
+      "              `fivefold train --layout LAYOUT`";
   if (a.help) {
     std::printf("%s\n\nWithout --cluster the ranks are this machine's (its measured FMA peak, MemAvailable shared "
                 "by the ranks, the engine's exact memory model). configs/clusters/ holds A100 and H100 nodes for "
@@ -54,6 +56,18 @@ int cmd_plan(const Args& a) {
     if (!given.count("dp")) L.dp = ranks / (L.tp * L.pp * L.cp);
     if (L.ranks() != ranks)
       throw std::runtime_error(fmt::format("layout {} uses {} ranks, not --ranks {}", L.str(), L.ranks(), ranks));
+    // Unnamed batch keys come from the config, as `train --layout` takes them: mb is its micro_batch,
+    // and m keeps its global batch (or --global-batch) over this layout's replicas.
+    if (!given.count("mb")) L.micro_batch = cfg.micro_batch;
+    if (!given.count("m")) {
+      const int per_step = L.micro_batch * L.dp;
+      if (req.global_batch % per_step)
+        throw std::runtime_error(fmt::format(
+            "global batch {} sequences does not split into micro-batches of {} over {} data-parallel replicas; "
+            "name m= in --layout or pass a --global-batch that is a multiple of {}",
+            req.global_batch, L.micro_batch, L.dp, per_step));
+      L.grad_accum = req.global_batch / per_step;
+    }
     L.precision = cl.precision;
     r.considered = 1;
     LayoutPrediction p = predict_layout(cfg.model, L, cl, req.threads);
@@ -62,6 +76,7 @@ int cmd_plan(const Args& a) {
   } else {
     r = search_layouts(cfg.model, cl, req);
   }
+  // --json: JSON lines and nothing else on stdout, so a pipe into jq parses all of it.
   if (a.has("json")) std::printf("%s", plan_json(r, top).c_str());
   if (a.has("json") && a.has("layout") && cl.engine) {  // what each pipeline rank's ledger will show
     std::string totals;
@@ -70,7 +85,7 @@ int cmd_plan(const Args& a) {
       totals += (p ? ", " : "") + std::to_string(estimate_rank_memory(cfg.model, r.ranked[0].layout, p, host).total());
     std::printf("{\"ledger_total_by_pp_rank\": [%s]}\n", totals.c_str());
   }
-  else std::printf("%s", plan_table(r, cl, top).c_str());
+  if (!a.has("json")) std::printf("%s", plan_table(r, cl, top).c_str());
   return r.ranked.empty() ? 1 : 0;
 }
 

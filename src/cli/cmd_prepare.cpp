@@ -12,7 +12,8 @@ namespace ff::cli {
 namespace {
 
 const char* const kUsage =
-    "fivefold prepare --input PATH [--input PATH ...] --out DIR\n"
+    "fivefold prepare --input PATH [--input PATH ...] --out DIR [--overwrite]\n"
+    "  --overwrite: replace the data DIR already holds; without it such a DIR is refused\n"
     "  inputs: files, folders (recursed) or globs; gzip/zstd detected by content; --text FILE = --input FILE\n"
     "  --format auto|text|jsonl|prompt-completion   (auto: .jsonl/.json is jsonl, else text)\n"
     "  text:  a blank line ends a document, or --doc-separator LINE, or --one-doc-per-line\n"
@@ -61,7 +62,7 @@ int cmd_prepare(const Args& a) {
   if (a.help) return std::puts(kUsage), 0;
   a.only({"input", "text", "out", "vocab", "tokenizer", "tokenizer-sample-mb", "format", "doc-separator",
           "one-doc-per-line", "text-field", "prompt-field", "completion-field", "on-bad-record",
-          "max-record-mb", "val-fraction", "val-docs", "threads", "shard-tokens"},
+          "max-record-mb", "val-fraction", "val-docs", "threads", "shard-tokens", "overwrite"},
          kUsage);
   PrepareOptions o;
   for (const auto& [key, value] : a.options) {
@@ -85,7 +86,8 @@ int cmd_prepare(const Args& a) {
   o.threads = a.get_int("threads", 0, 0, 4096, "encoder threads; 0 takes every core");
   o.shard_tokens = uint64_t(a.get_int("shard-tokens", 1 << 28, 1, 1 << 30, "tokens per shard before the next begins"));
   o.progress = ::isatty(STDERR_FILENO);
-  ensure_output_dir(o.out_dir, "--out");
+  const OutputFolder folder =
+      claim_output_dir(o.out_dir, "--out", {FolderKind::data, "prepare", false, a.get_flag("overwrite")});
 
   const PrepareResult r = prepare_corpus(o);
   for (const std::string& where : r.first_bad_records) std::fprintf(stderr, "skipped bad record %s\n", where.c_str());

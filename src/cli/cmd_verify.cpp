@@ -1,6 +1,5 @@
 #include <cstdio>
 #include <cstdlib>
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -9,7 +8,7 @@
 #include "cli/commands.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
-#include "plan/layout_spec.h"
+#include "cli/layout_option.h"
 #include "train/layout_verify.h"
 #include "train/train_config.h"
 
@@ -24,23 +23,18 @@ int cmd_verify(const Args& a) {
       "[--key value ...]\n  layout keys: dp tp sp pp cp schedule chunks mb m zero recompute (dp: the ranks the "
       "others leave)";
   if (a.help) return std::puts(usage), 0;
+  // The other options are config keys, checked by the config's own table.
+  a.check({text_option("config"), text_option("layout"), int_option("steps", 1, 100000, "steps to compare"),
+           number_option("tolerance", 0, 1, "the largest relative difference of a loss or gradient norm "
+                                          "that passes; 1e-5 is the default")},
+          usage, true);
   const std::string text = a.require("layout", usage);
-  std::set<std::string> given;
-  const LayoutSpec L = parse_layout(text, &given);
   std::vector<std::pair<std::string, std::string>> overrides;
   for (const auto& [k, v] : a.options)
     if (k != "config" && k != "layout" && k != "steps" && k != "tolerance") overrides.emplace_back(k, v);
   TrainConfig cfg = load_train_config(a.get("config"), overrides);
-  cfg.tp = L.tp, cfg.pp = L.pp, cfg.cp = L.cp, cfg.sp = L.sp, cfg.zero = L.zero, cfg.recompute = L.recompute;
-  cfg.dp = given.count("dp") ? L.dp : 0;  // 0: the ranks the other axes leave
-  if (given.count("schedule")) cfg.schedule = L.schedule;
-  if (given.count("chunks")) cfg.chunks = L.chunks;
-  if (given.count("mb")) cfg.micro_batch = L.micro_batch;
-  if (given.count("m")) cfg.grad_accum = L.grad_accum;
-  if (given.count("cp_comm")) cfg.cp_comm = L.cp_comm;
-  if (given.count("ep")) cfg.ep = L.ep;
-  if (given.count("precision") && L.gemm != Precision::fp32) cfg.precision = L.gemm;
-  const int steps = a.get_int("steps", 5, 1, 100000, "steps to compare");
+  apply_layout_option(cfg, text, overrides);
+  const int steps = a.get_int("steps", 5);
   const double tol = a.get_double("tolerance", 1e-5);
   const Comm& world = comm_world();
   validate_train_config(cfg);

@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  // A log redirected to a file is read while the job runs (tail -f, a scheduler's log view): each
+  // line goes out whole as it is printed, on every rank. tokenize's stdout is its data, not a log.
+  if (cmd != "tokenize") std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   // No MPI in these: the supervisor is the parent of mpirun, and diagnose only reads files.
   if (cmd == "launch" || cmd == "diagnose") {
     try {

@@ -7,12 +7,12 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <cairo.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/memory.h"
 #include "io/atomic_file.h"
-#include "io/png_writer.h"
 
 namespace ff::cli {
 
@@ -52,7 +52,7 @@ struct Rgb {
 const Rgb kColours[] = {{31, 119, 180}, {214, 39, 40}, {44, 160, 44}, {148, 103, 189}, {255, 127, 14}, {23, 190, 207}};
 Rgb colour(size_t i) { return kColours[i % 6]; }
 
-// What both outputs can draw; PNG leaves the text out (no font), SVG keeps it.
+// What both outputs draw: the one description of the chart, painted as SVG or through Cairo as PNG.
 class Painter {
  public:
   virtual ~Painter() = default;
@@ -61,32 +61,59 @@ class Painter {
   virtual void text(double x, double y, const std::string& s) = 0;
 };
 
-class PixelPainter final : public Painter {
+// Cairo's image surface at twice the chart's size, so its text (DejaVu through fontconfig) stays
+// legible; written as a compressed PNG in one piece.
+class CairoPainter final : public Painter {
  public:
-  PixelPainter(int w, int h) : w_(w), h_(h), px_(size_t(w) * h * 3, 255) {}
+  CairoPainter(int w, int h)
+      : surface_(cairo_image_surface_create(CAIRO_FORMAT_RGB24, kScale * w, kScale * h)), cr_(cairo_create(surface_)) {
+    cairo_scale(cr_, kScale, kScale);
+    cairo_set_source_rgb(cr_, 1, 1, 1);
+    cairo_paint(cr_);
+    cairo_select_font_face(cr_, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr_, 12);
+  }
+  ~CairoPainter() override {
+    cairo_destroy(cr_);
+    cairo_surface_destroy(surface_);
+  }
+  CairoPainter(const CairoPainter&) = delete;
+  CairoPainter& operator=(const CairoPainter&) = delete;
   void line(double x0, double y0, double x1, double y1, Rgb c) override {
-    const int n = int(std::max(std::fabs(x1 - x0), std::fabs(y1 - y0))) + 1;
-    for (int i = 0; i <= n; ++i) {
-      const double t = double(i) / n;
-      set(int(std::lround(x0 + t * (x1 - x0))), int(std::lround(y0 + t * (y1 - y0))), c);
-      set(int(std::lround(x0 + t * (x1 - x0))), int(std::lround(y0 + t * (y1 - y0))) + 1, c);  // 2 px thick
-    }
+    colour_of(c);
+    cairo_set_line_width(cr_, 1.5);
+    cairo_move_to(cr_, x0, y0);
+    cairo_line_to(cr_, x1, y1);
+    cairo_stroke(cr_);
   }
   void rect(double x, double y, double w, double h, Rgb c) override {
-    for (int yy = int(y); yy < int(y + h); ++yy)
-      for (int xx = int(x); xx < int(x + w); ++xx) set(xx, yy, c);
+    colour_of(c);
+    cairo_rectangle(cr_, x, y, w, h);
+    cairo_fill(cr_);
   }
-  void text(double, double, const std::string&) override {}
-  void save(const std::string& path) const { write_png(path, w_, h_, px_); }
+  void text(double x, double y, const std::string& s) override {
+    cairo_set_source_rgb(cr_, 0, 0, 0);
+    cairo_move_to(cr_, x, y);
+    cairo_show_text(cr_, s.c_str());
+  }
+  void save(const std::string& path) {
+    cairo_surface_flush(surface_);
+    std::string png;
+    const cairo_status_t st = cairo_surface_write_to_png_stream(surface_, append, &png);
+    if (st != CAIRO_STATUS_SUCCESS)
+      throw std::runtime_error(fmt::format("encoding '{}' failed: {}", path, cairo_status_to_string(st)));
+    write_file_atomic(path, png);
+  }
 
  private:
-  void set(int x, int y, Rgb c) {
-    if (x < 0 || y < 0 || x >= w_ || y >= h_) return;
-    uint8_t* p = &px_[(size_t(y) * w_ + x) * 3];
-    p[0] = c.r, p[1] = c.g, p[2] = c.b;
+  static constexpr int kScale = 2;
+  static cairo_status_t append(void* out, const unsigned char* data, unsigned int n) {
+    static_cast<std::string*>(out)->append(reinterpret_cast<const char*>(data), n);
+    return CAIRO_STATUS_SUCCESS;
   }
-  int w_, h_;
-  std::vector<uint8_t> px_;
+  void colour_of(Rgb c) { cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0); }
+  cairo_surface_t* surface_;
+  cairo_t* cr_;
 };
 
 class SvgPainter final : public Painter {
@@ -110,26 +137,46 @@ class SvgPainter final : public Painter {
   std::string svg_;
 };
 
-constexpr int kPanelW = 420, kPanelH = 260, kPad = 40;
+// A panel: its title on the first line, the y axis's label (left) and the legend (right) on the
+// second, the plot below them, the y axis's end values in the left margin.
+constexpr int kPanelW = 420, kPanelH = 260, kPad = 40, kPlotTop = 44, kPlotLeft = 56;
 
-// One panel of lines: x and y ranges over every run, axes, one polyline per run.
-void line_panel(Painter& p, int px, int py, const std::string& title, const std::vector<RunSeries>& runs,
-                std::vector<double> RunSeries::*xs, std::vector<double> RunSeries::*ys) {
+// The runs' names beside a swatch of their colour, in a row ending at the panel's right edge.
+void legend(Painter& p, int px, int py, const std::vector<RunSeries>& runs) {
+  constexpr double kEntry = 90;
+  const double first = px + kPanelW - 10 - kEntry * double(runs.size());
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const double x = first + kEntry * double(k);
+    p.rect(x, py + 24, 10, 8, colour(k));
+    p.text(x + 14, py + 32, runs[k].name);
+  }
+}
+
+// One panel of lines: x and y ranges over every run, axes with their labels and end values, one
+// polyline per run, the legend.
+void line_panel(Painter& p, int px, int py, const std::string& title, const std::string& y_label,
+                const std::vector<RunSeries>& runs, std::vector<double> RunSeries::*xs,
+                std::vector<double> RunSeries::*ys) {
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
   for (const RunSeries& r : runs)
     for (size_t i = 0; i < (r.*xs).size(); ++i)
       x0 = std::min(x0, (r.*xs)[i]), x1 = std::max(x1, (r.*xs)[i]), y0 = std::min(y0, (r.*ys)[i]),
       y1 = std::max(y1, (r.*ys)[i]);
   const Rgb axis{90, 90, 90};
-  const double left = px + kPad, bottom = py + kPanelH - kPad, w = kPanelW - 1.5 * kPad, h = kPanelH - 1.6 * kPad;
+  const double left = px + kPlotLeft, bottom = py + kPanelH - kPad, w = kPanelW - kPlotLeft - 20, h = bottom - (py + kPlotTop);
   p.line(left, bottom, left + w, bottom, axis);
   p.line(left, bottom, left, bottom - h, axis);
-  p.text(left, py + 18, title);
+  p.text(left, py + 16, title);
+  p.text(left + w / 2 - 12, bottom + 28, "step");
+  p.text(px + 4, py + 32, y_label);
+  legend(p, px, py, runs);
   if (!(x1 >= x0)) return p.text(left + 10, bottom - h / 2, "(no data)");
   if (x1 == x0) x1 = x0 + 1;
   if (y1 == y0) y1 = y0 + 1;
   p.text(px + 2, bottom - h, fmt::format("{:.3g}", y1));
   p.text(px + 2, bottom, fmt::format("{:.3g}", y0));
+  p.text(left - 4, bottom + 14, fmt::format("{:.3g}", x0));
+  p.text(left + w - 12, bottom + 14, fmt::format("{:.3g}", x1));
   auto X = [&](double x) { return left + (x - x0) / (x1 - x0) * w; };
   auto Y = [&](double y) { return bottom - (y - y0) / (y1 - y0) * h; };
   for (size_t k = 0; k < runs.size(); ++k) {
@@ -138,7 +185,6 @@ void line_panel(Painter& p, int px, int py, const std::string& title, const std:
       if (i > 0) p.line(X(vx[i - 1]), Y(vy[i - 1]), X(vx[i]), Y(vy[i]), colour(k));
       p.rect(X(vx[i]) - 1.5, Y(vy[i]) - 1.5, 3, 3, colour(k));
     }
-    p.text(left + w - 120, py + 18 + 14 * double(k), runs[k].name);
   }
 }
 
@@ -146,10 +192,12 @@ void memory_panel(Painter& p, int px, int py, const std::vector<RunSeries>& runs
   double top = 1;
   for (const RunSeries& r : runs)
     for (double b : r.bytes) top = std::max(top, b);
-  const double left = px + kPad, bottom = py + kPanelH - kPad, h = kPanelH - 1.6 * kPad;
+  const double left = px + kPad, bottom = py + kPanelH - kPad, h = bottom - (py + kPlotTop);
   const double group = (kPanelW - 1.5 * kPad) / kMemCategories, bar = group / double(runs.size() + 1);
   p.line(left, bottom, left + group * kMemCategories, bottom, {90, 90, 90});
-  p.text(left, py + 18, "memory by category, rank 0 (max " + format_bytes(int64_t(top)) + ")");
+  p.text(left, py + 16, "memory by category, rank 0 (max " + format_bytes(int64_t(top)) + ")");
+  p.text(px + 4, py + 32, "bytes");
+  legend(p, px, py, runs);
   for (int c = 0; c < kMemCategories; ++c) {
     p.text(left + c * group, bottom + 14, mem_category_name(MemCategory(c)));
     for (size_t k = 0; k < runs.size(); ++k) {
@@ -161,9 +209,9 @@ void memory_panel(Painter& p, int px, int py, const std::vector<RunSeries>& runs
 }
 
 void paint(Painter& p, const std::vector<RunSeries>& runs) {
-  line_panel(p, 0, 0, "training loss", runs, &RunSeries::step, &RunSeries::loss);
-  line_panel(p, kPanelW, 0, "validation loss", runs, &RunSeries::val_step, &RunSeries::val_loss);
-  line_panel(p, 0, kPanelH, "tokens/s", runs, &RunSeries::step, &RunSeries::tokens_per_s);
+  line_panel(p, 0, 0, "training loss", "loss", runs, &RunSeries::step, &RunSeries::loss);
+  line_panel(p, kPanelW, 0, "validation loss", "loss", runs, &RunSeries::val_step, &RunSeries::val_loss);
+  line_panel(p, 0, kPanelH, "throughput", "tokens/s", runs, &RunSeries::step, &RunSeries::tokens_per_s);
   memory_panel(p, kPanelW, kPanelH, runs);
 }
 
@@ -172,7 +220,7 @@ void paint(Painter& p, const std::vector<RunSeries>& runs) {
 void write_report(const std::vector<RunSeries>& runs, const std::string& out) {
   const std::string ext = std::filesystem::path(out).extension().string();
   if (ext == ".png") {
-    PixelPainter p(2 * kPanelW, 2 * kPanelH);
+    CairoPainter p(2 * kPanelW, 2 * kPanelH);
     paint(p, runs);
     p.save(out);
   } else if (ext == ".svg") {

@@ -1,6 +1,7 @@
 #pragma once
 // `fivefold report`'s drawing: four panels (loss, validation loss, tokens/s, rank 0's memory by
-// category) with one colour per run, painted either as SVG (with labels) or into pixels for PNG.
+// category) with one colour per run: titles, axis labels, end values and a legend, painted as SVG
+// or through Cairo as PNG (at twice the size, for legible text).
 #include <string>
 #include <vector>
 

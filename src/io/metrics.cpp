@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -21,15 +22,23 @@ namespace {
   throw std::runtime_error(what + " metrics file " + path + " (" + std::strerror(err) + "); " + fix);
 }
 
+// A step record's step; -1 for anything else (an event row, a line that does not parse).
+int64_t step_of(const nlohmann::json& rec) {
+  if (!rec.is_object() || rec.contains("event") || !rec.contains("step") || !rec["step"].is_number_integer()) return -1;
+  return rec["step"].get<int64_t>();
+}
+
+std::string read_whole(const std::string& path) {
+  FileReader f(path, "metrics file", "delete it to start the metrics afresh");
+  std::string text(f.size(), '\0');
+  f.read_at(0, text.data(), text.size());
+  return text;
+}
+
 // Where the file's complete records end: after the last '\n' whose line parses as JSON. A line
 // without its newline, or one that does not parse (a crash can leave zeros), is the torn one.
 uint64_t end_of_complete_records(const std::string& path) {
-  std::string text;
-  {
-    FileReader f(path, "metrics file", "delete it to start the metrics afresh");
-    text.resize(f.size());
-    f.read_at(0, text.data(), text.size());
-  }
+  const std::string text = read_whole(path);
   const size_t npos = std::string::npos;
   if (text.empty()) return 0;
   if (text.back() != '\n') {
@@ -47,12 +56,7 @@ uint64_t end_of_complete_records(const std::string& path) {
 // Rewrites the file (atomically) without the records of steps after `step`; returns how many went.
 // Only complete records reach here: the torn last line is already cut off.
 int drop_steps_after(const std::string& path, int step) {
-  std::string text;
-  {
-    FileReader f(path, "metrics file", "delete it to start the metrics afresh");
-    text.resize(f.size());
-    f.read_at(0, text.data(), text.size());
-  }
+  const std::string text = read_whole(path);
   std::string kept;
   int dropped = 0;
   for (size_t start = 0; start < text.size();) {
@@ -60,9 +64,7 @@ int drop_steps_after(const std::string& path, int step) {
     if (nl == std::string::npos) nl = text.size() - 1;
     const std::string line = text.substr(start, nl + 1 - start);
     start = nl + 1;
-    const nlohmann::json rec = nlohmann::json::parse(line, nullptr, false);
-    const bool later = rec.is_object() && rec.contains("step") && rec["step"].is_number_integer() &&
-                       rec["step"].get<int64_t>() > step;
+    const bool later = step_of(nlohmann::json::parse(line, nullptr, false)) > step;
     if (later) ++dropped;
     else kept += line;
   }
@@ -95,6 +97,25 @@ MetricsWriter::MetricsWriter(const std::string& path, bool append, int resumed_s
   // O_APPEND: every write lands at the end, so one record is one contiguous append.
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | (append ? 0 : O_TRUNC), 0644);
   if (fd_ < 0) fail("cannot open", path, errno, "check that its directory exists and is writable");
+}
+
+double metrics_time_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int last_logged_step(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  const std::string text = read_whole(path);
+  int64_t last = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    if (const int64_t s = step_of(nlohmann::json::parse(text.substr(start, nl - start), nullptr, false)); s >= 0)
+      last = s;
+    start = nl + 1;
+  }
+  return int(last);
 }
 
 MetricsWriter::~MetricsWriter() {

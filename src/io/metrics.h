@@ -14,8 +14,9 @@ namespace ff {
 class MetricsWriter {
  public:
   // append = true continues the file of a resumed run (dropping a torn last line); false starts
-  // it afresh. resumed_step >= 0 (with append): the records of steps after it are dropped too, so
-  // the steps a resumed run repeats appear once; rows without a step (restart events) stay.
+  // it afresh. resumed_step >= 0 (with append): the step records after it are dropped too, so
+  // the steps a resumed run repeats appear once; event rows ("event": "restart", which carry the
+  // step the failed attempt had logged last) stay.
   explicit MetricsWriter(const std::string& path, bool append, int resumed_step = -1);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
@@ -33,5 +34,13 @@ class MetricsWriter {
   uint64_t dropped_bytes_ = 0;
   int dropped_steps_ = 0;
 };
+
+// The "time" of every metrics row, step records and the supervisor's restart rows alike: the wall
+// clock as Unix seconds (UTC), to the microsecond.
+double metrics_time_now();
+
+// The step of the last step record in a metrics file (rows with an "event" are not steps); 0 when
+// it has none or does not exist. Unparsable lines (a torn last line) are passed over.
+int last_logged_step(const std::string& path);
 
 }  // namespace ff

@@ -48,8 +48,14 @@ double training_flops_per_token(const ModelConfig& c) {
   double C = c.dim, D = c.head_dim();
   double attn = C * (c.n_heads * D) + 2.0 * C * (c.n_kv_heads * D) + (c.n_heads * D) * C;
   // The attention term is 12*L*A*s with A = n_heads * head_dim, which is dim unless head_dim is set.
-  double mlp = 3.0 * C * c.ffn_dim;
-  double matmul_params = c.n_layers * (attn + mlp) + double(c.vocab_size) * C;
+  const double dense_mlp = 3.0 * C * c.ffn_dim;
+  // An MoE block runs each token through its router, its top_k routed experts and the shared
+  // experts: the other experts' weights are held but take no part in that token's matmuls.
+  const double Fe = c.moe.expert_width(c.ffn_dim);
+  const double moe_mlp = C * c.moe.n_experts + 3.0 * C * Fe * (c.moe.top_k + c.moe.shared_experts);
+  double matmul_params = double(c.vocab_size) * C;
+  for (int l = 0; l < c.n_layers; ++l)
+    matmul_params += attn + (c.moe.enabled() && c.moe.is_moe_layer(l, c.n_layers) ? moe_mlp : dense_mlp);
   return 6.0 * matmul_params + 12.0 * c.n_layers * double(c.attention_dim()) * c.seq_len;
 }
 

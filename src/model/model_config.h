@@ -38,7 +38,8 @@ struct ModelConfig {
 // Megatron-style FLOPs per trained token: 6 per weight that takes part in a matmul plus the
 // attention term 12*L*A*s (PaLM appendix B, with A = n_heads * head_dim, which is h unless head_dim
 // is set). The input embedding is a lookup, not a matmul, so it is excluded; the LM head (the same
-// matrix when tied) is included. Biases are too few to count.
+// matrix when tied) is included. Biases are too few to count. An MoE block counts what one token
+// uses: its router, top_k routed experts and the shared experts.
 double training_flops_per_token(const ModelConfig& c);
 
 // "none" | "linear" | "llama3": the rope_scaling config key and checkpoint metadata.

@@ -62,7 +62,8 @@ struct Costs {
 
 // One rank's work per micro-batch: forward, backward (both passes), and its communication.
 struct MicroBatchCost {
-  double fwd = 0, bwd = 0, comm = 0;
+  double fwd = 0, bwd = 0, comm = 0;  // comm: tp, cp and ep collectives
+  double pp_comm = 0;                  // the pipeline's activation out and gradient back
   double weight = 0;  // of bwd, the blocks' weight-gradient GEMMs (what zb-h1's W pass runs)
   double gemm = 0, attention = 0, elementwise = 0;  // fwd + bwd (+ recompute) by kind
   double ep_spin = 0;  // ranks sharing cores: CPU a mean ep rank spends polling for the busiest
@@ -197,7 +198,7 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
     if (ch.head) t.gemm += 3 * k.gemm(N, double(rm.vocab_rows), C), t.elementwise += t.fwd + t.bwd - before_head - 3 * k.gemm(N, double(rm.vocab_rows), C);
     // Activation out, gradient back: sends are asynchronous, and a receive's wait for the other
     // stage is the schedule's fill (below), so no blocking overhead.
-    if (L.pp > 1) t.comm += 2 * g.pp->seconds(Coll::p2p, R * C * kF, 2);
+    if (L.pp > 1) t.pp_comm += 2 * g.pp->seconds(Coll::p2p, R * C * kF, 2);
   }
   t.bwd += refwd;
   return t;
@@ -247,7 +248,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   const double share = ranks_here / cl.rates.usable_cores();
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
   std::vector<RankCosts> costs;  // the same split as the schedule's timeline needs it
-  double cpu = 0, comm_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;
+  double cpu = 0, comm_mb = 0, pp_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;
   EngineStepTime t;
   for (int r = 0; r < L.pp; ++r) {
     const RankModel rm = rank_model(c, L, r);
@@ -261,7 +262,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     stage.push_back(mb.fwd + mb.bwd);
     costs.push_back(RankCosts{mb.fwd, mb.bwd, mb.weight});
     fwd_share = std::max(fwd_share, mb.fwd / (mb.fwd + mb.bwd));
-    comm_mb = std::max(comm_mb, mb.comm);
+    comm_mb = std::max(comm_mb, mb.comm), pp_mb = std::max(pp_mb, mb.pp_comm);  // pp's is the same on every rank
     double dc = 0, opt = 0;
     per_step(L, rm, k, *g.dp, dc, opt);
     dp_comm = std::max(dp_comm, dc), optimizer = std::max(optimizer, opt);
@@ -281,11 +282,14 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     if (const double makespan = pipeline_makespan(L, costs); makespan > 0) fill = std::max(0.0, makespan - m * slowest);
   t.compute = m * slowest;
   t.bubble = L.pp > 1 ? fill : 0;
-  t.tp_comm = m * comm_mb;  // tp, cp and ep collectives sit on the critical path
+  const double blocking = m * (comm_mb + pp_mb);  // every collective and transfer sits on the critical path
+  t.tp_comm = m * comm_mb, t.pp_comm = m * pp_mb;
   t.dp_comm = dp_comm;
   t.other = optimizer + cl.rates.step_overhead;
-  const double critical = t.compute + t.bubble + t.tp_comm + t.dp_comm + optimizer;
-  t.step = (share > 1 ? std::max(critical, share * cpu + t.tp_comm + t.dp_comm) : critical) + cl.rates.step_overhead;
+  const double critical = t.compute + t.bubble + blocking + t.dp_comm + optimizer;
+  const double busy = share > 1 ? std::max(critical, share * cpu + blocking + t.dp_comm) : critical;
+  t.core_sharing = busy - critical;
+  t.step = busy + cl.rates.step_overhead;
   return t;
 }
 

@@ -17,6 +17,8 @@ namespace ff {
 
 struct EngineStepTime {
   double compute = 0, bubble = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, other = 0;  // seconds per step
+  // tp_comm: the tp, cp and ep collectives; pp_comm: the stages' sends and receives.
+  double core_sharing = 0;  // what the step waits beyond its critical path for cores the ranks share
   // compute + other by kind, on the slowest pipeline stage: GEMMs, attention, element-wise
   // kernels (norms, RoPE, SwiGLU, the loss, embedding), and the optimizer's per-step work.
   double gemm = 0, attention = 0, elementwise = 0, optimizer = 0;

@@ -21,6 +21,7 @@ std::string LayoutSpec::str() const {
   s += fmt::format(",mb={},m={},zero={},recompute={}", micro_batch, grad_accum, zero, recompute_name(recompute));
   if (precision != StatePrecision::fp32) s += ",precision=mixed";
   if (gemm != Precision::fp32) s += fmt::format(",precision={}", precision_name(gemm));
+  if (dp_mode != DpMode::sync) s += fmt::format(",dp_mode={}", dp_mode_name(dp_mode));
   return s;
 }
 
@@ -72,6 +73,7 @@ LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given) {
     else if (k == "zero") L.zero = positive(k, v);
     else if (k == "recompute") L.recompute = named(k, v, recompute_names());
     else if (k == "cp_comm") L.cp_comm = named(k, v, cp_comm_names());
+    else if (k == "dp_mode") L.dp_mode = named(k, v, dp_mode_names());
     else if (k == "precision") {
       if (v != "fp32" && v != "mixed" && v != "bf16")
         throw std::runtime_error("layout key 'precision' is fp32, bf16 (the engine's bf16 GEMMs) or mixed (paper-scale "
@@ -81,7 +83,7 @@ LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given) {
     } else
       throw std::runtime_error(fmt::format(
           "unknown layout key '{}' in '{}'; the keys are dp, tp, sp, pp, cp, cp_comm, ep, schedule, chunks, mb, m, "
-          "zero, recompute, precision (e.g. \"tp=2,pp=2,zero=1\")",
+          "zero, recompute, precision, dp_mode (e.g. \"tp=2,pp=2,zero=1\")",
           k, text));
   }
   return L;

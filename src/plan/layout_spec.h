@@ -8,6 +8,7 @@
 #include "model/activations.h"
 #include "model/precision.h"
 #include "parallel/context/context_layout.h"
+#include "parallel/data/dp_mode.h"
 #include "parallel/pipeline/pipeline_schedule.h"
 
 namespace ff {
@@ -31,16 +32,19 @@ struct LayoutSpec {
   Recompute recompute = Recompute::none;
   StatePrecision precision = StatePrecision::fp32;
   Precision gemm = Precision::fp32;  // the engine's `precision`: bf16 = bf16 GEMM inputs, fp32 states
+  DpMode dp_mode = DpMode::sync;     // diloco keeps an outer state beside the replica's own
+  DType pseudo_grad = DType::f32;    // diloco's Δ on the wire (the config's diloco_pseudo_grad_dtype)
 
   int ranks() const { return dp * tp * pp * cp; }
   int global_batch() const { return micro_batch * grad_accum * dp; }  // sequences per step
   // "dp=2,tp=2,sp,pp=2,1f1b,m=4,mb=1,zero=1,recompute=selective": what `verify --layout` parses
-  // (plus ",cp=2,cp_comm=a2a", ",ep=2", ",precision=bf16" when they are not the defaults).
+  // (plus ",cp=2,cp_comm=a2a", ",ep=2", ",precision=bf16", ",dp_mode=diloco" when they are not the
+  // defaults).
   std::string str() const;
 };
 
 // Parses "tp=2,pp=2,zero=1,sp,schedule=gpipe,mb=2,m=4,dp=1,recompute=full,chunks=2" (any order,
-// unnamed keys keep their defaults; schedule, cp_comm and recompute are named as the training
+// unnamed keys keep their defaults; schedule, cp_comm, recompute and dp_mode are named as the training
 // config names them); throws naming the unknown key or the malformed value.
 // given: the keys the text named (a schedule name counts as "schedule", "sp" as "sp").
 LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given = nullptr);

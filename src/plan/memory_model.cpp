@@ -146,6 +146,11 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   if (has_weight_copy(L)) m.bytes[size_t(MemCategory::params)] += int64_t(layout.total()) * pb.weight_copy;
   m.bytes[size_t(MemCategory::params)] += packed_weight_bytes(layout, c, L, host);
   m.bytes[size_t(MemCategory::activations)] += acts * kF;
+  if (L.dp_mode == DpMode::diloco) {  // DilocoState: θ_global and the outer momentum, Δ (and its bf16 wire copy)
+    const int64_t n = int64_t(layout.total());
+    m.bytes[size_t(MemCategory::optimizer)] += 2 * n * kF;
+    m.bytes[size_t(MemCategory::workspace)] += n * kF + (L.pseudo_grad == DType::bf16 ? n * 2 : 0);
+  }
   m.bytes[size_t(MemCategory::workspace)] += ws * kF + context_workspace_bytes(c, L, w) +
                                              moe_workspace_bytes(c, L, w, has_moe) +
                                              gemm_input_scratch_bytes(L, w, N, R, V, head, has_moe);

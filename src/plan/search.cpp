@@ -82,6 +82,7 @@ std::vector<int> ep_degrees(const ModelConfig& c, int dp_cp) {
 
 PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const PlanRequest& req) {
   PlanResult out;
+  out.global_batch = req.global_batch;
   const std::vector<PipeSchedule> schedules = {PipeSchedule::one_f_one_b, PipeSchedule::gpipe,
                                                PipeSchedule::interleaved, PipeSchedule::zb_h1};
   const std::vector<Precision> precisions =
@@ -109,7 +110,11 @@ PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const Pla
         if (pp > c.n_layers) continue;
         const int dp = req.ranks / (tp * cv.cp * pp);
         const int G = req.global_batch > 0 ? req.global_batch : dp;
-        if (G % dp) continue;
+        if (G % dp) {
+          ++out.dropped_batch;
+          out.smallest_dp_dropped = out.smallest_dp_dropped ? std::min(out.smallest_dp_dropped, dp) : dp;
+          continue;
+        }
         const int per_replica = G / dp;
         for (int mb = 1; mb <= std::min(req.max_micro_batch, per_replica); mb *= 2) {
           if (per_replica % mb) continue;
@@ -142,24 +147,37 @@ std::string seconds(double s) {
 }
 }  // namespace
 
+namespace {
+// Why nothing fits, and the fix: the batch when no split of the ranks divides it, else memory.
+std::string no_layout_advice(const PlanResult& r) {
+  if (r.considered == 0 && r.dropped_batch > 0)
+    return fmt::format("no layout fits: the global batch of {} sequences does not divide over the data-parallel "
+                       "replicas of any split of the ranks (at least {}); pass --global-batch as a multiple of {}\n",
+                       r.global_batch, r.smallest_dp_dropped, r.smallest_dp_dropped);
+  return "no layout fits: more ranks, a smaller model or a shorter sequence\n";
+}
+}  // namespace
+
 std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
   std::string t = fmt::format("{} layouts considered on {}, {} dropped for memory (budget {} per rank), {} fit.\n\n",
                               r.considered, cl.name, r.dropped_memory, format_bytes(int64_t(cl.memory_bytes)),
                               r.ranked.size());
-  if (r.ranked.empty()) return t + "no layout fits: more ranks, a smaller model or a shorter sequence\n";
-  t += fmt::format("{:>2}  {:<64} {:>10} {:>10} {:>9} {:>6} | {:>9} {:>9} {:>9} {:>9} {:>9}\n", "#", "layout",
-                   "step", "tokens/s", "memory", "MFU", "compute", "bubble", "tp comm", "pp comm", "dp comm");
+  if (r.ranked.empty()) return t + no_layout_advice(r);
+  t += fmt::format("{:>2}  {:<64} {:>10} {:>10} {:>9} {:>6} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "#", "layout",
+                   "step", "tokens/s", "memory", "MFU", "compute", "bubble", "tp comm", "pp comm", "dp comm", "cores");
   for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) {
     const LayoutPrediction& p = r.ranked[size_t(i)];
-    t += fmt::format("{:>2}  {:<64} {:>10} {:>10.0f} {:>9} {:>5.1f}% | {:>9} {:>9} {:>9} {:>9} {:>9}\n", i + 1,
+    t += fmt::format("{:>2}  {:<64} {:>10} {:>10.0f} {:>9} {:>5.1f}% | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", i + 1,
                      p.layout.str(), seconds(p.step_seconds), p.tokens_per_s, format_bytes(p.memory.peak()),
                      100 * p.mfu, seconds(p.compute), seconds(p.bubble), seconds(p.tp_comm), seconds(p.pp_comm),
-                     seconds(p.dp_comm));
+                     seconds(p.dp_comm), seconds(p.core_sharing));
   }
   const LayoutPrediction& best = r.ranked.front();
   t += fmt::format("\n#1 per rank: {}\n", best.memory.describe());
-  t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide; memory is the largest "
-       "rank's peak (checkpoint read staging included).\n";
+  t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide + the wait for cores "
+       "the ranks outnumber (cores); ";
+  if (cl.engine) t += "tp comm counts cp's and ep's collectives too; ";
+  t += "memory is the largest rank's peak (checkpoint read staging included).\n";
   bool ep = false;
   for (int i = 0; i < std::min<int>(k, int(r.ranked.size())); ++i) ep = ep || r.ranked[size_t(i)].layout.ep > 1;
   if (ep) t += cl.routing.explain() + "\n";
@@ -185,7 +203,7 @@ std::string plan_json(const PlanResult& r, int k) {
     nlohmann::json j = {{"rank", i + 1}, {"layout", p.layout.str()}, {"step_seconds", p.step_seconds},
                         {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu}, {"compute", p.compute},
                         {"bubble", p.bubble}, {"tp_comm", p.tp_comm}, {"pp_comm", p.pp_comm},
-                        {"dp_comm", p.dp_comm}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
+                        {"dp_comm", p.dp_comm}, {"core_sharing", p.core_sharing}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
                         {"largest_pp_rank", p.memory.pp_rank}};
     for (int c = 0; c < kMemCategories; ++c) j["bytes"][mem_category_name(MemCategory(c))] = p.memory.bytes[size_t(c)];
     if (p.gemm > 0)  // engine clusters: the compute by kind (bench/plan/profile_terms.py compares it)

@@ -19,6 +19,9 @@ struct PlanRequest {
 struct PlanResult {
   std::vector<LayoutPrediction> ranked;  // fitting layouts, fastest first
   int considered = 0, dropped_memory = 0;
+  // Splits of the ranks whose data-parallel degree does not divide the global batch, and the
+  // smallest such degree: a batch that is a multiple of it would have a layout.
+  int dropped_batch = 0, smallest_dp_dropped = 0, global_batch = 0;
 };
 
 PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const PlanRequest& req);

@@ -16,7 +16,9 @@ namespace ff {
 struct LayoutPrediction {
   LayoutSpec layout;
   RankMemory memory;  // the largest rank's, by category
-  double compute = 0, bubble = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0;  // seconds per step
+  // Seconds per step; step_seconds is their sum. tp_comm: tp's collectives (and cp's and ep's on
+  // engine clusters); core_sharing: engine ranks waiting for the cores they outnumber.
+  double compute = 0, bubble = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, core_sharing = 0;
   double gemm = 0, attention = 0, elementwise = 0, optimizer = 0;  // engine clusters: compute by kind
   double step_seconds = 0, tokens_per_s = 0, mfu = 0;
   bool fits = false;

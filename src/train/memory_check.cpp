@@ -14,6 +14,7 @@ LayoutSpec layout_of(const TrainConfig& c) {
   L.schedule = c.schedule, L.chunks = c.chunks;
   L.micro_batch = c.micro_batch, L.grad_accum = c.grad_accum;
   L.zero = c.zero, L.recompute = c.recompute;
+  L.dp_mode = c.dp_mode, L.pseudo_grad = c.diloco_pseudo_grad_dtype;
   return L;
 }
 

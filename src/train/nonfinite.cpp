@@ -170,4 +170,17 @@ double LossSpikeWatch::observe(double loss) {
   return median;
 }
 
+std::string SkipBudget::record(bool skipped) {
+  ++steps_;
+  skipped_ += skipped;
+  in_a_row_ = skipped ? in_a_row_ + 1 : 0;
+  if (in_a_row_ >= kMaxInARow)
+    return fmt::format("{} steps in a row were skipped (on_nonfinite = skip stops the run at {} in a row)", in_a_row_,
+                       kMaxInARow);
+  if (steps_ >= kMinSteps && 2 * skipped_ > steps_)
+    return fmt::format("{} of the {} steps this run took were skipped (on_nonfinite = skip stops the run when more "
+                       "than half are)", skipped_, steps_);
+  return "";
+}
+
 }  // namespace ff

@@ -41,6 +41,19 @@ std::string locate_nonfinite(Llama& model, ParamSource& params, const Comm* worl
                              const int32_t* targets, int micro_batches, int micro_batch, int seq_len,
                              float grad_scale);
 
+// on_nonfinite = skip carries a run past a rare bad batch; a run that skips most of its steps is not
+// training, and exiting 0 with a checkpoint would say it did. The rule: the run stops once more
+// than half of the steps it has taken were skipped (judged from its 10th step on), or 8 in a row.
+class SkipBudget {
+ public:
+  static constexpr int kMaxInARow = 8, kMinSteps = 10;
+  // Records one step of this process; returns why the run must stop now, or "".
+  std::string record(bool skipped);
+
+ private:
+  int steps_ = 0, skipped_ = 0, in_a_row_ = 0;
+};
+
 // Warns when the loss jumps above `factor` x the median of the last few steps' losses. A state that
 // followed a spike is not checkpointed until a step without a spike confirms it.
 class LossSpikeWatch {

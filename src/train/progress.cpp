@@ -30,10 +30,24 @@ std::string format_duration(double s) {
   if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
   return fmt::format("{}s", total);
 }
+
+// The shape keys a user compares runs by, in config.toml's names.
+std::string describe_model_shape(const ModelConfig& m) {
+  std::string s = fmt::format("dim {}, {} layers, {} heads ({} kv, head_dim {}), ffn_dim {}, vocab {}, seq_len {}",
+                              m.dim, m.n_layers, m.n_heads, m.n_kv_heads, m.head_dim(), m.ffn_dim, m.vocab_size,
+                              m.seq_len);
+  if (m.tied_embeddings) s += ", tied embeddings";
+  if (m.moe.enabled())
+    s += fmt::format(", MoE: {} experts (top {}{}) of ffn_dim {} in {}", m.moe.n_experts, m.moe.top_k,
+                     m.moe.shared_experts > 0 ? fmt::format(", {} shared", m.moe.shared_experts) : "",
+                     m.moe.expert_width(m.ffn_dim),
+                     m.moe.moe_layers == "all" ? "every block" : "blocks " + m.moe.moe_layers);
+  return s;
+}
 }  // namespace
 
 ProgressReport::ProgressReport(const TrainConfig& cfg, const std::string& out_dir, const Mesh* mesh, int step)
-    : cfg_(cfg), mesh_(mesh) {
+    : cfg_(cfg), out_dir_(out_dir), mesh_(mesh) {
   if (!leader()) return;  // only the leader reports MFU, so only it measures (once per machine: cached)
   // Always continued from `step` (0 on a fresh start): a job the supervisor restarted before its
   // first checkpoint keeps the restart rows it logged and loses only its step rows.
@@ -65,12 +79,19 @@ bool ProgressReport::leader() const { return !mesh_ || mesh_->world().rank() == 
 
 void ProgressReport::start(ParallelModel& par, const std::string& memory_line, bool quiet) const {
   if (!leader() || quiet) return;
-  std::printf("training %zu parameters, %d steps of %d x %d tokens, dp %d, tp %d%s, pp %d, zero %d, "
-              "recompute %s, %d threads per rank, %s GEMM\n",
-              ParamLayout(cfg_.model).total(), cfg_.steps, cfg_.global_batch(), cfg_.model.seq_len, cfg_.dp,
-              cfg_.tp, cfg_.sp ? " (sequence parallel)" : "", cfg_.pp, cfg_.zero, recompute_name(cfg_.recompute),
-              cfg_.threads, gemm_backend_name());
+  const ModelConfig& m = cfg_.model;
+  std::printf("training %zu parameters, %d steps of %d x %d tokens (%lld tokens per step), dp %d, tp %d%s, pp %d, "
+              "zero %d, recompute %s, %d threads per rank, precision %s, %s GEMM\n",
+              ParamLayout(m).total(), cfg_.steps, cfg_.global_batch(), m.seq_len,
+              (long long)cfg_.global_batch() * m.seq_len, cfg_.dp, cfg_.tp, cfg_.sp ? " (sequence parallel)" : "",
+              cfg_.pp, cfg_.zero, recompute_name(cfg_.recompute), cfg_.threads, precision_name(cfg_.precision),
+              gemm_backend_name());
+  std::printf("model: %s\n", describe_model_shape(m).c_str());
   std::printf("%s\n", memory_line.c_str());
+  std::printf("run folder: %s (the full resolved config is its config.toml; --print-config prints it here)\n",
+              fs::absolute(out_dir_).lexically_normal().c_str());
+  std::printf("progress lines: tok/s and MFU over the last %d steps (metrics.jsonl also keeps each step's own)\n",
+              kRateWindow);
   if (const ContextParallel* cp = par.context())
     std::printf("context parallel: cp %d, %s attention, %s chunks, %d of the %d tokens of each sequence per rank\n",
                 cfg_.cp, cp_comm_names().name(cfg_.cp_comm), cp_balance_names().name(cfg_.cp_balance),
@@ -92,24 +113,53 @@ void ProgressReport::start(ParallelModel& par, const std::string& memory_line, b
                 describe_split(*split).c_str());
 }
 
+void ProgressReport::evaluating(int step, bool quiet) const {
+  if (!leader() || quiet) return;
+  std::printf("evaluating after step %d: %d batches of %d x %d validation tokens\n", step, cfg_.eval_batches,
+              cfg_.micro_batch * cfg_.dp, cfg_.model.seq_len);
+  std::fflush(stdout);
+}
+
+void ProgressReport::saving(int step, const std::string& step_dir, bool quiet) const {
+  if (!leader() || quiet) return;
+  std::printf("saving checkpoint step_%d to %s\n", step, step_dir.c_str());
+  std::fflush(stdout);
+}
+
+void ProgressReport::saved(int step, double seconds, bool async, bool quiet) const {
+  if (!leader() || quiet) return;
+  if (async)
+    std::printf("checkpoint step_%d: training waited %.2f s for it; its files are written in the background\n", step,
+                seconds);
+  else
+    std::printf("checkpoint step_%d saved in %.2f s\n", step, seconds);
+  std::fflush(stdout);
+}
+
 void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet,
                           const AttentionTileCounts* doc_tiles) {
+  const double tokens = double(cfg_.global_batch()) * cfg_.model.seq_len;
   // The first step pays for page faults and library warm-up; ETA and averages skip it.
-  if (++steps_seen_ > 1) run_seconds_ += r.seconds, ++steps_timed_;
+  if (++steps_seen_ > 1) run_seconds_ += r.seconds, ++steps_timed_, recent_.add(tokens, r.seconds);
   if (!leader()) return;
-  const double tokens_per_s = double(cfg_.global_batch()) * cfg_.model.seq_len / r.seconds;
+  const double tokens_per_s = tokens / r.seconds;
+  // Until a timed step exists (the first step of this process) the average is that step's own.
+  const double recent_tokens_per_s = recent_.empty() ? tokens_per_s : recent_.per_second();
   // Over the hardware's FMA peak of the cores in use (MFU), and over what the GEMM library reaches
   // on them (the share of the GEMM ceiling): the first is the honest figure, the second says how
   // much of the gap is the library's.
-  const double achieved = tokens_per_s * flops_per_token_;
+  const double achieved = tokens_per_s * flops_per_token_, recent_achieved = recent_tokens_per_s * flops_per_token_;
   const double mfu = achieved / peak_flops_, gemm_share = achieved / gemm_ceiling_flops_;
+  const double recent_mfu = recent_achieved / peak_flops_, recent_gemm_share = recent_achieved / gemm_ceiling_flops_;
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
   const double eta = steps_timed_ > 0 ? run_seconds_ / steps_timed_ * (last - r.step) : NAN;
   nlohmann::json rec = {{"step", r.step}, {"loss", r.loss}, {"lr", r.lr},
                         {"grad_norm", r.grad_norm}, {"tokens_per_s", tokens_per_s},
                         {"mfu", mfu}, {"gemm_ceiling_share", gemm_share}, {"peak_flops", peak_flops_},
-                        {"flops_per_token", flops_per_token_}, {"step_seconds", r.seconds}};
-  if (std::isfinite(val_loss)) rec["val_loss"] = val_loss;
+                        {"flops_per_token", flops_per_token_}, {"step_seconds", r.seconds},
+                        {"tokens_per_s_avg", recent_tokens_per_s}, {"mfu_avg", recent_mfu},
+                        {"time", metrics_time_now()}};
+  if (std::isfinite(val_loss)) rec["val_loss"] = val_loss, rec["eval_seconds"] = r.eval_seconds;
   if (r.skipped) rec["skipped"] = true;
   if (r.spike_median > 0) rec["loss_spike_median"] = r.spike_median;
   if (r.loss_scale > 0) rec["loss_scale"] = r.loss_scale, rec["skipped"] = r.skipped;
@@ -125,9 +175,9 @@ void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTrainin
   if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
   std::string line = fmt::format(
       "step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% (GEMM ceiling {:.0f}%) | ETA {}", r.step,
-      cfg_.steps, r.loss, r.lr, tokens_per_s, 100 * mfu, 100 * gemm_share, format_duration(eta));
+      cfg_.steps, r.loss, r.lr, recent_tokens_per_s, 100 * recent_mfu, 100 * recent_gemm_share, format_duration(eta));
   if (moe) line += moe->progress();
-  if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f}", val_loss);
+  if (std::isfinite(val_loss)) line += fmt::format(" | val {:.4f} (eval {:.2f} s)", val_loss, r.eval_seconds);
   if (r.loss_scale > 0) line += fmt::format(" | scale {:g}{}", r.loss_scale, r.skipped ? " (overflow: skipped)" : "");
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);

@@ -64,7 +64,7 @@ int64_t int_of(const std::map<std::string, std::string>& m, const char* key, int
 }  // namespace
 
 std::vector<ConfigChange> check_resume_config(const std::string& saved_toml, const TrainConfig& now,
-                                              const std::string& run_dir) {
+                                              const std::string& run_dir, bool data_by_contents) {
   if (saved_toml.empty()) return {};
   const std::string what = fmt::format("the config saved in the checkpoint of '{}'", run_dir);
   const auto before = values_of(saved_toml, what);
@@ -79,7 +79,7 @@ std::vector<ConfigChange> check_resume_config(const std::string& saved_toml, con
     const std::string was = old != before.end() ? old->second : defaults.at(key);
     // init_from only chooses a fresh run's weights; a resume ignores it.
     if (was == value || kModel.count(key) || key == "init_from") continue;
-    if (kRefused.count(key))
+    if (kRefused.count(key) && !(key == "data" && data_by_contents))
       refused.push_back(fmt::format("'{}' was {} and is now {}", key, was, value));
     else
       accepted.push_back({key, was, value});
@@ -105,6 +105,18 @@ std::vector<ConfigChange> check_resume_config(const std::string& saved_toml, con
                     "batch may change.)",
                     run_dir, joined(refused, "; ")));
   return accepted;
+}
+
+std::optional<int64_t> saved_config_integer(const std::string& saved_toml, const std::string& key) {
+  if (saved_toml.empty()) return std::nullopt;
+  const auto values = values_of(saved_toml, "the config saved in the checkpoint");
+  auto it = values.find(key);
+  if (it == values.end()) return std::nullopt;
+  try {
+    return std::stoll(it->second);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 std::string describe_changes(const std::vector<ConfigChange>& changes) {

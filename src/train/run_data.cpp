@@ -1,5 +1,7 @@
 #include "train/run_data.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <stdexcept>
 
@@ -86,8 +88,55 @@ RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer) {
     t.train.push_back({open_token_shards(shards[i].train, expect), t.folders[i].weight});
     t.val.push_back({open_token_shards(shards[i].val, expect), t.folders[i].weight});
     t.train_shards.push_back(shards[i].train.size());
+    t.val_files.insert(t.val_files.end(), shards[i].val.begin(), shards[i].val.end());
   }
   return t;
+}
+
+std::vector<DataFolderRecord> record_run_data(const std::string& data) {
+  std::vector<DataFolderRecord> out;
+  for (const DataFolder& f : data_folders(data)) {
+    const DataFolderShards shards = data_folder_shards(f.dir);
+    DataFolderRecord r{f.dir, f.weight, {}};
+    for (const auto& [split, paths] : {std::pair{"train", &shards.train}, std::pair{"val", &shards.val}})
+      for (const std::string& path : *paths)
+        r.shards.push_back({split, fs::path(path).filename().string(), read_token_shard_info(path).checksum});
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void check_resume_data(const std::vector<DataFolderRecord>& saved, const std::vector<DataFolderRecord>& now,
+                       const std::string& checkpoint_dir) {
+  const std::string fix =
+      "resume with the data the run was trained on (restore the shard, or point --data at the folder that holds "
+      "it), or start a new --out folder (init_from = the checkpoint keeps its weights)";
+  if (saved.size() != now.size())
+    throw std::runtime_error(fmt::format("cannot resume from '{}': it was trained on {} data folder{} and 'data' "
+                                         "now names {}; {}",
+                                         checkpoint_dir, saved.size(), saved.size() == 1 ? "" : "s", now.size(), fix));
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const DataFolderRecord &was = saved[i], &is = now[i];
+    // Weights are normalised doubles; the record keeps a float's precision.
+    if (std::fabs(was.weight - is.weight) > 1e-6)
+      throw std::runtime_error(fmt::format("cannot resume from '{}': data folder '{}' had weight {:g} and '{}' now "
+                                           "has {:g}; a new weight changes which rows each step reads; {}",
+                                           checkpoint_dir, was.dir, was.weight, is.dir, is.weight, fix));
+    for (size_t k = 0; k < std::max(was.shards.size(), is.shards.size()); ++k) {
+      const ShardChecksum* a = k < was.shards.size() ? &was.shards[k] : nullptr;
+      const ShardChecksum* b = k < is.shards.size() ? &is.shards[k] : nullptr;
+      if (a && b && a->split == b->split && a->file == b->file && a->checksum == b->checksum) continue;
+      const std::string then = a ? fmt::format("{} shard {} ({}, checksum {:016x})", a->split, k + 1,
+                                               (fs::path(was.dir) / a->file).string(), a->checksum)
+                                 : "no such shard";
+      const std::string today = b ? fmt::format("'{}' with checksum {:016x}", (fs::path(is.dir) / b->file).string(),
+                                                b->checksum)
+                                  : "no such shard";
+      throw std::runtime_error(fmt::format("cannot resume from '{}': the data differs from what it was trained on: "
+                                           "the checkpoint recorded {}, the folder now holds {}; {}",
+                                           checkpoint_dir, then, today, fix));
+    }
+  }
 }
 
 std::string describe_data_plan(const RunTokens& tokens, const MixtureLoader& loader) {

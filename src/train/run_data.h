@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/checkpoint_state.h"
 #include "io/tokens/mixture_loader.h"
 #include "train/data_mixture.h"
 #include "train/train_config.h"
@@ -34,6 +35,7 @@ struct RunTokens {
   std::vector<DataFolder> folders;
   std::vector<MixtureSource> train, val;  // one per folder, weighted as `data` says
   std::vector<size_t> train_shards;       // shards per folder, for the start line
+  std::vector<std::string> val_files;     // every folder's validation shards, for errors about them
 };
 
 // Each folder's shards (data_folder.h: meta.json's lists, else train.bin and val.bin), read in
@@ -41,6 +43,15 @@ struct RunTokens {
 // another tokenizer or holding an id outside the vocabulary: every shard is verified before the
 // first batch.
 RunTokens read_run_tokens(const TrainConfig& c, const RunTokenizer& tokenizer);
+
+// Each folder of `data` with its weight and every shard's header checksum (headers only: cheap),
+// recorded in each checkpoint.
+std::vector<DataFolderRecord> record_run_data(const std::string& data);
+// A resume's data against the checkpoint's record: the same shards (by name and checksum) and
+// weights under any path are the same data; otherwise throws naming the folder or shard that
+// differs and the fix.
+void check_resume_data(const std::vector<DataFolderRecord>& saved, const std::vector<DataFolderRecord>& now,
+                       const std::string& checkpoint_dir);
 
 // "data: 2 folders mixed by weight (deficit rule): code 0.300 (1200 windows, 3 shards), ..." for
 // the start of a run; empty for a single folder.

@@ -81,7 +81,7 @@ const std::vector<Binding>& bindings() {
       {{"z_loss_coeff", "router z-loss coefficient (coeff * mean logsumexp(logits)^2)"}, FF_FIELD(model.moe.z_loss_coeff)},
       {{"router_bias_update", "aux-loss-free balancing (DeepSeek-V3): selection-bias step per optimizer step (0 = off)"}, FF_FIELD(model.moe.router_bias_update)},
       {{"capacity_factor", "tokens an expert takes per micro-batch = ceil(cf * N * top_k / E), the rest dropped (0 = dropless)"}, FF_FIELD(model.moe.capacity_factor)},
-      {{"steps", "optimizer steps; the LR schedule spans exactly these"}, FF_FIELD(steps)},
+      {{"steps", "optimizer steps; a fresh run's LR schedule spans exactly these (see lr_schedule_steps)"}, FF_FIELD(steps)},
       {{"stop_at", "stop after this step with a checkpoint, as if interrupted (0 = run all steps)"}, FF_FIELD(stop_at)},
       {{"seed", "seed of the weight init and the data order"}, FF_FIELD(seed)},
       {{"init_from", "start from the weights of this folder (an `import` output, a run folder or a step_N folder): fresh optimizer, step 0, the model's shape keys taken from it; ignored when --out already holds a checkpoint (\"\" = initialise from seed)"}, FF_FIELD(init_from)},
@@ -90,6 +90,7 @@ const std::vector<Binding>& bindings() {
       {{"lr", "peak learning rate (after warmup)"}, FF_FIELD(lr)},
       {{"min_lr_ratio", "cosine schedule ends at lr * min_lr_ratio"}, FF_FIELD(min_lr_ratio)},
       {{"warmup_steps", "linear warmup steps from 0"}, FF_FIELD(warmup_steps)},
+      {{"lr_schedule_steps", "length of the lr schedule in steps, past which lr stays at lr * min_lr_ratio (0 = steps of a fresh run; a resume keeps the length its checkpoint recorded, so a larger --steps continues at the floor; a value here re-plans it)"}, FF_FIELD(lr_schedule_steps)},
       {{"weight_decay", "AdamW decoupled weight decay on matrices (norms are not decayed)"}, FF_FIELD(weight_decay)},
       enum_key("optimizer", "", optimizer_names(), "", FF_ENUM(optimizer)),
       {{"beta1", "AdamW first-moment decay"}, FF_FIELD(beta1)},
@@ -301,6 +302,9 @@ TrainConfig load_train_config(const std::string& toml_path,
       throw std::runtime_error(fmt::format(
           "config file '{}' does not exist; pass --config with a file such as configs/tiny.toml",
           toml_path));
+    if (std::filesystem::is_directory(toml_path))
+      throw std::runtime_error(fmt::format(
+          "config '{}' is a folder; pass --config with a TOML file such as configs/tiny.toml", toml_path));
     toml::table table;
     try {
       table = toml::parse_file(toml_path);
@@ -392,6 +396,8 @@ void validate_train_config(const TrainConfig& c) {
   need(c.lr > 0 && std::isfinite(c.lr), fmt::format("lr must be a positive number (got {})", c.lr));
   need(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "min_lr_ratio must be in [0, 1]");
   need(c.warmup_steps >= 0, "warmup_steps must be >= 0");
+  need(c.lr_schedule_steps >= 0,
+       fmt::format("lr_schedule_steps must be >= 0 (got {}; 0 = the run's steps)", c.lr_schedule_steps));
   need(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "beta1 and beta2 must be in [0, 1)");
   // Each of these passed before and ended in "loss became nan ... lower lr", the wrong advice.
   need(c.adam_eps > 0 && std::isfinite(c.adam_eps),
@@ -441,11 +447,17 @@ void validate_train_config(const TrainConfig& c) {
     need(c.chunks == 1, fmt::format("chunks = {} needs pp > 1 and the interleaved schedule", c.chunks));
   }
   validate_zero3_gather(c);
-  need(c.loss_scale.init > 0 && std::isfinite(c.loss_scale.init) && c.loss_scale.window > 0 &&
-           c.loss_scale.hysteresis > 0,
-       fmt::format("loss_scale_init ({}) must be a positive number, loss_scale_window ({}) and "
-                   "loss_scale_hysteresis ({}) positive integers; 65536, 2000 and 2 are usual",
-                   c.loss_scale.init, c.loss_scale.window, c.loss_scale.hysteresis));
+  // Past 2^24 the scaled fp16 gradients overflow on every step and each skipped step only halves
+  // the scale (1e30 skips a whole short run); below 1 small gradients underflow to 0, which reads
+  // as a model gone bad. Both are refused rather than blamed on the model later.
+  constexpr float kMaxLossScale = 16777216.0f;  // 2^24
+  need(c.loss_scale.init >= 1 && c.loss_scale.init <= kMaxLossScale,
+       fmt::format("loss_scale_init ({}) must be between 1 and {} (2^24): a larger fp16 loss scale overflows "
+                   "every step's gradients, a smaller one lets them underflow to 0; 65536 is usual",
+                   c.loss_scale.init, kMaxLossScale));
+  need(c.loss_scale.window > 0 && c.loss_scale.hysteresis > 0,
+       fmt::format("loss_scale_window ({}) and loss_scale_hysteresis ({}) must be positive integers; 2000 and 2 "
+                   "are usual", c.loss_scale.window, c.loss_scale.hysteresis));
   need(c.zero >= 0 && c.zero <= 3, fmt::format("zero must be 0, 1, 2 or 3 (got {})", c.zero));
   need(c.bucket_mb > 0, "bucket_mb must be positive");
   need(c.loss_spike >= 0 && std::isfinite(c.loss_spike),
@@ -454,12 +466,34 @@ void validate_train_config(const TrainConfig& c) {
        fmt::format("collective_timeout must be a positive number of seconds (got {}; 300 is the default)",
                    c.collective_timeout));
   validate_dp_mode_config(c);
+  const ModelConfig& m = c.model;
+  need(m.dim != 0 || m.n_layers != 0 || m.n_heads != 0 || m.ffn_dim != 0 || m.seq_len != 0,
+       "the model's shape is not set (dim, n_layers, n_heads, ffn_dim and seq_len are all 0): pass --config "
+       "with a model file such as configs/tiny.toml, or --init-from DIR to start from a model's weights");
   ModelConfig probe = c.model;
   // A vocab_size of 0 comes from the tokenizer later (and is checked then); check the rest now.
   if (probe.vocab_size == 0) probe.vocab_size = c.tp;
   probe.validate();
   validate_tensor_parallel(probe, c.tp, c.sp);
   validate_moe_layout(c);
+}
+
+std::vector<std::string> config_warnings(const TrainConfig& c) {
+  std::vector<std::string> w;
+  // A weight matrix scales its input by about init_std x sqrt(dim); far above 1 the first losses
+  // are hundreds (init_std 10 at dim 64 starts near 255) and training spends its steps undoing it.
+  const double gain = c.model.init_std * std::sqrt(double(c.model.dim));
+  if (gain > 4)
+    w.push_back(fmt::format("init_std = {} is large for dim = {}: each weight matrix multiplies its input's scale by "
+                            "about init_std x sqrt(dim) = {:.3g}, so the first losses are far above ln(vocab); "
+                            "0.02 is usual (at most {:.3g} here)",
+                            c.model.init_std, c.model.dim, gain, 4 / std::sqrt(double(c.model.dim))));
+  if (c.warmup_steps >= c.steps && c.warmup_steps > 0)
+    w.push_back(fmt::format("warmup_steps = {} >= steps = {}: the learning rate rises for the whole run and never "
+                            "reaches lr = {} (it ends at {:.3g}); make warmup_steps smaller than steps, e.g. {} (0 = no warmup)",
+                            c.warmup_steps, c.steps, c.lr, double(c.lr) * c.steps / c.warmup_steps,
+                            std::max(0, c.steps / 10)));
+  return w;
 }
 
 }  // namespace ff

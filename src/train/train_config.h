@@ -27,7 +27,10 @@ struct TrainConfig {
   ModelConfig model;            // vocab_size 0 means "take it from the tokenizer in `data`"
   std::string data;             // folder written by `fivefold prepare`
   bool doc_mask = false;        // attention stays inside each document of a packed row; RoPE restarts per document
-  int steps = 100;              // optimizer steps; the LR schedule spans exactly these
+  int steps = 100;              // optimizer steps; a fresh run's LR schedule spans exactly these
+  // The LR schedule's length in steps (Megatron's lr_decay_iters); past it lr stays at its floor.
+  // 0: a fresh run's steps, and on resume the length the checkpoint recorded (lr_schedule.h).
+  int lr_schedule_steps = 0;
   int stop_at = 0;              // stop (with a checkpoint) after this step, as if interrupted
   uint64_t seed = 1337;         // weights init and data order
   // Start from this folder's weights (an imported folder, a run or step_N folder; train/init_from.h)
@@ -117,6 +120,9 @@ TrainConfig load_train_config(const std::string& toml_path,
 void set_config_key(TrainConfig& c, const std::string& key, const std::string& value,
                     const std::string& source);
 std::string config_to_toml(const TrainConfig& c);
+// What a valid config may still get wrong, one sentence each naming the key, its value and the
+// usual range: an init_std that starts the loss in the hundreds, a warmup longer than the run.
+std::vector<std::string> config_warnings(const TrainConfig& c);
 // One key's value as config_to_toml writes it ("576", "1e-05", "\"llama3\"", "true").
 std::string config_value_text(const TrainConfig& c, const std::string& key);
 // Whether the run that saved this resolved config (a checkpoint's) trained with doc_mask; false

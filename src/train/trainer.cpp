@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <optional>
 #include <omp.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -100,13 +102,27 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (leader()) fs::create_directories(out_dir_);
   // A communication waiting past collective_timeout dumps this rank's flight record and ends the job.
   if (world_size() > 1) start_comm_watchdog(cfg_.collective_timeout, (fs::path(out_dir_) / "flight").string());
+  data_record_ = record_run_data(cfg_.data);
+  schedule_span_ = schedule_span(cfg_.lr_schedule_steps, cfg_.steps, std::nullopt, 0);
   if (resume) check_resume(*resume, tokenizer.checksum, tokenizer.path);
   else if (!start_) refuse_only_damaged_checkpoints(out_dir_);
 
   tokens_ = read_run_tokens(cfg_, tokenizer);
   loader_ = std::make_unique<MixtureLoader>(tokens_.train, cfg_.model.seq_len, cfg_.seed);
-  MixtureLoader val(tokens_.val, cfg_.model.seq_len, cfg_.seed);  // throws now if a validation split is too short
-  if (cfg_.eval_every > 0) {  // and if its loss mask leaves the evaluation nothing to average
+  if (cfg_.eval_every > 0) {  // the validation data is read only to evaluate: checked now if it will be
+    std::optional<MixtureLoader> opened;
+    try {
+      opened.emplace(tokens_.val, cfg_.model.seq_len, cfg_.seed);  // a split too short to fill a window throws
+    } catch (const std::runtime_error& e) {
+      std::string files;
+      for (const std::string& f : tokens_.val_files) files += (files.empty() ? "" : ", ") + f;
+      throw std::runtime_error(fmt::format(
+          "the validation data {} cannot be evaluated ({}): evaluation every eval_every = {} steps reads it; "
+          "prepare the data again with more validation documents (--val-docs N or --val-fraction F), or set "
+          "eval_every = 0 to train without validation", files, e.what(),
+          cfg_.eval_every));
+    }
+    MixtureLoader& val = *opened;
     const int G = cfg_.micro_batch * cfg_.dp;
     uint64_t val_targets = 0;
     for (int b = 0; b < cfg_.eval_batches; ++b) val_targets += val.next_batch(G, 0, 0, nullptr, nullptr);
@@ -118,7 +134,6 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   if (cfg_.doc_mask) par_->set_document_breaks({tokenizer.bos_id, tokenizer.eos_id});
   saver_ = std::make_unique<CheckpointSaver>(out_dir_, mesh_ ? &mesh_->world() : nullptr, cfg_.keep_checkpoints,
                                              cfg_.ckpt_async);
-  schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, cfg_.steps};
   spikes_ = LossSpikeWatch(cfg_.loss_spike);
   if (resume) {
     // Each rank reads only what its layout holds, whatever layout saved it.
@@ -134,6 +149,8 @@ Trainer::Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh)
   } else {
     par_->state().init_parameters(cfg_.model, cfg_.seed);
   }
+  // After the resume: a fallback to an older checkpoint takes that checkpoint's length.
+  schedule_ = LrSchedule{cfg_.scaled_lr, cfg_.min_lr_ratio, cfg_.warmup_steps, schedule_span_.steps};
   // This rank's rows of each global batch: a contiguous slice, so the ranks together see exactly
   // the sequences a serial run with the same global batch sees.
   const size_t rows = size_t(cfg_.micro_batch) * cfg_.grad_accum * cfg_.model.seq_len;
@@ -304,7 +321,12 @@ void Trainer::run() {
       std::printf("init_from '%s' is ignored: %s already holds a checkpoint, which this run resumes (init_from "
                   "sets the weights of a fresh run only)\n",
                   cfg_.init_from.c_str(), out_dir_.c_str());
+    else if (!resumed_)
+      std::printf("starting fresh: parameters initialised from seed %llu, step 0\n", (unsigned long long)cfg_.seed);
   }
+  if (leader() && !quiet)
+    for (const std::string* note : {&data_note_, &schedule_span_.note})
+      if (!note->empty()) std::printf("%s\n", note->c_str());
   if (!resume_changes_.empty() && leader() && !quiet)
     std::printf("config changed since the checkpoint, accepted as deliberate: %s (the old config is kept as "
                 "config.step_%d.toml)\n", describe_changes(resume_changes_).c_str(), step_);
@@ -312,8 +334,14 @@ void Trainer::run() {
     inject_planned_fault(world_rank(), step_ + 1);  // tests of the supervisor and the watchdog only
     StepRecord r = train_step();
     if (!r.skipped) history_.back().spike_median = r.spike_median = spikes_.observe(r.loss);
+    if (!r.skipped) skip_budget_.record(false);  // a healthy step; skipped ones count in nonfinite_step
     double val = NAN;
-    if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) val = evaluate();
+    if (cfg_.eval_every > 0 && (step_ % cfg_.eval_every == 0 || step_ == last)) {
+      report_->evaluating(step_, quiet);
+      const auto t0 = std::chrono::steady_clock::now();
+      val = evaluate();
+      r.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     report_->step(r, val, par_->moe(), quiet, cfg_.doc_mask ? &par_->model().document_tiles() : nullptr);
     // Async data parallelism (max_staleness s > 0) lets replicas run up to s steps apart; a vote
     // every step would hold them together, so they vote every s + 1 steps (a stop is then at most

@@ -87,7 +87,8 @@ class Trainer {
   // caller then calls state().after_load() (collective). Throws CheckpointDamaged on damage.
   void load_checkpoint_state(const std::string& step_dir);
   // Refuses (naming the checkpoint and the fix) a checkpoint this run cannot continue: another
-  // model, another tokenizer, a refused config change, a step past `steps` (trainer_resume.cpp).
+  // model, another tokenizer, other data (by content), a refused config change, a step past
+  // `steps` (trainer_resume.cpp); sets the lr schedule's length from the checkpoint's.
   void check_resume(const CheckpointMeta& resume, uint64_t tokenizer_checksum, const std::string& tok_path);
   // A fresh run from a checkpoint's weights (train/init_from.h): refuses, naming both files and
   // the fix, a data tokenizer other than the model's or larger than its vocabulary, and a model
@@ -105,6 +106,10 @@ class Trainer {
   // and stopped with an AgreedError per on_nonfinite. Collective (trainer_nonfinite.cpp).
   StepRecord nonfinite_step(double loss, double norm, float grad_scale,
                             std::chrono::steady_clock::time_point t0);
+  // For the non-finite stops' messages: where the last checkpoint is (or that there is none), and
+  // what to change (grad_clip only when it is off).
+  std::string last_checkpoint_text() const;
+  std::string nonfinite_advice() const;
   // The periodic checkpoint of run(), deferred while the last step's loss was a spike.
   void checkpoint_if_due(const StepRecord& r, int last, bool time_due);
   // Collective, after each step, so that every rank decides alike: the stop signal any rank
@@ -138,8 +143,12 @@ class Trainer {
   std::vector<int32_t> batch_inputs_, batch_targets_;  // this rank's rows of the global batch
   std::vector<StepRecord> history_;
   LossSpikeWatch spikes_{0};
+  SkipBudget skip_budget_;  // on_nonfinite = skip: stops a run that skips most of its steps
   bool save_deferred_ = false;  // a checkpoint was due right after a loss spike
   std::vector<ConfigChange> resume_changes_;  // accepted config changes against the checkpoint's
+  ScheduleSpan schedule_span_;  // the lr schedule's length: fixed at the run's start, kept on resume
+  std::vector<DataFolderRecord> data_record_;  // the data by content, saved in every checkpoint
+  std::string data_note_;  // a resume whose checkpoint could only compare the data by path
   int step_ = 0;
   std::string memory_line_;  // the start-up memory estimate against what the machine has
   std::unique_ptr<ProgressReport> report_;

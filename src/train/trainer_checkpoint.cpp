@@ -1,3 +1,4 @@
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -6,6 +7,7 @@
 
 #include "ckpt/meta.h"
 #include "ckpt/sharded.h"
+#include "ckpt/sharded_run.h"
 #include "ckpt/state_pieces.h"
 #include "io/tokenizer/tokenizer.h"
 #include "train/stop_signals.h"
@@ -41,6 +43,8 @@ void Trainer::save() {
   s.model = cfg_.model, s.step = step_, s.data = loader_->position(), s.config_toml = config_to_toml(cfg_);
   if (par_->moe()) s.router_bias = par_->moe()->router_bias();
   if (scaler_) s.loss_scale = scaler_->state();
+  s.lr_schedule_steps = schedule_.total;
+  s.data_shards = data_record_;
   // The run folder's copy is the tokenizer that sample, eval and export will decode with; only
   // rank 0's info reaches the manifest.
   if (leader())
@@ -57,7 +61,15 @@ void Trainer::save() {
     for (const auto& [name, data] : par_->state().extra_state())
       pieces.push_back({"extra/" + name, {n}, Box{0, 1, 0, n}, 0, n, data});
   if (par_->fp8()) par_->fp8()->add_save_pieces(pieces);  // one rank per pipeline stage
+  // Said at the steps a progress line is (log_every, the last): a run saving every few steps
+  // between sparse progress lines would otherwise log mostly saves.
+  const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
+  const bool say = !quiet && (step_ % cfg_.log_every == 0 || step_ >= last);
+  report_->saving(step_, step_dir_path(out_dir_, step_), !say);
+  const auto t0 = std::chrono::steady_clock::now();
   saver_->save(checkpoint_info(s, layout), pieces);
+  report_->saved(step_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 cfg_.ckpt_async, !say);
   saved_step_ = step_;
   last_save_time_ = std::chrono::steady_clock::now();
 }

@@ -19,6 +19,10 @@ StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
     if (par_->fp8()) par_->fp8()->end_step();  // fp8: finite amaxes recorded, a non-finite one ignored
     if (leader())
       std::fprintf(stderr, "warning: step %d skipped (on_nonfinite = skip): %s\n", step_, what.c_str());
+    if (const std::string why = skip_budget_.record(true); !why.empty())
+      throw AgreedError(fmt::format("step {}: {}; the weights are the last healthy step's, and no checkpoint is "
+                                    "written of a run that is not training. {}; {}",
+                                    step_, why, last_checkpoint_text(), nonfinite_advice()));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     StepRecord r{step_, loss, norm, schedule_.at(step_), seconds};
     r.skipped = true;
@@ -37,9 +41,20 @@ StepRecord Trainer::nonfinite_step(double loss, double norm, float grad_scale,
   }
   throw AgreedError(fmt::format(
       "step {}: {}; the loss became {}. First point that went bad: {}. Stopped before the update "
-      "(on_nonfinite = stop); no checkpoint follows this step, the last one in '{}' is from before it; "
-      "lower lr (now {}), set grad_clip, or on_nonfinite = skip",
-      step_ + 1, what, loss, where, out_dir_, cfg_.lr));
+      "(on_nonfinite = stop); {}; {}, or on_nonfinite = skip",
+      step_ + 1, what, loss, where, last_checkpoint_text(), nonfinite_advice()));
+}
+
+std::string Trainer::last_checkpoint_text() const {
+  if (saved_step_ < 0) return fmt::format("'{}' holds no checkpoint of this run yet", out_dir_);
+  return fmt::format("no checkpoint follows this step, the last one ({}/step_{}) is from before it", out_dir_,
+                     saved_step_);
+}
+
+std::string Trainer::nonfinite_advice() const {
+  // grad_clip already set is no advice; a smaller one may be.
+  if (cfg_.grad_clip > 0) return fmt::format("lower lr (now {}; grad_clip is {})", cfg_.lr, cfg_.grad_clip);
+  return fmt::format("lower lr (now {}) or set grad_clip (1.0 is usual)", cfg_.lr);
 }
 
 void Trainer::checkpoint_if_due(const StepRecord& r, int last, bool time_due) {

@@ -25,8 +25,24 @@ void Trainer::check_resume(const CheckpointMeta& resume, uint64_t tokenizer_chec
         "the checkpoint '{}' was trained with another tokenizer than '{}' (checksums differ); "
         "resume with the data folder the run was prepared with, or use a new --out folder",
         resume.dir, tok_path));
-  // Refuses (naming the key) a seed, data folder or global batch other than the checkpoint's.
-  resume_changes_ = check_resume_config(resume.state.config_toml, cfg_, out_dir_);
+  // Data by content where the checkpoint recorded it: another path to the same shards resumes,
+  // a shard replaced under the same path does not.
+  const bool data_by_contents = !resume.state.data_shards.empty();
+  if (data_by_contents)
+    check_resume_data(resume.state.data_shards, data_record_, resume.dir);
+  else
+    data_note_ = fmt::format("note: the checkpoint {} records no data checksums (an older fivefold), so its data "
+                             "was checked by the folder's path only", resume.dir);
+  // Refuses (naming the key) a seed, data path (unrecorded contents) or global batch other than the
+  // checkpoint's.
+  resume_changes_ = check_resume_config(resume.state.config_toml, cfg_, out_dir_, data_by_contents);
+  // An older checkpoint's schedule spanned the steps of the config it saved.
+  std::optional<int> recorded;
+  if (resume.state.lr_schedule_steps > 0)
+    recorded = resume.state.lr_schedule_steps;
+  else if (std::optional<int64_t> steps = saved_config_integer(resume.state.config_toml, "steps"); steps && *steps > 0)
+    recorded = int(*steps);
+  schedule_span_ = schedule_span(cfg_.lr_schedule_steps, cfg_.steps, recorded, cfg_.scaled_lr * cfg_.min_lr_ratio);
   if (resume.state.step > cfg_.steps)
     throw std::runtime_error(fmt::format(
         "the checkpoint '{}' is at step {}, past steps = {}; raise --steps to continue",

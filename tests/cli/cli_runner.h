@@ -14,8 +14,9 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CliResult run_fivefold(const std::string& args) {
-  std::string cmd = std::string(FIVEFOLD_BIN) + " " + args + " 2>&1";
+// `PREFIX fivefold ARGS` (a launcher such as mpirun before the binary).
+inline CliResult run_fivefold_with(const std::string& prefix, const std::string& args) {
+  std::string cmd = prefix + " " + std::string(FIVEFOLD_BIN) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -23,6 +24,8 @@ inline CliResult run_fivefold(const std::string& args) {
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+inline CliResult run_fivefold(const std::string& args) { return run_fivefold_with("", args); }
 
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

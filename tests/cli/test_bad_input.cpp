@@ -8,26 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "cli_runner.h"
-#include "test_data.h"
+#include "bad_input_fixtures.h"
 
 using namespace ff::testkit;
 namespace fs = std::filesystem;
 
 namespace {
-std::string tiny_train(const std::string& out, const std::string& extra = "") {
-  return "train --config " + config_path("tiny.toml") + " --data " + tiny_data_dir() + " --out " +
-         out + " --eval-every 0 " + extra;
-}
-
-// A finished 5-step run whose checkpoint the failing commands must leave alone.
-std::string good_run() {
-  std::string out = temp_dir("good");
-  CliResult r = run_fivefold(tiny_train(out, "--steps 5"));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  return out;
-}
-
 // Every file of the run's checkpoints (step_N folders and the `latest` pointer), concatenated in
 // name order: equal before and after means nothing wrote over them.
 std::string checkpoint_bytes(const std::string& run) {
@@ -41,10 +27,6 @@ std::string checkpoint_bytes(const std::string& run) {
   return all;
 }
 
-void expect_failure(const CliResult& r, std::initializer_list<const char*> words) {
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  for (const char* w : words) EXPECT_NE(r.output.find(w), std::string::npos) << "missing '" << w << "' in:\n" << r.output;
-}
 }  // namespace
 
 TEST(BadInput, MissingDataFolder) {

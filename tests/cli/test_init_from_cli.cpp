@@ -22,7 +22,7 @@ TEST(InitFromCli, TrainsFromARunFolderWithoutAConfigThenResumes) {
                           "them): step 0, fresh optimizer"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("dim = 64"), std::string::npos) << "the model's keys come from the source: " << r.output;
+  EXPECT_NE(r.output.find("model: dim 64,"), std::string::npos) << "the model's keys come from the source: " << r.output;
   EXPECT_NE(r.output.find("step     2/4"), std::string::npos) << r.output;
 
   r = run_fivefold(ft);

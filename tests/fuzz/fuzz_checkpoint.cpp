@@ -36,7 +36,11 @@ struct Saved {
 // Step 7 of one serial rank in run_dir.
 Saved save_tiny(const std::string& run_dir) {
   Saved s;
-  s.state = {tiny_model(), 7, {2, 3}, "# config\n", 0xC0FFEEull, {}, std::nullopt};
+  s.state.model = tiny_model();
+  s.state.step = 7;
+  s.state.data = {2, 3};
+  s.state.config_toml = "# config\n";
+  s.state.tokenizer_checksum = 0xC0FFEEull;
   const size_t n = ParamLayout(s.state.model).total();
   for (auto* x : {&s.p, &s.m, &s.v}) {
     x->resize(n);

@@ -98,7 +98,7 @@ TEST(Metrics, AFullDiskLeavesNoPartialLine) {
 
 // A run killed after its last checkpoint has logged steps it repeats on resume, so they used to
 // appear twice. Resuming at step 2 drops the records of later steps (and a torn line), keeps
-// rows without a step (the supervisor's restart events) and every earlier record byte for byte.
+// event rows (the supervisor's restarts) and every earlier record byte for byte.
 TEST(Metrics, ResumeDropsTheStepsAfterTheCheckpoint) {
   ff::testing::TempDir dir;
   const std::string p = dir.file("metrics.jsonl");
@@ -112,4 +112,21 @@ TEST(Metrics, ResumeDropsTheStepsAfterTheCheckpoint) {
   EXPECT_EQ(ff::testing::read_all(p), kept + "{\"step\":3}\n");
   // Nothing after the resumed step: the file is not rewritten.
   EXPECT_EQ(MetricsWriter(p, true, 3).dropped_steps(), 0);
+}
+
+// The supervisor's restart rows carry the step the failed attempt reached, which is after the
+// checkpoint the job resumes from: they are events, not steps, so resuming keeps them, and the
+// last logged step passes over them (and over a torn last line).
+TEST(Metrics, RestartRowsWithAStepAreKeptAndAreNotSteps) {
+  ff::testing::TempDir dir;
+  const std::string p = dir.file("metrics.jsonl");
+  EXPECT_EQ(last_logged_step(p), 0) << "no file: no step";
+  ff::testing::write_all(p, "{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n{\"event\":\"restart\",\"step\":3}\n");
+  EXPECT_EQ(last_logged_step(p), 3);
+  ff::testing::write_all(p, "{\"step\":1}\n{\"step\":2}\n{\"event\":\"restart\",\"step\":9}\n{\"step\":4,\"lo");
+  EXPECT_EQ(last_logged_step(p), 2) << "the restart row's step and the torn line are not step records";
+  ff::testing::write_all(p, "{\"step\":1}\n{\"step\":2}\n{\"step\":3}\n{\"event\":\"restart\",\"step\":3}\n");
+  MetricsWriter m(p, true, 2);
+  EXPECT_EQ(m.dropped_steps(), 1);
+  EXPECT_EQ(ff::testing::read_all(p), "{\"step\":1}\n{\"step\":2}\n{\"event\":\"restart\",\"step\":3}\n");
 }

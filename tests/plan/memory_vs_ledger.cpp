@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   TrainConfig c = testkit::tiny_config(data);
   c.dp = L.dp, c.tp = L.tp, c.pp = L.pp, c.sp = L.sp, c.zero = L.zero, c.recompute = L.recompute;
   c.micro_batch = L.micro_batch, c.grad_accum = L.grad_accum, c.schedule = L.schedule, c.chunks = L.chunks;
-  c.cp = L.cp, c.cp_comm = L.cp_comm, c.ep = L.ep, c.precision = L.gemm;
+  c.cp = L.cp, c.cp_comm = L.cp_comm, c.ep = L.ep, c.precision = L.gemm, c.dp_mode = L.dp_mode;
   if (L.ep > 1) c.model.moe.n_experts = 4, c.model.moe.top_k = 2, c.model.moe.expert_ffn_dim = 48;
   const Mesh mesh(world, MeshDegrees{.dp = L.dp, .cp = L.cp, .tp = L.tp, .pp = L.pp, .ep = L.ep});
   int failures = 0;
