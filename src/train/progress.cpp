@@ -136,6 +136,23 @@ void ProgressReport::saved(int step, double seconds, bool async, bool quiet) con
   std::fflush(stdout);
 }
 
+void ProgressReport::stopped(int step, int steps, const char* signal, const std::string& step_dir,
+                             int exit_code) const {
+  if (!leader()) return;
+  metrics_->write({{"event", "stopped"},
+                   {"step", step},
+                   {"signal", signal},
+                   {"checkpoint", step_dir},
+                   {"exit_code", exit_code},
+                   {"time", metrics_time_now()}});
+  // On stderr, unbuffered, even when quiet: the process exits next, perhaps under a deadline.
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "fivefold train: stopped by %s after step %d of %d; checkpoint %s written. Run the same command to "
+               "resume (exit status %d)\n",
+               signal, step, steps, step_dir.c_str(), exit_code);
+}
+
 void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet,
                           const AttentionTileCounts* doc_tiles) {
   const double tokens = double(cfg_.global_batch()) * cfg_.model.seq_len;

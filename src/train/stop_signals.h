@@ -1,8 +1,9 @@
 #pragma once
-// Preemption: SIGTERM and SIGINT (a scheduler's notice, Ctrl-C) ask the run to stop after the
-// current step with a checkpoint; a second one ends the process at once, except while a
-// checkpoint is being written, when it waits for the write to finish so that no half-written
-// checkpoint is the last thing a run leaves.
+// Preemption: SIGTERM, SIGINT and SIGUSR1 (a scheduler's notice, Ctrl-C, Slurm's
+// `--signal=USR1@SECONDS` warning) ask the run to stop after the current step with a checkpoint.
+// A second one, half a second or more after the first (closer ones are copies of the first by
+// another route), ends the process at once, except while a checkpoint is being written, when it
+// waits for the write to finish so that no half-written checkpoint is the last thing a run leaves.
 //
 // The handler only counts signals in a lock-free atomic (async-signal-safe); the trainer reads the
 // count after each step and the ranks agree on it (a signal may reach one rank only), so every rank
@@ -11,18 +12,22 @@
 
 namespace ff {
 
-// The exit status of a run stopped by SIGTERM or SIGINT after writing its checkpoint: EX_TEMPFAIL
+// SIGUSR1 is the one Open MPI's mpirun forwards to its ranks and lets them finish: on SIGTERM it
+// tears the job down and kills the ranks odls_base_sigkill_timeout seconds later (1 by default),
+// so `fivefold launch` turns the stop it receives into SIGUSR1 for its job.
+//
+// The exit status of a run stopped by a stop signal after writing its checkpoint: EX_TEMPFAIL
 // of sysexits.h ("try again later"), which a resume does. It is not 128 + the signal (143, 130):
 // a shell reports that for a process the signal killed, and a script or `fivefold launch` must be
 // able to tell a run that saved its state from one that was killed without saving.
 inline constexpr int kStoppedExitCode = 75;
 
-// "SIGTERM", "SIGINT", else "a signal".
+// "SIGTERM", "SIGINT", "SIGUSR1", else "a signal".
 const char* stop_signal_name(int sig);
 
 class StopSignals {
  public:
-  // Installs the handlers for SIGTERM and SIGINT (restarting interrupted system calls); the
+  // Installs the handlers for SIGTERM, SIGINT and SIGUSR1 (restarting interrupted system calls); the
   // destructor puts the previous ones back. One at a time per process.
   StopSignals();
   ~StopSignals();
@@ -45,7 +50,7 @@ class StopSignals {
   };
 
  private:
-  struct sigaction old_term_ {}, old_int_ {};
+  struct sigaction old_term_ {}, old_int_ {}, old_usr1_ {};
 };
 
 }  // namespace ff

@@ -364,15 +364,12 @@ void Trainer::run() {
   finish_saves();
   report_->write_trace(tracer_.get(), quiet);
   if (leader() && !quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
-  if (stopped() && leader()) {
-    // On stderr, which is not buffered: the process exits soon after, perhaps under a scheduler's
-    // deadline.
-    std::fflush(stdout);
-    std::fprintf(stderr,
-                 "fivefold train: stopped by %s after step %d of %d; checkpoint %s/step_%d written. Run the same "
-                 "command to resume (exit status %d)\n",
-                 stop_signal_name(stopped_signal_),
-                 step_, cfg_.steps, out_dir_.c_str(), step_, kStoppedExitCode);
+  if (stopped()) {
+    report_->stopped(step_, cfg_.steps, stop_signal_name(stopped_signal_),
+                     (std::filesystem::path(out_dir_) / ("step_" + std::to_string(step_))).string(), kStoppedExitCode);
+    // mpirun ends the whole job as soon as one rank exits with a nonzero status: no rank leaves
+    // before rank 0 has recorded the stop.
+    if (mesh_) mesh_->reduce_scalar(0.0, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp}, ReduceOp::max);
   }
 }
 
