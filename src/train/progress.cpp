@@ -188,7 +188,7 @@ void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTrainin
   if (moe) rec["moe"] = moe->metrics();
   if (doc_tiles) rec["attention_tiles"] = {{"visited", doc_tiles->visited}, {"skipped", doc_tiles->skipped}};
   metrics_->write(rec);
-  if (events_) events_->write_scalars(r.step, tensorboard_scalars(rec));
+  if (events_) events_->write_scalars(r.step, tensorboard_scalars(rec), rec["time"].get<double>());
   if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
   std::string line = fmt::format(
       "step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% (GEMM ceiling {:.0f}%) | ETA {}", r.step,
