@@ -3,17 +3,24 @@
 // command again: training resumes from the latest complete checkpoint of its run folder. Each
 // restart is printed and logged in RUN/metrics.jsonl with its reason; after --max-restarts it gives
 // up with a summary. Errors that a restart would only repeat (bad config, a non-finite stop) end it
-// at once.
+// at once. A stop (SIGTERM, SIGINT) is passed to the job as SIGUSR1, the signal mpirun forwards to
+// its ranks without tearing the job down; they finish the step, save and exit 75. launch waits,
+// does not restart a stopped job, and exits 75 too. A second stop goes to the job as SIGTERM (it
+// aborts), a third as SIGKILL to its process group.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -22,12 +29,47 @@
 
 #include <fmt/format.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "io/metrics.h"
+#include "train/stop_signals.h"
 
 namespace ff::cli {
 
 namespace {
+
+// The running job's pid for the signal handler (0: none), the first stop signal launch received
+// and how many it has received.
+std::atomic<pid_t> g_job{0};
+std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_stops{0};
+
+// What the nth stop launch receives becomes for its job: first a request to save and stop
+// (SIGUSR1: fivefold train treats it as SIGTERM, and mpirun forwards it without killing the ranks a
+// second later, as it does after forwarding SIGTERM), then an abort, then no more waiting.
+void signal_job(pid_t job, int nth) {
+  if (nth == 1) ::kill(job, SIGUSR1);
+  else if (nth == 2) ::kill(job, SIGTERM);
+  else ::kill(-job, SIGKILL);  // the job leads its own process group (see run_once)
+}
+
+// Async-signal-safe: atomics and kill only.
+extern "C" void launch_on_stop_signal(int sig) {
+  int expected = 0;
+  g_stop_signal.compare_exchange_strong(expected, sig);
+  const int nth = g_stops.fetch_add(1) + 1;
+  if (const pid_t job = g_job.load(); job > 0) signal_job(job, nth);
+}
+
+// SIGTERM and SIGINT are caught while launch runs, restarting interrupted reads and waits.
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = launch_on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
 
 struct Attempt {
   int exit_code = 0;   // the launcher's
@@ -43,6 +85,14 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // Should launch itself die without forwarding (SIGKILL), the job is told to stop rather than
+    // left to run unsupervised. In its own process group, so that a Ctrl-C at the terminal reaches
+    // launch, which forwards it once, and not the job a second time (an abort).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::setpgid(0, 0);
+    // Outside the terminal's foreground group a read of the terminal would stop the job (SIGTTIN);
+    // training reads no input.
+    if (const int null_in = ::open("/dev/null", O_RDONLY); null_in >= 0) ::dup2(null_in, 0);
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
     ::close(fds[0]);
@@ -54,6 +104,9 @@ Attempt run_once(const std::vector<std::string>& cmd) {
     std::fprintf(stderr, "fivefold launch: cannot run '%s': %s\n", argv[0], std::strerror(errno));
     std::_Exit(127);
   }
+  g_job = pid;
+  // A stop that came between fork and the line above found no job to pass on to.
+  if (const int nth = g_stops.load()) signal_job(pid, nth);
   ::close(fds[1]);
   static const std::regex ompi_signal(
       R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+))");
@@ -93,6 +146,7 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  g_job = 0;
   Attempt a;
   a.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (a.exit_code == 0) return a;
@@ -132,49 +186,67 @@ void log_restart(const std::string& run, int restart, int max_restarts, const At
               {"time", metrics_time_now()}});
 }
 
+// After a job ended: whether it was stopped deliberately (launch passed on a stop, the job exited
+// with the stopped status, or it recorded a stop in the run folder since `started`: a SIGTERM sent
+// to mpirun itself, whose torn-down pipes may have lost the job's own words). Says so and returns
+// the status launch exits with; nullopt for any other ending.
+std::optional<int> deliberate_stop(const Attempt& a, const std::string& run, double started) {
+  const nlohmann::json rec =
+      run.empty() ? nlohmann::json() : last_event_since((std::filesystem::path(run) / "metrics.jsonl").string(),
+                                                        "stopped", started);
+  const int sig = g_stop_signal.load();
+  if (rec.is_null() && sig == 0 && a.exit_code != kStoppedExitCode) return std::nullopt;
+  const std::string by = sig ? (sig == SIGINT ? " (launch received SIGINT)" : " (launch received SIGTERM)") : "";
+  if (!rec.is_null()) {
+    std::fprintf(stderr,
+                 "fivefold launch: the job stopped by %s after step %d with its checkpoint %s%s; not restarted. "
+                 "Run the same command to resume (exit status %d)\n",
+                 rec.value("signal", "a signal").c_str(), rec.value("step", 0), rec.value("checkpoint", "").c_str(),
+                 by.c_str(), kStoppedExitCode);
+    return kStoppedExitCode;
+  }
+  std::fprintf(stderr, "fivefold launch: stopped%s; the job exited with status %d and is not restarted\n", by.c_str(),
+               a.exit_code);
+  return a.exit_code;
+}
+
 }  // namespace
 
 int cmd_launch(int argc, char** argv) {
   const char* usage =
-      "fivefold launch --max-restarts K [--backoff SECONDS] -- mpirun -np N fivefold train --out RUN ...\n"
-      "  (or -- srun ... fivefold train ...). On a failure a restart can cure (a rank died, a hang\n"
-      "  ended by collective_timeout) the command runs again and resumes from RUN's latest checkpoint;\n"
-      "  the wait before restart i is SECONDS x 2^(i-1) (default 5, at most 300).";
-  int max_restarts = -1;
-  double backoff = 5;
-  int i = 2;
-  for (; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
-    const std::string w = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc || std::strcmp(argv[i + 1], "--") == 0)
-        throw std::runtime_error(fmt::format("{} needs a value\nusage: {}", w, usage));
-      return argv[++i];
-    };
-    if (w == "--help" || w == "-h") return std::puts(usage), 0;
-    if (w == "--max-restarts") {
-      const std::string v = value();
-      char* end = nullptr;
-      max_restarts = int(std::strtol(v.c_str(), &end, 10));
-      if (*end || max_restarts < 0)
-        throw std::runtime_error("--max-restarts must be an integer >= 0, got '" + v + "'");
-    } else if (w == "--backoff") {
-      const std::string v = value();
-      char* end = nullptr;
-      backoff = std::strtod(v.c_str(), &end);
-      if (*end || !(backoff >= 0) || !std::isfinite(backoff))
-        throw std::runtime_error("--backoff must be a number of seconds >= 0, got '" + v + "'");
-    } else {
-      throw std::runtime_error(fmt::format("unknown option '{}'\nusage: {}", w, usage));
-    }
-  }
-  if (max_restarts < 0)
-    throw std::runtime_error(std::string("--max-restarts K is required\nusage: ") + usage);
-  if (i + 1 >= argc) throw std::runtime_error(std::string("no command after --\nusage: ") + usage);
-  const std::vector<std::string> cmd(argv + i + 1, argv + argc);
+      "fivefold launch --max-restarts K [--backoff SECONDS] [--stop-grace SECONDS] -- mpirun -np N fivefold train\n"
+      "  --out RUN ... (or -- srun ... fivefold train ...). On a failure a restart can cure (a rank died, a\n"
+      "  hang ended by collective_timeout) the command runs again and resumes from RUN's latest checkpoint;\n"
+      "  the wait before restart i is SECONDS x 2^(i-1) (default 5, at most 300). SIGTERM or SIGINT to launch\n"
+      "  stops the job after its current step with a checkpoint (exit 75); a second one aborts it.\n"
+      "  --stop-grace: how long mpirun lets ranks finish and save after a SIGTERM sent to mpirun itself\n"
+      "  (Open MPI's odls_base_sigkill_timeout, default 30, as Slurm's KillWait; Open MPI also waits\n"
+      "  twice this long before it exits from a job with a nonzero status; an OMPI_MCA_ setting wins).";
+  int dash = 2;
+  while (dash < argc && std::strcmp(argv[dash], "--") != 0) ++dash;
+  const Args opts = parse_args(dash, argv, 2);
+  if (opts.help) return std::puts(usage), 0;
+  constexpr double kIntMax = std::numeric_limits<int>::max();
+  opts.check({int_option("max-restarts", 0, kIntMax, "restarts after failures"),
+              number_option("backoff", 0, 3600, "seconds before the first restart, doubled each time"),
+              int_option("stop-grace", 1, 86400, "seconds mpirun waits before killing stopped ranks")},
+             usage);
+  const int max_restarts = opts.get_int("max-restarts", -1);
+  const double backoff = opts.get_double("backoff", 5);
+  if (max_restarts < 0) throw std::runtime_error(std::string("--max-restarts K is required\nusage: ") + usage);
+  if (dash + 1 >= argc) throw std::runtime_error(std::string("no command after --\nusage: ") + usage);
+  const std::vector<std::string> cmd(argv + dash + 1, argv + argc);
   const std::string run = run_folder(cmd);
+  // Open MPI kills its ranks 1 s after it forwards a SIGTERM (a scheduler's, or a user's to
+  // mpirun): too short to finish a step and save. The job inherits a longer grace. (Its cost:
+  // mpirun sleeps twice the grace before exiting from any job that ends with a nonzero status.)
+  ::setenv("OMPI_MCA_odls_base_sigkill_timeout", opts.get("stop-grace", "30").c_str(), /*overwrite=*/0);
   std::vector<std::string> history;
+  catch_stop_signals();
   for (int restart = 0;; ++restart) {
+    const double started = metrics_time_now();
     const Attempt a = run_once(cmd);
+    if (const auto code = deliberate_stop(a, run, started)) return *code;
     if (a.exit_code == 0) {
       std::printf("fivefold launch: the job finished%s\n",
                   restart == 0 ? "" : fmt::format(" after {} restart(s)", restart).c_str());
@@ -196,7 +268,15 @@ int cmd_launch(int argc, char** argv) {
                  a.reason.c_str(), restart + 1, max_restarts, wait,
                  run.empty() ? "" : (" in " + run).c_str());
     log_restart(run, restart + 1, max_restarts, a, wait);
-    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    // In short naps, so that a stop during the back-off ends launch without a restart.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait);
+    while (std::chrono::steady_clock::now() < until && g_stops.load() == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (const int sig = g_stop_signal.load()) {
+      std::fprintf(stderr, "fivefold launch: stopped by %s before restart %d\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                   restart + 1);
+      return 128 + sig;
+    }
   }
 }
 

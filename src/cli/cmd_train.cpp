@@ -11,6 +11,7 @@
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
 #include "train/init_from.h"
+#include "train/stop_signals.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -65,7 +66,7 @@ int cmd_train(const Args& a) {
   // The run's summary says what matters; the whole config (80 lines) only when asked for.
   if (print_config && world.rank() == 0) std::printf("%s", config_to_toml(trainer.config()).c_str());
   trainer.run();
-  return 0;
+  return trainer.stopped() ? kStoppedExitCode : 0;
 }
 
 }  // namespace ff::cli

@@ -1,5 +1,6 @@
 // fivefold: the command line. Each subcommand parses its words, hands a plain struct to the
 // library, and turns any exception into one clear line and a non-zero exit.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
   // A log redirected to a file is read while the job runs (tail -f, a scheduler's log view): each
   // line goes out whole as it is printed, on every rank. tokenize's stdout is its data, not a log.
   if (cmd != "tokenize") std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
+  // A job's output goes through pipes that mpirun (or a scheduler) may close while the job saves
+  // after a stop signal: a write must then fail, not kill the process mid-checkpoint.
+  if (cmd == "train" || cmd == "launch") std::signal(SIGPIPE, SIG_IGN);
   // No MPI in these: the supervisor is the parent of mpirun, and diagnose only reads files.
   if (cmd == "launch" || cmd == "diagnose") {
     try {

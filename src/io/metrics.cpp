@@ -118,6 +118,21 @@ int last_logged_step(const std::string& path) {
   return int(last);
 }
 
+nlohmann::json last_event_since(const std::string& path, const std::string& event, double since) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return nullptr;
+  const std::string text = read_whole(path);
+  nlohmann::json found = nullptr;
+  for (size_t start = 0; start < text.size();) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    nlohmann::json rec = nlohmann::json::parse(text.substr(start, nl - start), nullptr, false);
+    if (rec.is_object() && rec.value("event", "") == event && rec.value("time", 0.0) >= since) found = std::move(rec);
+    start = nl + 1;
+  }
+  return found;
+}
+
 MetricsWriter::~MetricsWriter() {
   if (fd_ >= 0) ::close(fd_);
 }

@@ -43,4 +43,9 @@ double metrics_time_now();
 // it has none or does not exist. Unparsable lines (a torn last line) are passed over.
 int last_logged_step(const std::string& path);
 
+// The last row of `event` (e.g. "stopped") whose "time" is at least `since` (Unix seconds), or
+// null: how a supervisor learns what its job recorded before it ended, when the job's own output
+// may have been cut off with its pipes.
+nlohmann::json last_event_since(const std::string& path, const std::string& event, double since);
+
 }  // namespace ff

@@ -136,6 +136,23 @@ void ProgressReport::saved(int step, double seconds, bool async, bool quiet) con
   std::fflush(stdout);
 }
 
+void ProgressReport::stopped(int step, int steps, const char* signal, const std::string& step_dir,
+                             int exit_code) const {
+  if (!leader()) return;
+  metrics_->write({{"event", "stopped"},
+                   {"step", step},
+                   {"signal", signal},
+                   {"checkpoint", step_dir},
+                   {"exit_code", exit_code},
+                   {"time", metrics_time_now()}});
+  // On stderr, unbuffered, even when quiet: the process exits next, perhaps under a deadline.
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "fivefold train: stopped by %s after step %d of %d; checkpoint %s written. Run the same command to "
+               "resume (exit status %d)\n",
+               signal, step, steps, step_dir.c_str(), exit_code);
+}
+
 void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTraining* moe, bool quiet,
                           const AttentionTileCounts* doc_tiles) {
   const double tokens = double(cfg_.global_batch()) * cfg_.model.seq_len;
@@ -171,7 +188,7 @@ void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTrainin
   if (moe) rec["moe"] = moe->metrics();
   if (doc_tiles) rec["attention_tiles"] = {{"visited", doc_tiles->visited}, {"skipped", doc_tiles->skipped}};
   metrics_->write(rec);
-  if (events_) events_->write_scalars(r.step, tensorboard_scalars(rec));
+  if (events_) events_->write_scalars(r.step, tensorboard_scalars(rec), rec["time"].get<double>());
   if (quiet || (r.step % cfg_.log_every != 0 && r.step != last && !std::isfinite(val_loss))) return;
   std::string line = fmt::format(
       "step {:>5}/{} | loss {:.4f} | lr {:.2e} | {:.0f} tok/s | MFU {:.1f}% (GEMM ceiling {:.0f}%) | ETA {}", r.step,

@@ -47,6 +47,9 @@ class ProgressReport {
   void saving(int step, const std::string& step_dir, bool quiet) const;
   // After the save: how long training waited for it (with ckpt_async, the copy; the write goes on).
   void saved(int step, double seconds, bool async, bool quiet) const;
+  // A run ended by a stop signal after saving: the "stopped" event row in metrics.jsonl (what
+  // `fivefold launch` reads to tell a deliberate stop from a failure) and the message on stderr.
+  void stopped(int step, int steps, const char* signal, const std::string& step_dir, int exit_code) const;
   // A step's metrics record (every step) and progress line (every log_every, the last, and with a
   // validation loss); val_loss is NaN when the step was not evaluated. The line shows tokens/s and
   // MFU over the last kRateWindow steps (the record keeps the step's own and adds those).

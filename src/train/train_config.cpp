@@ -107,6 +107,7 @@ const std::vector<Binding>& bindings() {
       {{"eval_every", "validation loss every N steps and at the end (0 = never)"}, FF_FIELD(eval_every)},
       {{"eval_batches", "micro-batches of validation data per evaluation"}, FF_FIELD(eval_batches)},
       {{"ckpt_every", "checkpoint every N steps, and always at the end (0 = end only)"}, FF_FIELD(ckpt_every)},
+      {{"ckpt_every_minutes", "also checkpoint when this many minutes (rank 0's clock) have passed since the last save or the start (0 = off)"}, FF_FIELD(ckpt_every_minutes)},
       {{"keep_checkpoints", "complete checkpoints (step_N/ folders) kept in the run folder, newest first"}, FF_FIELD(keep_checkpoints)},
       {{"ckpt_async", "write checkpoints in a background thread while training continues (true | false)"}, FF_FIELD(ckpt_async)},
       {{"log_every", "progress line every N steps"}, FF_FIELD(log_every)},
@@ -418,6 +419,8 @@ void validate_train_config(const TrainConfig& c) {
                    c.threads, max_useful_threads() / 4, max_useful_threads()));
   need(c.eval_every >= 0 && c.eval_batches > 0, "eval_every must be >= 0 and eval_batches > 0");
   need(c.ckpt_every >= 0 && c.log_every > 0, "ckpt_every must be >= 0 and log_every > 0");
+  need(c.ckpt_every_minutes >= 0 && std::isfinite(c.ckpt_every_minutes),
+       "ckpt_every_minutes must be a number of minutes >= 0 (0 = no timed checkpoints)");
   need(c.keep_checkpoints >= 1,
        fmt::format("keep_checkpoints must be >= 1 (got {}): the run folder keeps at least the newest checkpoint",
                    c.keep_checkpoints));

@@ -62,6 +62,7 @@ struct TrainConfig {
   int eval_every = 50;          // validation loss every N steps (and at the end); 0 = never
   int eval_batches = 4;         // micro-batches of validation data per evaluation
   int ckpt_every = 0;           // checkpoint every N steps (and always at the end); 0 = end only
+  float ckpt_every_minutes = 30;  // and when this many minutes of rank 0's clock passed since the last; 0 = off
   int keep_checkpoints = 2;     // complete step_N/ checkpoints kept in the run folder
   bool ckpt_async = false;      // write checkpoints from a background thread while training goes on
   int log_every = 1;            // progress line every N steps

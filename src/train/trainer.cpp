@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "model/precision.h"
 #include "train/fault_injection.h"
 #include "train/memory_check.h"
+#include "train/stop_signals.h"
 
 namespace ff {
 
@@ -286,8 +288,26 @@ double Trainer::evaluate() {
   return sum / double(targets);
 }
 
+int Trainer::agree_on_stop_or_save() const {
+  // Encoded so that a max over the ranks keeps a stop over a timed save: 1 + a signal number
+  // (>= 2) beats rank 0's "time is up" (1), which beats nothing (0).
+  double here = 0;
+  if (StopSignals::requested()) {
+    here = 1 + StopSignals::first_signal();
+  } else if (leader() && cfg_.ckpt_every_minutes > 0) {
+    const double minutes =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_save_time_).count() / 60.0;
+    if (minutes >= double(cfg_.ckpt_every_minutes)) here = 1;
+  }
+  const double all = mesh_ ? mesh_->reduce_scalar(here, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp},
+                                                  ReduceOp::max)
+                           : here;
+  return all >= 2 ? int(all) - 1 : -int(all);
+}
+
 void Trainer::run() {
   const int last = cfg_.stop_at > 0 ? cfg_.stop_at : cfg_.steps;
+  const StopSignals signals;  // from here on SIGTERM / SIGINT end the run after a step, saved
   report_->start(*par_, memory_line_, quiet);
   if (const std::string plan = describe_data_plan(tokens_, *loader_); !plan.empty() && leader() && !quiet)
     std::printf("%s\n", plan.c_str());
@@ -323,7 +343,16 @@ void Trainer::run() {
       r.eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     report_->step(r, val, par_->moe(), quiet, cfg_.doc_mask ? &par_->model().document_tiles() : nullptr);
-    checkpoint_if_due(r, last);
+    // Async data parallelism (max_staleness s > 0) lets replicas run up to s steps apart; a vote
+    // every step would hold them together, so they vote every s + 1 steps (a stop is then at most
+    // s steps late). Every other mode steps in lockstep anyway.
+    const int vote_every = par_->state().lockstep() ? 1 : cfg_.max_staleness + 1;
+    const int agreed = step_ % vote_every == 0 ? agree_on_stop_or_save() : 0;
+    if (agreed > 0) {
+      stopped_signal_ = agreed;
+      break;  // the checkpoint below is this step's
+    }
+    checkpoint_if_due(r, last, agreed < 0);
   }
   // Every rank asks (a group's first request is collective); the dense group exists by now.
   const uint64_t dp_bytes = cfg_.dp > 1 ? mesh_->group(MeshGroup::dp_cp).stats().total_bytes() : 0;
@@ -335,6 +364,13 @@ void Trainer::run() {
   finish_saves();
   report_->write_trace(tracer_.get(), quiet);
   if (leader() && !quiet) std::printf("%s", MemoryLedger::instance().table().c_str());
+  if (stopped()) {
+    report_->stopped(step_, cfg_.steps, stop_signal_name(stopped_signal_),
+                     (std::filesystem::path(out_dir_) / ("step_" + std::to_string(step_))).string(), kStoppedExitCode);
+    // mpirun ends the whole job as soon as one rank exits with a nonzero status: no rank leaves
+    // before rank 0 has recorded the stop.
+    if (mesh_) mesh_->reduce_scalar(0.0, {MeshAxis::tp, MeshAxis::cp, MeshAxis::dp, MeshAxis::pp}, ReduceOp::max);
+  }
 }
 
 }  // namespace ff

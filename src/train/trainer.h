@@ -35,8 +35,11 @@ class Trainer {
   // mesh: the ranks and their axes (null: one process); cfg.dp, cp, tp, pp must equal its
   // degrees. The mesh must outlive the trainer.
   Trainer(TrainConfig cfg, std::string out_dir, const Mesh* mesh = nullptr);
-  // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint.
+  // Trains from the current step to cfg.steps (or cfg.stop_at); writes the final checkpoint. A
+  // SIGTERM or SIGINT on any rank ends it after the current step, every rank at the same step,
+  // with that step's checkpoint (train/stop_signals.h); stopped() then says so.
   void run();
+  bool stopped() const { return stopped_signal_ != 0; }
   // One optimizer step on the next global batch; returns its record (loss over all ranks).
   StepRecord train_step();
   double evaluate();  // mean validation loss over cfg.eval_batches micro-batches
@@ -108,7 +111,11 @@ class Trainer {
   std::string last_checkpoint_text() const;
   std::string nonfinite_advice() const;
   // The periodic checkpoint of run(), deferred while the last step's loss was a spike.
-  void checkpoint_if_due(const StepRecord& r, int last);
+  void checkpoint_if_due(const StepRecord& r, int last, bool time_due);
+  // Collective, after each step, so that every rank decides alike: the stop signal any rank
+  // received (the largest number, when several), else -1 when rank 0's clock says
+  // ckpt_every_minutes have passed since the last save, else 0. One max-reduce of one scalar.
+  int agree_on_stop_or_save() const;
 
   TrainConfig cfg_;
   std::string out_dir_;
@@ -127,7 +134,9 @@ class Trainer {
   Straggler straggler_;  // simulate_straggler: sleeps in proportion to the last step's compute
   double last_compute_seconds_ = 0;
   std::unique_ptr<CheckpointSaver> saver_;
-  int saved_step_ = -1;  // the step of the checkpoint this state is (resumed from or last saved)
+  int saved_step_ = -1;
+  std::chrono::steady_clock::time_point last_save_time_ = std::chrono::steady_clock::now();
+  int stopped_signal_ = 0;  // the stop signal run() ended on (rank 0's number on every rank), 0 if none  // the step of the checkpoint this state is (resumed from or last saved)
   bool resumed_ = false;  // this run continues the run folder's checkpoint
   std::optional<WeightsStart> start_;  // a fresh run's first weights, when not the initializer's
   ReadStats start_read_;  // what loading them read on this rank

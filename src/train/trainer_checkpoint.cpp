@@ -10,6 +10,7 @@
 #include "ckpt/sharded_run.h"
 #include "ckpt/state_pieces.h"
 #include "io/tokenizer/tokenizer.h"
+#include "train/stop_signals.h"
 #include "train/trainer.h"
 
 // The trainer's checkpoints: each rank saves and loads only what it holds (its ZeRO chunks, tp
@@ -37,6 +38,7 @@ void Trainer::load_checkpoint_state(const std::string& step_dir) {
 
 void Trainer::save() {
   if (step_ == saved_step_) return;  // resumed at the last step: that checkpoint is this state
+  const StopSignals::SaveGuard guard;  // a second stop signal waits for this save
   CheckpointState s;
   s.model = cfg_.model, s.step = step_, s.data = loader_->position(), s.config_toml = config_to_toml(cfg_);
   if (par_->moe()) s.router_bias = par_->moe()->router_bias();
@@ -69,8 +71,12 @@ void Trainer::save() {
   report_->saved(step_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                  cfg_.ckpt_async, !say);
   saved_step_ = step_;
+  last_save_time_ = std::chrono::steady_clock::now();
 }
 
-void Trainer::finish_saves() { saver_->finish(); }
+void Trainer::finish_saves() {
+  const StopSignals::SaveGuard guard;  // a background write is published here
+  saver_->finish();
+}
 
 }  // namespace ff

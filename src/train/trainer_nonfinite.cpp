@@ -57,12 +57,12 @@ std::string Trainer::nonfinite_advice() const {
   return fmt::format("lower lr (now {}) or set grad_clip (1.0 is usual)", cfg_.lr);
 }
 
-void Trainer::checkpoint_if_due(const StepRecord& r, int last) {
+void Trainer::checkpoint_if_due(const StepRecord& r, int last, bool time_due) {
   if (r.spike_median > 0 && leader())
     std::fprintf(stderr, "warning: loss spike at step %d: %.6g > %g x the recent median %.6g%s\n", r.step,
                  r.loss, double(cfg_.loss_spike), r.spike_median,
                  cfg_.ckpt_every > 0 ? "; checkpoints wait for a step without a spike" : "");
-  const bool due = cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0 && step_ != last;
+  const bool due = ((cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0) || time_due) && step_ != last;
   // The state after a spike may be a dead model (a huge update): keep the previous checkpoint until
   // the next step's loss confirms this one.
   if (r.spike_median > 0) {

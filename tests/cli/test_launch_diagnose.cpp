@@ -49,8 +49,13 @@ TEST(Launch, AnErrorFivefoldReportedIsNotRestarted) {
 TEST(Launch, UsageErrorsNameTheOption) {
   EXPECT_NE(run_fivefold("launch -- true").output.find("--max-restarts K is required"), std::string::npos);
   EXPECT_NE(
-      run_fivefold("launch --max-restarts -1 -- true").output.find("--max-restarts must be an integer >= 0"),
+      run_fivefold("launch --max-restarts -1 -- true").output.find("--max-restarts is -1; it must be an integer between 0"),
       std::string::npos);
+  EXPECT_NE(run_fivefold("launch --max-restarts 1 --max-restarts 2 -- true").output.find("given twice"),
+            std::string::npos);
+  EXPECT_NE(run_fivefold("launch --max-restarts 1 --stop-grace 0 -- true").output.find("--stop-grace is 0"),
+            std::string::npos);
+  EXPECT_NE(run_fivefold("launch --max-restarts 1 --restarts 2 -- true").output.find("unknown option --restarts"), std::string::npos);
   EXPECT_NE(run_fivefold("launch --max-restarts 1").output.find("no command after --"), std::string::npos);
   EXPECT_EQ(run_fivefold("launch --max-restarts 0 -- true").exit_code, 0);
 }

@@ -146,6 +146,7 @@ def expected_scalars(metrics_path):
                 tags[tag] = math.nan if r[key] is None else f32(float(r[key]))
         for category, n in r.get("bytes", {}).items():
             tags[f"memory/{category}_mib"] = f32(n / 1048576.0)
+        tags["wall_time"] = r["time"]  # the event's wall_time is the row's time, to the bit
         want[r["step"]] = tags
     return want
 
@@ -184,7 +185,7 @@ def read_events(pb, run_dir):
             elif kind == "summary":
                 if event.step in got:
                     raise Refused(f"{path}: step {event.step} logged twice without a restart")
-                step = got[event.step] = {}
+                step = got[event.step] = {"wall_time": event.wall_time}
                 for value in event.summary.value:
                     if value.WhichOneof("value") != "simple_value":
                         raise Refused(f"{path}: step {event.step} tag {value.tag} is not a simple_value")
@@ -254,6 +255,9 @@ def selftest(pb, run_dir, work):
     event.summary.value[0].simple_value = event.summary.value[0].simple_value * 2 + 1
     refused("config_differs", data, config_extra="lr = 1\n")
     refused("value_changed", b"".join(frame(p) for p in payloads[:-1]) + frame(event.SerializeToString()))
+    event = pb.Event.FromString(payloads[-1])
+    event.wall_time += 1e-3
+    refused("time_differs", b"".join(frame(p) for p in payloads[:-1]) + frame(event.SerializeToString()))
 
 
 def main():

@@ -32,7 +32,7 @@ if [ "$(wc -l <"$attempts")" -eq 4 ]; then
 fi
 exec "$@"
 EOF_WRAP
-FF_FAULT_PLAN=$out/plan "$fivefold" launch --max-restarts 3 --backoff 0.1 -- sh "$out/damage_last.sh" "$out" \
+FF_FAULT_PLAN=$out/plan "$fivefold" launch --max-restarts 3 --backoff 0.1 --stop-grace 1 -- sh "$out/damage_last.sh" "$out" \
   "$mpiexec" --oversubscribe -np 2 "$fivefold" $train --out "$out/killed" >"$log" 2>&1 ||
   fail "the supervised run did not finish"
 "$mpiexec" --oversubscribe -np 2 "$fivefold" $train --out "$out/straight" >"$out/straight.txt" 2>&1 ||

@@ -54,8 +54,8 @@ EventFileWriter::~EventFileWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void EventFileWriter::write_scalars(int64_t step, const std::vector<TensorBoardScalar>& scalars) {
-  append(encode_scalars_event(unix_seconds_now(), step, scalars));
+void EventFileWriter::write_scalars(int64_t step, const std::vector<TensorBoardScalar>& scalars, double wall_time) {
+  append(encode_scalars_event(wall_time > 0 ? wall_time : unix_seconds_now(), step, scalars));
 }
 
 void EventFileWriter::write_text(int64_t step, const std::string& tag, const std::string& markdown) {

@@ -21,7 +21,9 @@ class EventFileWriter {
   EventFileWriter(const EventFileWriter&) = delete;
   EventFileWriter& operator=(const EventFileWriter&) = delete;
 
-  void write_scalars(int64_t step, const std::vector<TensorBoardScalar>& scalars);
+  // wall_time: the Unix seconds the event carries (a metrics row's "time", so both files agree);
+  // 0 means now.
+  void write_scalars(int64_t step, const std::vector<TensorBoardScalar>& scalars, double wall_time = 0);
   void write_text(int64_t step, const std::string& tag, const std::string& markdown);
   // A resumed run's first step: TensorBoard drops the earlier files' events from `step` on.
   void write_session_start(int64_t step);
