@@ -279,6 +279,25 @@ TEST(StopSignals, SigtermToMpirunUnderLaunchIsAStopNotAFailure) {
   expect_resumes_bitwise(run, mpirun_np2());
 }
 
+// launch killed outright (SIGKILL: no chance to pass anything on) must not leave its job training
+// unsupervised: the kernel sends mpirun SIGTERM as launch dies (PR_SET_PDEATHSIG), and the grace
+// launch exported lets the ranks save that step and stop.
+TEST(StopSignals, LaunchKilledOutrightStillStopsItsJobWithACheckpoint) {
+  const std::string run = temp_dir("stop-launch-killed") + "/run";
+  const Job j = start(launch(3) + mpirun_np2() + FIVEFOLD_BIN + " " + train_args(run), run + ".log");
+  wait_for_step(run, 9);
+  ::kill(j.pid, SIGKILL);
+  finish(j);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!processes_naming(run).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(processes_naming(run).empty()) << "the job outlived launch by a minute";
+  const std::string metrics = read_file(run + "/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"event\":\"stopped\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\"signal\":\"SIGTERM\""), std::string::npos) << metrics;
+  expect_resumes_bitwise(run, mpirun_np2());
+}
+
 // SIGTERM at random moments (mid-step, mid-save: ckpt_every 5 saves often, every other run in the
 // background) to launch, to the mpirun under launch, or to a bare mpirun (given a grace).
 // FF_STOP_LOOP_RUNS sets the number of runs (ctest's stop_loop_20 runs 20).
