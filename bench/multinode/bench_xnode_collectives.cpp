@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     std::printf("| op | size | Comm flat | Comm hierarchical | %s | best |\n|---|---|---|---|---|---|\n",
                 label.c_str());
   }
-  for (size_t bytes : {size_t(64) << 10, size_t(1) << 20, size_t(16) << 20, size_t(64) << 20}) {
+  for (size_t bytes : {size_t(64) << 10, size_t(1) << 20, size_t(4) << 20, size_t(16) << 20, size_t(64) << 20}) {
     size_t n = bytes / sizeof(float);
     size_t chunk = n / size_t(p);  // the sizes divide by every rank count used here
     std::vector<float> full(n, 1.0f), reduced(n), part(chunk, 1.0f);
