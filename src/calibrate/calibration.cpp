@@ -12,6 +12,7 @@
 #include "calibrate/hardware_peak.h"
 #include "calibrate/kernel_rates.h"
 #include "calibrate/this_machine.h"
+#include "comm/nodes.h"
 #include "core/memory.h"
 #include "kernels/bf16_peak.h"
 #include "kernels/flash_attention.h"
@@ -172,7 +173,10 @@ double collective_overhead(const Comm& world, const LinkClass& link) {
   return std::max(0.0, extra);
 }
 
-LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, size_t small, size_t large) {
+// `p2p_peer`: the rank that ping-pongs with rank 0 (rank 1 on one node; the first rank of another
+// node for the across-node class).
+LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, size_t small, size_t large,
+                 int p2p_peer = 1) {
   const int n = world.size();
   std::vector<float> in(large * size_t(n)), out(large * size_t(n));
   auto run = [&](size_t count) {
@@ -180,10 +184,10 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
     if (name == "all_gather") return time_op(world, [&] { world.all_gather(in.data(), out.data(), count * n); });
     if (name == "reduce_scatter") return time_op(world, [&] { world.reduce_scatter(in.data(), out.data(), count * n); });
     if (name == "all_to_all") return time_op(world, [&] { world.all_to_all(in.data(), out.data(), count); });
-    // p2p: rank 0 and 1 ping-pong, half the round trip
+    // p2p: rank 0 and the peer ping-pong, half the round trip
     return time_op(world, [&] {
-             if (world.rank() == 0) world.send(in.data(), count, 1), world.recv(out.data(), count, 1);
-             if (world.rank() == 1) world.recv(out.data(), count, 0), world.send(in.data(), count, 0);
+             if (world.rank() == 0) world.send(in.data(), count, p2p_peer), world.recv(out.data(), count, p2p_peer);
+             if (world.rank() == p2p_peer) world.recv(out.data(), count, 0), world.send(in.data(), count, 0);
            }) / 2;
   };
   const double ts = run(small), tl = run(large);
@@ -196,6 +200,24 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
   const double S = name == "all_gather" || name == "reduce_scatter" ? bytes_l * n : bytes_l;
   f.busbw = S / tl * bus_factor;
   return f;
+}
+
+// The alpha-beta fit of every collective on `group` into `link`. The large size: 16 MiB per rank, as
+// large as a step's gradient buckets (a segment each, up to millions of floats), so the slope
+// includes the memory traffic beyond the caches they meet.
+std::vector<LinkFit> fit_link_class(const Comm& group, LinkClass& link, int p2p_peer) {
+  const int n = group.size();
+  const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
+  const size_t large = size_t(1) << 22;
+  std::vector<LinkFit> fits;
+  fits.push_back(fit_link(group, "all_reduce", ar, 256, large));
+  fits.push_back(fit_link(group, "all_gather", other, 256, large));
+  fits.push_back(fit_link(group, "reduce_scatter", other, 256, large));
+  fits.push_back(fit_link(group, "all_to_all", other, 256, large));
+  fits.push_back(fit_link(group, "p2p", 1.0, 256, large, p2p_peer));
+  const Coll ops[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
+  for (size_t i = 0; i < fits.size(); ++i) link.set_from_fit(ops[i], fits[i].alpha, fits[i].beta, n);
+  return fits;
 }
 
 constexpr int kGemmRows[] = {256, 1024, 4096};           // tokens per micro-batch
@@ -318,24 +340,28 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   rates.available_cores = std::min(double(rates.cores), share / std::max(1, n / ranks_per_machine));  // per node
   ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   if (n > 1) {
-    const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
-    // The large size: 16 MiB per rank, as large as a step's gradient buckets (a segment each, up to
-    // millions of floats), so the slope includes the memory traffic beyond the caches they meet.
-    const size_t large = size_t(1) << 22;
-    c.links.push_back(fit_link(world, "all_reduce", ar, 256, large));
-    c.links.push_back(fit_link(world, "all_gather", other, 256, large));
-    c.links.push_back(fit_link(world, "reduce_scatter", other, 256, large));
-    c.links.push_back(fit_link(world, "all_to_all", other, 256, large));
-    c.links.push_back(fit_link(world, "p2p", 1.0, 256, large));
-    const Coll ops[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
-    for (size_t i = 0; i < c.links.size(); ++i) cl.same_node.set_from_fit(ops[i], c.links[i].alpha, c.links[i].beta, n);
-    // One node here: the across-node class needs ranks on two nodes to measure; until then it
-    // is the same-node one (a cluster file from two nodes, or a hand-written one, sets it).
-    cl.across_nodes = cl.same_node;
+    // Across nodes (ranks on two or more): the same-node class from the ranks of each node (every
+    // node at once, as in a step), the across-node class from all ranks, whose collectives cross
+    // the link as dp and ZeRO's do. On one node both classes are the world's.
+    const std::vector<int>& node_of = world_rank_nodes();
+    const int my_node = node_of[size_t(world.rank())];
+    const bool spans = node_count() > 1;
+    const Comm inside = spans ? world.split(my_node, world.rank()) : Comm{};
+    const bool node_groups_even = spans && std::count(node_of.begin(), node_of.end(), node_of[0]) * node_count() == n;
+    if (!spans) {
+      c.links = fit_link_class(world, cl.same_node, 1);
+      cl.across_nodes = cl.same_node;
+    } else {
+      // Every node measures its own ranks at once; rank 0's node's numbers go in the file.
+      if (node_groups_even && inside.size() > 1) c.links = fit_link_class(inside, cl.same_node, 1);
+      const int other_node = int(std::find_if(node_of.begin(), node_of.end(), [&](int v) { return v != node_of[0]; }) -
+                                 node_of.begin());
+      c.across_links = fit_link_class(world, cl.across_nodes, other_node);
+    }
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;
     rates.step_overhead = 4 * time_op(world, [&] { world.all_reduce(&x, 1); });
-    if (!shared_cores) rates.collective_overhead = collective_overhead(world, cl.same_node);
+    if (!shared_cores) rates.collective_overhead = collective_overhead(world, cl.link(spans));
   }
   cl.rates = rates;
   cl.name = "calibrated: " + cl.name;
@@ -345,11 +371,17 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   cl.gemm_efficiency = std::min(1.0, best_gemm / cl.peak_flops);
   const double dot16 = measure_bf16_dot_peak();  // per core; 0 without bf16 instructions
   if (dot16 > 0) cl.peak_flops_16 = dot16 * cl.peak_flops / machine_peak().fma_flops_per_core;  // the same share
+  // Per ring step; a noisy fit's intercept can come out 0, which a cluster file may not hold.
+  auto ring_latency = [](const LinkFit& ar, int ranks) { return std::max(1e-9, ar.alpha / (2.0 * (ranks - 1))); };
   if (!c.links.empty()) {
     const LinkFit& ar = c.links.front();
+    const int ranks = c.across_links.empty() ? n : n / node_count();
     cl.intra_bandwidth = cl.inter_bandwidth = ar.busbw;
-    // Per ring step; a noisy fit's intercept can come out 0, which a cluster file may not hold.
-    cl.intra_latency = cl.inter_latency = std::max(1e-9, ar.alpha / (2.0 * (n - 1)));
+    cl.intra_latency = cl.inter_latency = ring_latency(ar, ranks);
+  }
+  if (!c.across_links.empty()) {
+    cl.inter_bandwidth = c.across_links.front().busbw;
+    cl.inter_latency = ring_latency(c.across_links.front(), n);
   }
   return c;
 }
@@ -359,9 +391,10 @@ std::string Calibration::toml() const {
   for (const GemmClass& g : gemm)
     t += fmt::format("gemm_{}x{}x{} = {:.6g}  # FLOP/s, {}\n", g.M, g.N, g.K, g.flops, g.name);
   t += fmt::format("memory_bandwidth = {:.6g}  # bytes/s, triad\n", memory_bandwidth);
-  for (const LinkFit& l : links)
-    t += fmt::format("{}_alpha = {:.6g}  # s\n{}_beta = {:.6g}  # s per byte\n{}_busbw = {:.6g}  # bytes/s\n", l.op,
-                     l.alpha, l.op, l.beta, l.op, l.busbw);
+  for (const auto& [prefix, fits] : {std::pair{"", &links}, std::pair{"across_nodes_", &across_links}})
+    for (const LinkFit& l : *fits)
+      t += fmt::format("{0}{1}_alpha = {2:.6g}  # s\n{0}{1}_beta = {3:.6g}  # s per byte\n{0}{1}_busbw = {4:.6g}  # bytes/s\n",
+                       prefix, l.op, l.alpha, l.beta, l.busbw);
   return t;
 }
 

@@ -27,7 +27,8 @@ struct LinkFit {
 struct Calibration {
   std::vector<GemmClass> gemm;
   double memory_bandwidth = 0;  // bytes/s, triad, this rank's threads
-  std::vector<LinkFit> links;   // empty on one rank
+  std::vector<LinkFit> links;   // empty on one rank; across nodes: those of the ranks of one node
+  std::vector<LinkFit> across_links;  // the world's across nodes (empty on one node)
   ClusterSpec cluster;
   std::string toml() const;     // the cluster keys, then a [measured] table of everything above
 };

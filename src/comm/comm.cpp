@@ -140,6 +140,13 @@ CommRequest Comm::start_all_reduce(CommPtr buf, size_t n, ReduceOp op, bool bloc
   count(CommOpKind::all_reduce, n * comm_type_size(type));
   uint64_t seq = s.next_seq++;
   if (s.size == 1 || n == 0) return {};
+  // Across nodes, large buffers go node-first (hierarchical.cpp). Not for 16-bit floats: their
+  // sum is rounded once, and two stages would round twice.
+  if (s.spans_nodes_evenly && !reduces_in_f32(type) && n >= size_t(s.size) &&
+      n * comm_type_size(type) >= s.options.hierarchical_min_bytes) {
+    detail::node_hierarchy(state_);  // on first use a collective of its own: before the op is made
+    return launch(detail::make_hierarchical_all_reduce(state_, data, n, type, op), blocking);
+  }
   return launch(detail::make_pairwise(detail::PairwiseMode::all_reduce, state_,
                                                      data, data, n, type, op, seq),
                 blocking);

@@ -92,6 +92,11 @@ struct CommOptions {
   // the operation named, instead of hanging forever when a peer died without MPI noticing.
   // 0 = wait forever (the default: a legitimately slow step must not be killed by surprise).
   double timeout_s = 0;
+  // all_reduce of a group with ranks on several nodes, equally many (>= 2) on each: from this
+  // many bytes on it reduces inside each node first, so only 1/(ranks per node) of the buffer
+  // per rank crosses the link (hierarchical.cpp; the size measured in bench/RESULTS.md).
+  // Groups on one node never do. SIZE_MAX: always the flat pairwise algorithm.
+  size_t hierarchical_min_bytes = size_t(16) << 20;
 };
 
 // Rank `index` of `parts` owns elements [offset, offset + count) of an n-element buffer:

@@ -325,6 +325,7 @@ CommState::CommState(MPI_Comm c, std::vector<int> members) : comm(c), world_rank
   peer_off_node.assign(size_t(size), 0);
   for (int r = 0; r < size; ++r)
     peer_off_node[size_t(r)] = nodes[size_t(world_ranks[size_t(r)])] != nodes[size_t(world_ranks[size_t(rank)])];
+  spans_nodes_evenly = group_spans_nodes_evenly(*this);
 }
 
 CommState::~CommState() {

@@ -58,6 +58,10 @@ void note_cross_node_send(CommState& s, int peer, size_t bytes) {
   s.cross_node_messages.fetch_add(1, std::memory_order_relaxed);
   g_cross_bytes.fetch_add(bytes, std::memory_order_relaxed);
   g_cross_messages.fetch_add(1, std::memory_order_relaxed);
+  if (CommState* owner = s.counts_into) {
+    owner->cross_node_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    owner->cross_node_messages.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace detail

@@ -32,7 +32,17 @@ constexpr uint64_t kSeqWindow = uint64_t(1) << 20;
 constexpr int kSplitTagBase = kCollTagBase + int(2 * kSeqWindow);
 constexpr int kSubgroupTagBase = kSplitTagBase + int(kSeqWindow);  // + the caller's group key
 constexpr int kSubgroupKeys = 1 << 10;
-constexpr int kTagsNeeded = kSubgroupTagBase + kSubgroupKeys;  // checked against MPI_TAG_UB
+// Keys of the groups this layer makes for itself (hierarchical.cpp), above the caller's keys.
+constexpr int kInternalKeyInsideNode = kSubgroupKeys;
+constexpr int kInternalKeyAcrossNodes = kSubgroupKeys + 1;
+constexpr int kTagsNeeded = kSubgroupTagBase + kSubgroupKeys + 2;  // checked against MPI_TAG_UB
+
+struct CommState;
+// The two groups a hierarchical all-reduce runs on (hierarchical.cpp): the group's ranks on this
+// node, and this rank's peers at the same place on every node.
+struct NodeHierarchy {
+  std::shared_ptr<CommState> inside, across;
+};
 
 struct CommState {
   CommState(MPI_Comm comm, std::vector<int> world_ranks);
@@ -60,6 +70,14 @@ struct CommState {
   std::vector<uint8_t> peer_off_node;
   std::atomic<uint64_t> cross_node_bytes{0};
   std::atomic<uint64_t> cross_node_messages{0};
+  // A group made by this layer for another one's algorithm also counts its cross-node sends
+  // there (it outlives this group: it owns it through `hierarchy`).
+  CommState* counts_into = nullptr;
+
+  // spans_nodes_evenly(*this), found once at construction.
+  bool spans_nodes_evenly = false;
+  // Made on the first hierarchical all-reduce (hierarchical.cpp); null until then.
+  std::unique_ptr<NodeHierarchy> hierarchy;
 };
 
 // Node of every world rank (nodes.cpp), asked once by init_comm before the world Comm exists.
@@ -190,6 +208,16 @@ class RequestSet {
 enum class PairwiseMode { reduce_scatter, all_gather, all_reduce };
 std::shared_ptr<Op> make_pairwise(PairwiseMode mode, std::shared_ptr<CommState> comm, const void* in,
                                   void* out, size_t n_total, CommType type, ReduceOp op, uint64_t seq);
+
+// hierarchical.cpp. Whether the group has ranks on two or more nodes and equally many (two or
+// more) on each: the shape the hierarchical all-reduce needs.
+bool group_spans_nodes_evenly(const CommState& s);
+// The group's node hierarchy, made on first use: a blocking collective over the group, so it is
+// called from the caller's thread in the order of the collectives (every rank alike).
+NodeHierarchy& node_hierarchy(const std::shared_ptr<CommState>& s);
+// Reduce-scatter inside the node, all-reduce across nodes, all-gather inside the node.
+std::shared_ptr<Op> make_hierarchical_all_reduce(const std::shared_ptr<CommState>& comm, void* data,
+                                                 size_t n, CommType type, ReduceOp op);
 
 // reduce.cpp. Elementwise reductions used by the collectives, dst[i] = a[i] (op) b[i]. dst may
 // alias a (the in-place accumulate of all_reduce). The order of operands is fixed by the

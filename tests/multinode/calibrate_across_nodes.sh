@@ -1,0 +1,26 @@
+#!/bin/sh
+# `fivefold calibrate` across two namespaced nodes x 2 ranks over a 1 Gbit/s link: the across-node
+# link class is measured over the link, not copied from shared memory. Its point-to-point bandwidth
+# must lie under the link's rate (tc's 1 Gbit/s = 125 MB/s, +5% for the token bucket's burst) and
+# above half of it, while the same-node class (shared memory) is several times faster; the planner
+# reads the file.
+# Usage: calibrate_across_nodes.sh FIVEFOLD
+fivefold=$1
+here=$(dirname "$0")
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $1"; cat "$out/log" "$out/cluster.toml" 2>/dev/null; exit 1; }
+"$here/on_nodes.sh" 2 2 1gbit "$fivefold" calibrate --threads 1 --sweeps 1 --out "$out/cluster.toml" >"$out/log" 2>&1
+code=$?
+[ $code = 77 ] && { cat "$out/log"; exit 77; }
+[ $code = 0 ] || fail "calibrate across two nodes failed (exit $code)"
+value() { sed -n "s/^$1 = \([0-9.e+-]*\).*/\1/p" "$out/cluster.toml"; }
+across=$(value across_nodes_p2p_busbw)
+inside=$(value p2p_busbw)
+[ -n "$across" ] && [ -n "$inside" ] || fail "no p2p_busbw or across_nodes_p2p_busbw in [measured]"
+awk -v a="$across" -v i="$inside" 'BEGIN { link = 1e9 / 8; exit !(a <= 1.05 * link && a >= 0.5 * link && i >= 4 * a) }' ||
+  fail "across-node p2p $across B/s is not within [0.5, 1.05] x 125 MB/s, or same-node $inside B/s is not 4x that"
+grep -q '^\[across_nodes\]' "$out/cluster.toml" || fail "no [across_nodes] table"
+"$fivefold" plan --config "$here/../../configs/tiny.toml" --vocab-size 320 --ranks 4 --layout dp=4,mb=1 \
+  --cluster "$out/cluster.toml" >"$out/log" 2>&1 || fail "plan cannot read the cluster file"
+echo "across-node p2p $across B/s (link 125 MB/s), same-node $inside B/s"
