@@ -222,6 +222,9 @@ def main():
         return
     if not shutil.which("perf"):
         sys.exit("perf is not on PATH: install linux-perf (Debian) to profile")
+    sys.path.insert(0, os.path.dirname(HERE))
+    from benchlib import ensure_kjv
+    ensure_kjv(a.fivefold, a.data)
     load = open("/proc/loadavg").read().split()[:3]
     with tempfile.TemporaryDirectory() as workdir:
         p = profile(record(a, workdir), a.steps + a.warmup, a.warmup, source_files(a.fivefold))

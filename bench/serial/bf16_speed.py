@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from compare_pytorch import first_train_shard, fivefold_round, peer_env, run_measured, shard_to_int32  # noqa: E402
 import json  # noqa: E402
+from benchlib import ensure_kjv  # noqa: E402
 
 
 def fivefold_precision_round(a, workdir, precision):
@@ -59,6 +60,7 @@ def main():
     base_key = f"fivefold bf16, {a.baseline_name}"
     if a.baseline:
         runs[base_key] = []
+    ensure_kjv(a.fivefold, a.data)
     with tempfile.TemporaryDirectory() as workdir:
         tokens_file = os.path.join(workdir, "train.i32")
         os.makedirs(os.path.join(workdir, "base"))
