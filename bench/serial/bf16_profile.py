@@ -10,7 +10,9 @@ own operand copies (packing) come apart.
 
 usage: /usr/bin/python3 bench/serial/bf16_profile.py [--fivefold build/fivefold] [--steps 10 --warmup 3]
                                                      [--threads 2] [--precision bf16] [--save P.json]
-       /usr/bin/python3 bench/serial/bf16_profile.py --compare BEFORE.json AFTER.json   (the two side by side)
+                                                     [--train-args "--wgrad-rows false"]
+       /usr/bin/python3 bench/serial/bf16_profile.py --compare B1.json,B2.json A1.json,A2.json
+           (two builds side by side, each the mean of its runs)
 
 A step ends with its optimizer. ms per step is a row's share
 of the timed steps' samples (all threads) times the median step wall time, so the rows add up to
@@ -66,7 +68,7 @@ def record(a, workdir):
     cmd = ["perf", "record", "-q", "-F", str(HZ), "-o", data, "--",
            a.fivefold, "train", "--config", os.path.join(ROOT, "configs/bench.toml"), "--data", a.data, "--out", out,
            "--steps", str(a.steps + a.warmup), "--eval-every", "0", "--threads", str(a.threads), "--log-every", "1000",
-           "--precision", a.precision]
+           "--precision", a.precision] + a.train_args.split()
     subprocess.run(cmd, env=dict(os.environ, DNNL_JIT_PROFILE="2"), check=True, capture_output=True)
     return data
 
@@ -201,6 +203,22 @@ def print_table(p):
           f"**{100 * p['non_gemm_share']:.1f}%**; of the busy time: **{100 * busy_non_gemm(p):.1f}%** |")
 
 
+def mean_profile(runs):
+    """Several profiles of one build (alternating runs) as one: each row's numbers averaged, a row
+    missing from a run counted as zero there."""
+    if len(runs) == 1:
+        return runs[0]
+    names = list(dict.fromkeys(k for r in runs for k in r["rows"]))
+    rows = {}
+    for k in names:
+        got = [r["rows"].get(k) for r in runs]
+        rows[k] = {f: statistics.mean(g[f] if g else 0.0 for g in got) for f in ("share", "ms", "cpu_ms")}
+        rows[k]["gemm"] = next(g for g in got if g)["gemm"]
+    rows = dict(sorted(rows.items(), key=lambda kv: -kv[1]["share"]))
+    return {"rows": rows, "step_ms": statistics.mean(r["step_ms"] for r in runs),
+            "non_gemm_share": statistics.mean(r["non_gemm_share"] for r in runs)}
+
+
 def print_compare(before, after):
     rows = list(before["rows"]) + [r for r in after["rows"] if r not in before["rows"]]
     print("| kernel | GEMM | before: ms per step | share | CPU ms | after: ms per step | share | CPU ms |")
@@ -224,11 +242,12 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", default="bf16")
+    ap.add_argument("--train-args", default="", help="more `fivefold train` flags, e.g. '--wgrad-rows false'")
     ap.add_argument("--save", help="write the profile as JSON (for --compare)")
-    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="comma-separated profiles of each build")
     a = ap.parse_args()
     if a.compare:
-        print_compare(*(json.load(open(p)) for p in a.compare))
+        print_compare(*(mean_profile([json.load(open(p)) for p in side.split(",")]) for side in a.compare))
         return
     if not shutil.which("perf"):
         sys.exit("perf is not on PATH: install linux-perf (Debian) to profile")
