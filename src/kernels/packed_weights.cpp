@@ -14,7 +14,7 @@ namespace ff {
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
 struct PackedWeights::Impl {
-  // The products run with one packing of a weight: they differ in M, strides, alpha, beta.
+  // The products run with one packing of a weight: they differ in M, strides, alpha, beta, C's type.
   using ProductKey = std::tuple<int, int, int, float, float, DType>;  // M, lda, ldc, alpha, beta, C's type
   struct Packed {
     dnnl::memory::desc layout;  // oneDNN's blocked layout, chosen by the first product's primitive
