@@ -64,7 +64,7 @@ def main():
     comm = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as workdir:
         tokens = os.path.join(workdir, "train.i32")
-        serial.shard_to_int32(os.path.join(data["before"], "train.bin"), tokens)
+        serial.shard_to_int32(serial.first_train_shard(data["before"]), tokens)
         for r in range(a.rounds):
             for name, build in builds.items():
                 a.fivefold, a.data = os.path.join(build, "fivefold"), data[name]

@@ -44,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.path.insert(0, os.path.join(ROOT, "bench/serial"))
 from benchlib import read_metrics, replace_section  # noqa: E402
-from compare_pytorch import shard_to_int32  # noqa: E402  (one re-encoder for both drivers)
+from compare_pytorch import first_train_shard, shard_to_int32  # noqa: E402  (one re-encoder for both drivers)
 
 SECTION = "## Data parallel: fivefold DDP vs PyTorch DDP (gloo)"
 RANKS, THREADS = 2, 1
@@ -292,7 +292,7 @@ def main():
     pt = []
     with tempfile.TemporaryDirectory() as workdir:
         tokens_file = os.path.join(workdir, "train.i32")
-        shard_to_int32(os.path.join(a.data, "train.bin"), tokens_file)
+        shard_to_int32(first_train_shard(a.data), tokens_file)
         attempts = 0
         for r in range(a.rounds):
             best = None

@@ -18,8 +18,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from compare_pytorch import fivefold_round, peer_env, run_measured, shard_to_int32  # noqa: E402
+from compare_pytorch import first_train_shard, fivefold_round, peer_env, run_measured, shard_to_int32  # noqa: E402
 import json  # noqa: E402
+from benchlib import ensure_kjv  # noqa: E402
 
 
 def fivefold_precision_round(a, workdir, precision):
@@ -59,10 +60,11 @@ def main():
     base_key = f"fivefold bf16, {a.baseline_name}"
     if a.baseline:
         runs[base_key] = []
+    ensure_kjv(a.fivefold, a.data)
     with tempfile.TemporaryDirectory() as workdir:
         tokens_file = os.path.join(workdir, "train.i32")
         os.makedirs(os.path.join(workdir, "base"))
-        shard_to_int32(os.path.join(a.data, "train.bin"), tokens_file)
+        shard_to_int32(first_train_shard(a.data), tokens_file)
         for r in range(a.rounds):
             runs["fivefold fp32"].append(fivefold_precision_round(a, workdir, "fp32"))
             runs["fivefold bf16"].append(fivefold_precision_round(a, workdir, "bf16"))

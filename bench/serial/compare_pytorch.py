@@ -26,15 +26,24 @@ from benchlib import cpu_name, peer_env, read_metrics, replace_section  # noqa: 
 SECTION = "## Serial training: fivefold vs PyTorch"
 
 
+def first_train_shard(data):
+    """A prepared data folder's first training shard: train-00000.bin (`fivefold prepare` today),
+    train.bin (folders prepared before shards were numbered)."""
+    for name in ("train-00000.bin", "train.bin"):
+        if os.path.exists(os.path.join(data, name)):
+            return os.path.join(data, name)
+    sys.exit(f"{data}: no train-00000.bin (prepare it: fivefold prepare --text FILE --out {data})")
+
+
 def shard_to_int32(shard, out):
     """Re-encodes a fivefold token shard (src/io/tokens/token_shard.h: a 40-byte header in version 1, 48 in
-    version 2; u16 or u32 ids) as raw int32 ids."""
+    versions 2 and 3; u16 or u32 ids; a version-3 loss mask after the ids is not read) as raw int32 ids."""
     with open(shard, "rb") as f:
         head = f.read(48)
         if head[:8] != b"FFTOKENS":
             sys.exit(f"{shard} is not a fivefold token shard")
         version, dtype_bytes, count = struct.unpack_from("<IIQ", head, 8)
-        header_bytes = {1: 40, 2: 48}.get(version)
+        header_bytes = {1: 40, 2: 48, 3: 48}.get(version)
         if header_bytes is None:
             sys.exit(f"{shard}: token shard version {version} is not one this script reads")
         f.seek(header_bytes)
@@ -96,7 +105,7 @@ def main():
     a.batch, a.seq = 8, 256  # configs/bench.toml; torch_llama_bench.py defaults match
     with tempfile.TemporaryDirectory() as workdir:
         tokens_file = os.path.join(workdir, "train.i32")
-        shard_to_int32(os.path.join(a.data, "train.bin"), tokens_file)
+        shard_to_int32(first_train_shard(a.data), tokens_file)
         ff, pt = [], []
         for r in range(a.rounds):
             ff.append(fivefold_round(a, workdir))

@@ -100,6 +100,23 @@ void gemm_run_precision(const GemmContext& g, bool trans_a, bool trans_b, int M,
   gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, TypedPtr(C), ldc);
 }
 
+bool gemm_forward_rounded(const GemmContext& g, TypedPtr C16, ConstTypedPtr A, WeightRef W, int M, int N, int K,
+                          float* staging) {
+  const DType t = gemm_dtype_for(g, A);
+  if (C16.dtype() == DType::f32 || C16.dtype() != t || g.fp8)
+    throw std::logic_error(std::string("gemm_forward_rounded: output ") + dtype_name(C16.dtype()) +
+                           " in a " + dtype_name(t) + " product; it writes the product's own 16-bit type");
+  if (M <= 0 || N <= 0) return true;
+  const size_t nw = size_t(N) * K;
+  if (A.dtype() == t && g.twin_of(W.data, nw, t)) {
+    PackedProduct p{true, M, N, K, 1.0f, 0.0f, A.data(), K, C16.data(), N};
+    p.c_dtype = t;
+    if (g.multiply_packed(W.data, nw, t, p)) return true;
+  }
+  gemm_run_precision(g, false, true, M, N, K, 1.0f, A, K, W.data, K, 0.0f, staging, N, GemmRole::forward, W.at);
+  return false;
+}
+
 void linear_backward_run_precision(const GemmContext& g, float* dx, float* dW, ConstTypedPtr dy, ConstTypedPtr x,
                                    WeightRef weight, int N, int in, int out) {
   const DType t = gemm_dtype_for(g, x);

@@ -38,6 +38,16 @@ using WeightGradRef = ParamOperand<float>;
 void gemm_run_precision(const GemmContext& g, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                         ConstTypedPtr A, int lda, const float* B, int ldb, float beta, float* C, int ldc,
                         GemmRole role = GemmRole::forward, int64_t param_at = -1);
+// C16(M,N) = A(M,K) W^T stored in C16's 16-bit type by the product itself: a forward product whose
+// output is kept rounded (gate_up, which SwiGLU reads 16-bit). Where the weight is packed
+// (packed_weights.h) the product rounds its fp32 accumulators as it stores them, so no fp32 C is
+// written and read back: true. Else (no packed twin, an fp32 A) it computes the fp32 product into
+// `staging` (M x N floats) by gemm_run_precision and leaves C16 to the caller, whose next kernel
+// can round it as it reads it: false. The same bits either way (but a denormal result, zero when
+// the product stores it). A and W as gemm_run_precision's forward product; the context's
+// precision must be C16's type (a 16-bit one).
+bool gemm_forward_rounded(const GemmContext& g, TypedPtr C16, ConstTypedPtr A, WeightRef W, int M, int N, int K,
+                          float* staging);
 // dW(out,in) += dy^T x in the context's precision (f32: linear_backward's operand order for tall
 // W); x may be stored 16-bit, as above.
 void accumulate_weight_grad(const GemmContext& g, WeightGradRef dW, const float* dy, ConstTypedPtr x, int N,

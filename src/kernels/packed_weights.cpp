@@ -14,8 +14,8 @@ namespace ff {
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
 struct PackedWeights::Impl {
-  // The products run with one packing of a weight: they differ in M, strides, alpha, beta.
-  using ProductKey = std::tuple<int, int, int, float, float>;  // M, lda, ldc, alpha, beta
+  // The products run with one packing of a weight: they differ in M, strides, alpha, beta, C's type.
+  using ProductKey = std::tuple<int, int, int, float, float, DType>;  // M, lda, ldc, alpha, beta, C's type
   struct Packed {
     dnnl::memory::desc layout;  // oneDNN's blocked layout, chosen by the first product's primitive
     TrackedBuffer<unsigned char> storage;
@@ -45,12 +45,18 @@ dnnl::memory::desc plain_weight(bool trans_w, int K, int N, DType t) {
   return dnnl::memory::desc({K, N}, type_16bit(t), strides);
 }
 
+// C as the product writes it: fp32, or rounded to its 16-bit type on the way out.
+dnnl::memory::desc output(const PackedProduct& p) {
+  const dnnl::memory::data_type t =
+      p.c_dtype == DType::f32 ? dnnl::memory::data_type::f32 : type_16bit(p.c_dtype);
+  return dnnl::memory::desc({p.M, p.N}, t, dnnl::memory::dims{p.ldc, 1});
+}
+
 dnnl::matmul::primitive_desc product_desc(const PackedProduct& p, DType t, const dnnl::memory::desc& weight,
                                           const dnnl::engine& engine) {
   const dnnl::primitive_attr attr = onednn::alpha_beta_attr(p.alpha, p.beta);
   const dnnl::memory::desc a({p.M, p.K}, type_16bit(t), dnnl::memory::dims{p.lda, 1});
-  const dnnl::memory::desc c({p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1});
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, weight, c), attr, engine);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, weight, output(p)), attr, engine);
 }
 
 }  // namespace packed_weights_detail
@@ -64,12 +70,13 @@ size_t PackedWeights::packings() const { return impl_->packings; }
 bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, const PackedProduct& p) {
   namespace d = packed_weights_detail;
   if ((t != DType::bf16 && t != DType::f16) || p.M <= 0 || p.N <= 0 || p.K <= 0) return false;
+  if (p.c_dtype != DType::f32 && (p.c_dtype != t || p.beta != 0.0f)) return false;  // no 16-bit accumulation
   Impl& s = *impl_;
   // Held while looking up, building and packing, not while multiplying (nodes of std::map stay put).
   std::unique_lock<std::mutex> lock(s.mu);
   const Impl::WeightKey wk{w16, p.trans_w, p.K, p.N, t};
   if (s.refused.count(wk)) return false;
-  const Impl::ProductKey pk{p.M, p.lda, p.ldc, p.alpha, p.beta};
+  const Impl::ProductKey pk{p.M, p.lda, p.ldc, p.alpha, p.beta, p.c_dtype};
   auto it = s.weights.find(wk);
   try {
     if (it == s.weights.end()) {
@@ -109,8 +116,7 @@ bool PackedWeights::multiply(const void* w16, DType t, uint64_t generation, cons
   const dnnl::memory a({{p.M, p.K}, d::type_16bit(t), dnnl::memory::dims{p.lda, 1}}, s.engine,
                        const_cast<void*>(p.A));
   const dnnl::memory b(w.layout, s.engine, w.storage.data());
-  const dnnl::memory c({{p.M, p.N}, dnnl::memory::data_type::f32, dnnl::memory::dims{p.ldc, 1}}, s.engine,
-                       p.C);
+  const dnnl::memory c(d::output(p), s.engine, p.C);
   product.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
   stream.wait();
   return true;

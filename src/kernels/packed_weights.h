@@ -21,14 +21,18 @@ namespace ff {
 
 // One product with a packed weight: C(M,N) = alpha A(M,K) op(W) + beta C, A row-major (lda), C
 // row-major (ldc); W is the 16-bit weight stored (N,K) row-major when trans_w (x W^T), else (K,N).
+// C is fp32, or 16-bit (c_dtype, the weight's type, beta 0): the product then rounds each fp32
+// accumulator as it stores it, the bits of the fp32 product rounded afterwards (round to nearest
+// even; the one difference: oneDNN's bf16 stores flush a denormal fp32 result to zero).
 struct PackedProduct {
   bool trans_w = false;
   int M = 0, N = 0, K = 0;
   float alpha = 1.0f, beta = 0.0f;
   const void* A = nullptr;  // 16-bit, the weight's dtype
   int lda = 0;
-  float* C = nullptr;
+  void* C = nullptr;  // c_dtype
   int ldc = 0;
+  DType c_dtype = DType::f32;
 };
 
 class PackedWeights {

@@ -18,9 +18,9 @@
 //   - att: the o GEMM reads it, and attention's backward (D = rowsum(dO * O)) reads it widened.
 //     The bf16 attention kernel writes it rounded itself; an fp32-only attention (cp's, fp16's)
 //     is staged fp32 in the model's staging buffer and rounded once.
-//   - gate_up: the GEMM writes fp32 into the model's staging buffer, which SwiGLU's forward rounds
-//     into the kept tensor as it reads it; SwiGLU (forward, recomputed or not, and backward) reads
-//     the rounded values. What the norms, RoPE, attention
+//   - gate_up: the GEMM stores it rounded (on a packed weight; else it writes fp32 into the
+//     model's staging buffer, which SwiGLU's forward rounds as it reads it); SwiGLU (forward,
+//     recomputed or not, and backward) reads the rounded values. What the norms, RoPE, attention
 // and the loss read stays fp32: x_in, mid, rstd, qkv (until attention takes bf16 q/k/v), lse.
 // Per dense block and token in a 16-bit run, in 4-byte units:
 //   none:      4C + Q + A + H + 3F + 2 - (2C + A + 3F) / 2

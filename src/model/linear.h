@@ -18,6 +18,12 @@ namespace ff {
 inline void matmul_xwt(const GemmContext& g, float* y, ConstTypedPtr x, WeightRef W, int N, int in, int out) {
   gemm_run_precision(g, false, true, N, out, in, 1.0f, x, in, W.data, in, 0.0f, y, out, GemmRole::forward, W.at);
 }
+// y16(N,out) = x(N,in) W^T kept 16-bit, rounded by the product as it stores it: true. False: the
+// product is in `staging` (N x out floats), fp32, for the caller to round (kernels/gemm_precision.h).
+inline bool matmul_xwt_rounded(const GemmContext& g, TypedPtr y16, ConstTypedPtr x, WeightRef W, int N, int in,
+                               int out, float* staging) {
+  return gemm_forward_rounded(g, y16, x, W, N, out, in, staging);
+}
 // y(N,out) += x(N,in) W^T (the residual add of o and down rides on beta = 1).
 inline void matmul_xwt_add(const GemmContext& g, float* y, ConstTypedPtr x, WeightRef W, int N, int in, int out) {
   gemm_run_precision(g, false, true, N, out, in, 1.0f, x, in, W.data, in, 1.0f, y, out, GemmRole::forward, W.at);

@@ -110,13 +110,20 @@ void Llama::attention_into(const BlockActs& a, int B, int T) {
 void ModelHooks::dense_mlp_forward(ModelHooks& h, const MlpCall& m, float* out) {
   const BlockActs& a = *m.a;
   const int N = m.N, C = m.C, F = m.F;
-  // A 16-bit gate_up: the GEMM's fp32 output is staged, rounded once, and SwiGLU reads the
-  // rounded values, as its recomputation and its backward will.
+  // A 16-bit gate_up is rounded once, and SwiGLU reads the rounded values, as its recomputation
+  // and its backward will: by the GEMM as it stores its output (a packed weight: no fp32 (N, 2F)
+  // written and read back), else by SwiGLU's forward as it reads the staged fp32 output row by
+  // row, or, unrounded (the test's reference), by a separate pass.
   const bool staged = a.mlp.gate_up.dtype() != DType::f32;
-  float* gate_up = staged ? m.staging : a.mlp.gate_up.f32();
-  matmul_xwt(*m.gemm, gate_up, h.column_input(a.ln2, N, C), m.weight(m.o->mlp.gate_up), N, C, 2 * F);  // (N, 2F)
-  if (staged && m.round_in_kernels) swiglu_forward_rounding(a.mlp.h, a.mlp.gate_up, gate_up, N, F);
-  else {
+  const ConstTypedPtr ln2 = h.column_input(a.ln2, N, C);
+  if (staged && m.round_in_kernels) {
+    if (matmul_xwt_rounded(*m.gemm, a.mlp.gate_up, ln2, m.weight(m.o->mlp.gate_up), N, C, 2 * F, m.staging))
+      swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                  // (N, F)
+    else
+      swiglu_forward_rounding(a.mlp.h, a.mlp.gate_up, m.staging, N, F);
+  } else {
+    float* gate_up = staged ? m.staging : a.mlp.gate_up.f32();
+    matmul_xwt(*m.gemm, gate_up, ln2, m.weight(m.o->mlp.gate_up), N, C, 2 * F);                  // (N, 2F)
     if (staged) convert_from_f32(a.mlp.gate_up, gate_up, size_t(N) * 2 * F);
     swiglu_forward(a.mlp.h, a.mlp.gate_up, N, F);                                            // (N, F)
   }

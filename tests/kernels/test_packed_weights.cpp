@@ -7,8 +7,11 @@
 // double-precision product of the same bf16-rounded operands (an independent computation).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "check.h"
@@ -101,6 +104,75 @@ TEST(PackedWeights, ProductsAreBitwiseThePlainOnesOnOddShapes) {
         }
     }
   }
+}
+
+// gemm_forward_rounded: the packed product storing bf16 itself gives the bits of the fp32 product
+// rounded afterwards (the unfused path it replaces), writes nothing to the fp32 staging, shares the
+// x W^T packing, and agrees with a double product of the bf16 operands to bf16's half ulp; without
+// packing it leaves the fp32 product in the staging (for the caller to round) and the output alone.
+TEST(PackedWeights, AProductRoundingItsOwnOutputIsTheFp32ProductRounded) {
+  if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
+  for (Shape s : {Shape{37, 96, 80}, Shape{256, 384, 2048}, Shape{1, 64, 64}}) {
+    const std::string at = std::to_string(s.N) + "x" + std::to_string(s.in) + "x" + std::to_string(s.out);
+    std::vector<float> W = to_float(randn(size_t(s.out) * s.in, 11));
+    const auto x = bf16_values(to_float(randn(size_t(s.N) * s.in, 12)).data(), size_t(s.N) * s.in);
+    std::vector<uint16_t> x16(x.size());
+    ff::convert_from_f32(ff::TypedPtr(x16.data(), ff::DType::bf16), x.data(), x.size());
+    const ff::ConstTypedPtr a(x16.data(), ff::DType::bf16);
+    ff::WeightCopy copy({{W.data(), W.size()}}, ff::DType::bf16);
+    const ff::GemmContext bf16 = bf16_reading(copy);
+    const ff::FreshWeightCopy fresh(&copy);
+    const size_t n = size_t(s.N) * s.out;
+    // Unfused: the fp32 product, then rounded.
+    std::vector<float> y32(n);
+    ff::gemm_run_precision(bf16, false, true, s.N, s.out, s.in, 1.0f, a, s.in, W.data(), s.in, 0.0f, y32.data(),
+                           s.out);
+    std::vector<uint16_t> expect(n);
+    ff::convert_from_f32(ff::TypedPtr(expect.data(), ff::DType::bf16), y32.data(), n);
+    // Fused, packed: the staging keeps its sentinel.
+    std::vector<float> staging(n, -7.0f);
+    std::vector<uint16_t> got(n, 0xffff);
+    EXPECT_TRUE(ff::gemm_forward_rounded(bf16, ff::TypedPtr(got.data(), ff::DType::bf16), a, W.data(), s.N, s.out,
+                                         s.in, staging.data()))
+        << at;
+    EXPECT_EQ(std::memcmp(got.data(), expect.data(), n * sizeof(uint16_t)), 0) << at;
+    EXPECT_TRUE(std::all_of(staging.begin(), staging.end(), [](float v) { return v == -7.0f; })) << at;
+    EXPECT_EQ(copy.packed().packings(), 1u) << at;  // the fp32 product's x W^T packing, read again
+    // Plain (packing off): the fp32 product left in the staging, the output untouched.
+    ff::GemmContext plain = bf16;
+    plain.packed_weights = false;
+    std::vector<uint16_t> untouched(n, 0xffff);
+    EXPECT_FALSE(ff::gemm_forward_rounded(plain, ff::TypedPtr(untouched.data(), ff::DType::bf16), a, W.data(), s.N,
+                                          s.out, s.in, staging.data()))
+        << at;
+    EXPECT_EQ(std::memcmp(staging.data(), y32.data(), n * sizeof(float)), 0) << at;
+    EXPECT_TRUE(std::all_of(untouched.begin(), untouched.end(), [](uint16_t v) { return v == 0xffff; })) << at;
+    // Against a double product of the bf16 values: fp32 accumulation, then one bf16 rounding.
+    std::vector<float> gotf(n);
+    ff::convert_to_f32(gotf.data(), ff::ConstTypedPtr(got.data(), ff::DType::bf16), n);
+    const auto wr = bf16_values(W.data(), W.size());
+    for (int i = 0; i < s.N; i += 3)
+      for (int j = 0; j < s.out; j += 7) {
+        double sum = 0, mag = 0;
+        for (int k = 0; k < s.in; ++k) {
+          const double t = double(x[size_t(i) * s.in + k]) * wr[size_t(j) * s.in + k];
+          sum += t, mag += std::fabs(t);
+        }
+        ASSERT_NEAR(gotf[size_t(i) * s.out + j], sum, std::ldexp(std::fabs(sum), -8) + 1e-6 * s.in * mag + 1e-6)
+            << at << " " << i << "," << j;
+      }
+  }
+}
+
+TEST(PackedWeights, AProductRoundingItsOutputRefusesAnotherType) {
+  std::vector<float> W(64 * 64, 0.5f), x(4 * 64, 1.0f), y(4 * 64), staging(4 * 64);
+  const ff::GemmContext bf16{.input_dtype = ff::DType::bf16};
+  EXPECT_THROW(ff::gemm_forward_rounded(bf16, ff::TypedPtr(y.data()), x.data(), W.data(), 4, 64, 64, staging.data()),
+               std::logic_error);
+  std::vector<uint16_t> y16(4 * 64);
+  EXPECT_THROW(ff::gemm_forward_rounded(bf16, ff::TypedPtr(y16.data(), ff::DType::f16), x.data(), W.data(), 4, 64,
+                                        64, staging.data()),
+               std::logic_error);
 }
 
 TEST(PackedWeights, PackedOncePerRefreshAndReadTheNewWeightsAfterAStep) {
