@@ -8,6 +8,7 @@
 // does not restart a stopped job, and exits 75 too. A second stop goes to the job as SIGTERM (it
 // aborts), a third as SIGKILL to its process group.
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -78,8 +80,12 @@ struct Attempt {
 };
 
 // Runs the command with its stdout and stderr through a pipe: echoed as they come, and read for
-// the signs of what went wrong (Open MPI's and Slurm's words for a dead rank, the watchdog's line).
-Attempt run_once(const std::vector<std::string>& cmd) {
+// the signs of what went wrong (Open MPI's and Slurm's words for a dead rank or a lost node, the
+// watchdog's line). Once such a sign came, the job gets `end_bound_s` to end by itself; then its
+// process group is killed: mpirun whose ranks aborted can wait for good on a daemon behind a link
+// that is down. The output is read until the job has ended, not until every writer closed the
+// pipe (a daemon cut off on another node may hold it open).
+Attempt run_once(const std::vector<std::string>& cmd, double end_bound_s) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = ::fork();
@@ -111,6 +117,8 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   static const std::regex ompi_signal(
       R"(process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+))");
   static const std::regex slurm_task(R"(srun: error: (\S+): task (\d+): (.*))");
+  static const std::regex ompi_lost_node(R"(Remote daemon: \S+ on node (\S+))");
+  static const std::regex ompi_daemon_failed(R"(ORTE was unable to reliably start one or more daemons)");
   static const std::regex watchdog(R"(rank (\d+): (.*past collective_timeout.*?)(: a peer rank|$))");
   static const std::regex own_error(R"(fivefold \w+: error: )");
   std::string died, hang, error, line;
@@ -122,6 +130,11 @@ Attempt run_once(const std::vector<std::string>& cmd) {
       const std::string pid = m[2].str() == "0" ? "" : "pid " + m[2].str() + " ";  // Open MPI may not know it
       died = fmt::format("rank {} ({}on {}) died of signal {} ({})", m[1].str(), pid, m[3].str(), sig,
                          strsignal(sig));
+    } else if (died.empty() && std::regex_search(l, m, ompi_lost_node)) {
+      died = fmt::format("node {} lost: mpirun's daemon there stopped answering (the node died or its link is down)",
+                         m[1].str());
+    } else if (died.empty() && std::regex_search(l, m, ompi_daemon_failed)) {
+      died = "an Open MPI daemon on another node died or could not start (a node down or unreachable)";
     } else if (died.empty() && std::regex_search(l, m, slurm_task)) {
       died = fmt::format("rank {} on {} ended: {}", m[2].str(), m[1].str(), m[3].str());
     } else if (hang.empty() && std::regex_search(l, m, watchdog)) {
@@ -130,22 +143,46 @@ Attempt run_once(const std::vector<std::string>& cmd) {
       error = l;
     }
   };
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    std::fwrite(buf, 1, size_t(n), stdout);
+  auto consume = [&](const char* data, size_t n) {
+    std::fwrite(data, 1, n, stdout);
     std::fflush(stdout);
-    line.append(buf, size_t(n));
+    line.append(data, n);
     for (size_t nl; (nl = line.find('\n')) != std::string::npos; line.erase(0, nl + 1))
       scan(line.substr(0, nl));
+  };
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> deadline;  // set by the first sign of failure
+  bool killed = false, ended = false, eof = false;
+  int status = 0;
+  while (!ended) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (!eof && ::poll(&p, 1, 200) > 0) {
+      const ssize_t n = ::read(fds[0], buf, sizeof buf);
+      if (n > 0) consume(buf, size_t(n));
+      else if (n == 0 || errno != EINTR) eof = true;  // every writer gone (or the pipe failed)
+    } else if (eof) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    ended = w == pid;
+    if (ended) break;
+    if (!deadline && (!died.empty() || !hang.empty()))
+      deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(end_bound_s));
+    if (deadline && !killed && Clock::now() > *deadline) {
+      std::fprintf(stderr, "fivefold launch: the job did not end within %.0f s of its failure; killing it\n",
+                   end_bound_s);
+      ::kill(-pid, SIGKILL);
+      killed = true;
+    }
+  }
+  // What the job wrote before it ended, as far as it is in the pipe already.
+  for (pollfd p{fds[0], POLLIN, 0}; !eof && ::poll(&p, 1, 100) > 0;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    consume(buf, size_t(n));
   }
   if (!line.empty()) scan(line);
   ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
   g_job = 0;
   Attempt a;
   a.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -154,6 +191,7 @@ Attempt run_once(const std::vector<std::string>& cmd) {
   // would recur), unless a rank died first and the error is the others' view of it.
   a.restartable = (!died.empty() || !hang.empty() || error.empty()) && a.exit_code != 127;
   if (a.exit_code == 127) error = "the command could not be started (exit code 127: not found?)";
+  if (killed) (died.empty() ? hang : died) += fmt::format("; launch killed the job {:.0f} s later", end_bound_s);
   a.reason = !died.empty()    ? died
              : !hang.empty()  ? hang
              : !error.empty() ? error
@@ -221,7 +259,9 @@ int cmd_launch(int argc, char** argv) {
       "  stops the job after its current step with a checkpoint (exit 75); a second one aborts it.\n"
       "  --stop-grace: how long mpirun lets ranks finish and save after a SIGTERM sent to mpirun itself\n"
       "  (Open MPI's odls_base_sigkill_timeout, default 30, as Slurm's KillWait; Open MPI also waits\n"
-      "  twice this long before it exits from a job with a nonzero status; an OMPI_MCA_ setting wins).";
+      "  twice this long before it exits from a job with a nonzero status; an OMPI_MCA_ setting wins).\n"
+      "  A job still running 2 x grace + 15 s after its first sign of failure (a dead rank, a lost node, the\n"
+      "  watchdog) is killed with its process group and counts as that failure.";
   int dash = 2;
   while (dash < argc && std::strcmp(argv[dash], "--") != 0) ++dash;
   const Args opts = parse_args(dash, argv, 2);
@@ -241,11 +281,15 @@ int cmd_launch(int argc, char** argv) {
   // mpirun): too short to finish a step and save. The job inherits a longer grace. (Its cost:
   // mpirun sleeps twice the grace before exiting from any job that ends with a nonzero status.)
   ::setenv("OMPI_MCA_odls_base_sigkill_timeout", opts.get("stop-grace", "30").c_str(), /*overwrite=*/0);
+  // After a failure mpirun sleeps twice the grace in force, then ends: a job still running
+  // kEndSlack seconds after that waits on something that will not answer.
+  constexpr double kEndSlack = 15;
+  const double end_bound_s = 2 * std::atof(std::getenv("OMPI_MCA_odls_base_sigkill_timeout")) + kEndSlack;
   std::vector<std::string> history;
   catch_stop_signals();
   for (int restart = 0;; ++restart) {
     const double started = metrics_time_now();
-    const Attempt a = run_once(cmd);
+    const Attempt a = run_once(cmd, end_bound_s);
     if (const auto code = deliberate_stop(a, run, started)) return *code;
     if (a.exit_code == 0) {
       std::printf("fivefold launch: the job finished%s\n",

@@ -127,7 +127,7 @@ void Engine::start(int* argc, char*** argv) {
   auto during = [] { return std::string("init_comm"); };
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup", during);
   check_mpi(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", during);
-  rank_nodes_ = discover_nodes(dup);  // before the world Comm, whose state records its peers' nodes
+  nodes_ = discover_nodes(dup);  // before the world Comm, whose state records its peers' nodes
   int size = 0;
   MPI_Comm_size(dup, &size);
   std::vector<int> members(size_t(size), 0);

@@ -140,7 +140,8 @@ class Engine {
   bool try_token_for(int ms);
 
   ScratchPool& scratch() { return scratch_; }  // token required
-  const std::vector<int>& rank_nodes() const { return rank_nodes_; }  // node of each world rank
+  const std::vector<int>& rank_nodes() const { return nodes_.rank_nodes; }  // node of each world rank
+  const std::vector<std::string>& node_names() const { return nodes_.names; }
 
  private:
   Engine() = default;
@@ -185,7 +186,7 @@ class Engine {
   std::atomic<bool> running_{false};
   bool mpi_started_here_ = false;
   std::unique_ptr<Comm> world_;
-  std::vector<int> rank_nodes_;
+  NodeMap nodes_;
 };
 
 }  // namespace ff::detail

@@ -12,6 +12,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "comm/nodes.h"
 #include "comm/op.h"
 
 namespace ff {
@@ -86,6 +87,18 @@ std::string FlightRecorder::describe(uint64_t id) const {
   return fmt::format("{} #{} on world ranks [{}]", comm_op_name(e.kind), e.seq, ranks_text(e.group));
 }
 
+std::string FlightRecorder::off_node_ranks(uint64_t id) const {
+  std::vector<int> group;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const FlightEntry& e = ring_[id % kFlightEntries];
+    if (e.id != id) return "";
+    group = e.group;
+  }
+  if (!comm_available()) return "";
+  return off_node_ranks_text(group, comm_world().rank(), world_rank_nodes(), node_names());
+}
+
 std::string FlightRecorder::to_json(int rank, int world_size, const std::string& reason) const {
   const double now_steady = steady_s(), now_wall = wall_s();
   auto wall = [&](double t) { return fmt::format("{:.6f}", now_wall - (now_steady - t)); };
@@ -156,8 +169,11 @@ struct Watchdog {
       const auto [id, waited] = FlightRecorder::instance().oldest_in_flight();
       if (id == 0 || waited <= timeout_s) continue;
       const std::string what = FlightRecorder::instance().describe(id);
-      const std::string reason =
+      std::string reason =
           fmt::format("{} waited {:.1f} s, past collective_timeout = {} s", what, waited, timeout_s);
+      // Across nodes a dead node or a link down looks like this too: name who is elsewhere.
+      const std::string elsewhere = FlightRecorder::instance().off_node_ranks(id);
+      if (!elsewhere.empty()) reason += "; it waits on " + elsewhere + " (is that node up and reachable?)";
       const std::string path = dump_flight_record(dump_dir, reason);
       abort_job(
           fmt::format("{}: a peer rank is stopped, dead or waiting in another operation. This rank's last "

@@ -47,6 +47,8 @@ class FlightRecorder {
   // The in-flight operation that has waited longest: its id (0 if none) and seconds waited.
   std::pair<uint64_t, double> oldest_in_flight() const;
   std::string describe(uint64_t id) const;
+  // The ranks of the operation's group on other nodes than this rank's, named by node ("" if none).
+  std::string off_node_ranks(uint64_t id) const;
 
  private:
   mutable std::mutex mu_;

@@ -22,7 +22,31 @@ std::vector<int> number_nodes(const std::vector<int>& label_of_rank) {
   return nodes;
 }
 
+std::string off_node_ranks_text(const std::vector<int>& group, int self, const std::vector<int>& rank_nodes,
+                                const std::vector<std::string>& names) {
+  auto node_of = [&](int rank) { return size_t(rank) < rank_nodes.size() ? rank_nodes[size_t(rank)] : -1; };
+  const int own = node_of(self);
+  std::vector<int> order;                // other nodes in order of appearance
+  std::map<int, std::vector<int>> ranks;  // their ranks in the group
+  for (int rank : group) {
+    const int node = node_of(rank);
+    if (node < 0 || node == own) continue;
+    if (ranks[node].empty()) order.push_back(node);
+    ranks[node].push_back(rank);
+  }
+  std::string out;
+  for (int node : order) {
+    const std::vector<int>& r = ranks[node];
+    out += out.empty() ? "" : "; ";
+    out += r.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < r.size(); ++i) out += (i ? ", " : "") + std::to_string(r[i]);
+    out += " on node " + (size_t(node) < names.size() ? names[size_t(node)] : std::to_string(node));
+  }
+  return out;
+}
+
 const std::vector<int>& world_rank_nodes() { return detail::Engine::instance().rank_nodes(); }
+const std::vector<std::string>& node_names() { return detail::Engine::instance().node_names(); }
 
 int node_count() {
   int count = 0;
@@ -36,7 +60,7 @@ CrossNodeTraffic cross_node_traffic() {
 
 namespace detail {
 
-std::vector<int> discover_nodes(MPI_Comm world) {
+NodeMap discover_nodes(MPI_Comm world) {
   auto during = [] { return std::string("init_comm: finding which ranks share a node"); };
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
@@ -49,7 +73,19 @@ std::vector<int> discover_nodes(MPI_Comm world) {
   MPI_Comm_free(&local);
   std::vector<int> labels(size_t(size), 0);
   check_mpi(MPI_Allgather(&lowest, 1, MPI_INT, labels.data(), 1, MPI_INT, world), "MPI_Allgather", during);
-  return number_nodes(labels);
+  // Host names, so that a hang across nodes can name the node (the watchdog's message).
+  std::vector<char> host(MPI_MAX_PROCESSOR_NAME, '\0'), hosts(size_t(size) * MPI_MAX_PROCESSOR_NAME, '\0');
+  int length = 0;
+  check_mpi(MPI_Get_processor_name(host.data(), &length), "MPI_Get_processor_name", during);
+  check_mpi(MPI_Allgather(host.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME,
+                          MPI_CHAR, world),
+            "MPI_Allgather", during);
+  NodeMap map;
+  map.rank_nodes = number_nodes(labels);
+  for (int r = 0; r < size; ++r)
+    if (size_t(map.rank_nodes[size_t(r)]) == map.names.size())  // the node's lowest rank comes first
+      map.names.emplace_back(hosts.data() + size_t(r) * MPI_MAX_PROCESSOR_NAME);
+  return map;
 }
 
 void note_cross_node_send(CommState& s, int peer, size_t bytes) {

@@ -80,8 +80,13 @@ struct CommState {
   std::unique_ptr<NodeHierarchy> hierarchy;
 };
 
-// Node of every world rank (nodes.cpp), asked once by init_comm before the world Comm exists.
-std::vector<int> discover_nodes(MPI_Comm world);
+// Node of every world rank and each node's host name (nodes.cpp), asked once by init_comm before
+// the world Comm exists.
+struct NodeMap {
+  std::vector<int> rank_nodes;
+  std::vector<std::string> names;
+};
+NodeMap discover_nodes(MPI_Comm world);
 // Counts a message of `bytes` to group rank `peer` when that rank is on another node.
 void note_cross_node_send(CommState& s, int peer, size_t bytes);
 

@@ -1,8 +1,12 @@
 // The supervisor's decisions and diagnose's reading of flight records, without MPI: a failing
-// command is restarted up to the budget, an error fivefold reported itself is not restarted, and
+// command is restarted up to the budget, an error fivefold reported itself is not restarted, a
+// lost node is named, a job that outlives its failure is killed within a bound, and
 // two ranks waiting in different collectives with one sequence number are named as a mismatch.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -44,6 +48,41 @@ TEST(Launch, AnErrorFivefoldReportedIsNotRestarted) {
   EXPECT_NE(r.output.find("giving up: this failure would recur on restart after 0 restart(s)"),
             std::string::npos)
       << r.output;
+}
+
+TEST(Launch, ALostNodeIsNamedAndRestarted) {
+  const auto r = run_fivefold(
+      "launch --max-restarts 1 --backoff 0 -- sh -c 'echo \"  Remote daemon: [[4242,0],1] on node hostB\"; exit 1'");
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string said =
+      "node hostB lost: mpirun's daemon there stopped answering (the node died or its link is down). Restart 1 of 1";
+  EXPECT_NE(r.output.find(said), std::string::npos)
+      << r.output;
+}
+
+// After its ranks abort, mpirun can wait for good on a daemon behind a dead link, and that daemon
+// keeps launch's pipe open. A stand-in: the watchdog's line, then a wait that never ends, with a
+// process outside the job's group holding the output open. launch must kill the job 2 x grace +
+// 15 s after the line and end without waiting for that holder.
+TEST(Launch, AJobThatOutlivesItsFailureIsKilledWithinTheBound) {
+  const std::string dir = scratch("bound");
+  const std::string holder = dir + "/holder.pid";
+  const std::string job = "echo \"rank 0: all_reduce #7 waited 5.0 s, past collective_timeout = 5 s: a peer rank\"; "
+                          "setsid sh -c \"echo \\$\\$ > " + holder + "; exec sleep 120\" & exec sleep 600";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_fivefold("launch --max-restarts 0 --stop-grace 1 -- sh -c '" + job + "'");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ifstream pid_file(holder);
+  if (int pid = 0; pid_file >> pid && pid > 0) ::kill(pid, SIGKILL);
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
+  EXPECT_NE(r.output.find("did not end within 17 s of its failure; killing it"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hang: rank 0's watchdog: all_reduce #7 waited 5.0 s, past collective_timeout = 5 s; "
+                          "launch killed the job 17 s later"),
+            std::string::npos)
+      << r.output;
+  EXPECT_GE(took, 17.0);
+  EXPECT_LT(took, 45.0) << "launch waited on the process holding its pipe";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Launch, UsageErrorsNameTheOption) {

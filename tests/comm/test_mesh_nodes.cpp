@@ -16,6 +16,17 @@ TEST(MeshNodes, NodesAreNumberedByFirstAppearance) {
   EXPECT_EQ(number_nodes({}), std::vector<int>{});
 }
 
+// The watchdog's words for a hang across nodes: the group's ranks elsewhere, node by node.
+TEST(MeshNodes, OffNodeRanksAreNamedByNode) {
+  const std::vector<std::string> names = {"alpha", "beta", "gamma"};
+  const std::vector<int> nodes = {0, 0, 1, 1, 2, 2};
+  EXPECT_EQ(off_node_ranks_text({0, 1, 2, 3}, 0, nodes, names), "ranks 2, 3 on node beta");
+  EXPECT_EQ(off_node_ranks_text({0, 1, 2, 3}, 3, nodes, names), "ranks 0, 1 on node alpha");
+  EXPECT_EQ(off_node_ranks_text({5, 0, 2}, 1, nodes, names), "rank 5 on node gamma; rank 2 on node beta");
+  EXPECT_EQ(off_node_ranks_text({0, 1}, 1, nodes, names), "");  // all on this rank's node
+  EXPECT_EQ(off_node_ranks_text({0, 1}, 0, {}, {}), "");        // no node map (before init_comm)
+}
+
 TEST(MeshNodes, ConsecutiveRanksPerNodeKeepTheLaunchOrder) {
   EXPECT_EQ(mesh_rank_order({0, 0, 0, 0}), (std::vector<int>{0, 1, 2, 3}));  // one node
   EXPECT_EQ(mesh_rank_order({0, 0, 1, 1}), (std::vector<int>{0, 1, 2, 3}));  // --map-by slot
