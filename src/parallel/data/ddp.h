@@ -28,6 +28,11 @@ class BucketedAllReduce final : public GradSink {
     size_t lo, hi;  // flat range; buckets are contiguous and cover [0, total)
   };
   const std::vector<Bucket>& buckets() const { return buckets_; }
+  // Buckets over segments laid out back to back from offset 0 up to `total`, in backward's order
+  // (highest offsets first): consecutive segments while they fit in bucket_elems, a larger segment
+  // alone.
+  static std::vector<Bucket> plan_buckets(const std::vector<ParamSegment>& segments, size_t total,
+                                          size_t bucket_elems);
 
  private:
   void start(size_t b);
