@@ -55,6 +55,11 @@ void BucketedAllReduce::release(const ParamSegment& seg) {
 void BucketedAllReduce::start(size_t b) {
   const Bucket& k = buckets_[b];
   if (!wire_.active()) {
+    if (b + 1 == buckets_.size() && k.hi - k.lo >= kSparseLastBucketMin) {
+      last_.begin(grads_ + k.lo, k.hi - k.lo, comm_);
+      inflight_.emplace_back();  // finish() decides: the written chunks, or a dense all-reduce
+      return;
+    }
     inflight_.push_back(comm_.all_reduce_async(grads_ + k.lo, k.hi - k.lo));
     return;
   }
@@ -66,13 +71,25 @@ void BucketedAllReduce::finish() {
   if (sync_) {
     while (next_bucket_ < buckets_.size()) start(next_bucket_++);  // not overlapped: all now
   }
+  const bool last_begun = last_.begun();
+  const bool sparse = last_begun && last_.reduce();
+  if (last_begun && !sparse) {
+    const Bucket& k = buckets_.back();
+    inflight_.back() = comm_.all_reduce_async(grads_ + k.lo, k.hi - k.lo);
+  }
   for (size_t i = 0; i < inflight_.size(); ++i) {
     inflight_[i].wait();
     // Buckets start in order, so request i carried bucket i.
     if (wire_.active()) wire_.widen_out(grads_ + buckets_[i].lo, buckets_[i].lo, buckets_[i].hi - buckets_[i].lo);
-    if (tracer_)
+    if (tracer_ && !(sparse && i + 1 == buckets_.size()))
       tracer_->span("all-reduce bucket " + std::to_string(i), "comm", inflight_[i].started_us(),
                     inflight_[i].completed_us());
+  }
+  if (sparse) {
+    last_.finish();
+    if (tracer_)
+      tracer_->span("sparse all-reduce bucket " + std::to_string(buckets_.size() - 1), "comm", last_.started_us(),
+                    last_.completed_us());
   }
   inflight_.clear();
   next_bucket_ = 0;
