@@ -130,6 +130,12 @@ def main():
         f"median of each round's ratio.\n\n"
         f"- CPU: {cpu_name()}; load average (1 min) during the rounds: "
         f"{', '.join(f'{x:.1f}' for x in load)}.")
+    if max(load) > os.cpu_count():
+        description += (
+            f"\n\n**Not a quiet measurement:** other work shared the {os.cpu_count()} cores (load above "
+            f"{os.cpu_count()}), so tokens/s moved between identical runs and its ratios are noise; the exposed "
+            f"communication, measured inside each step, is the usable part (rank 0's `after_backward_ms` also "
+            f"holds the wait for a peer that computed slower). Rerun it quiet.")
     publish(SECTION, description, table, write=a.write)
 
 
