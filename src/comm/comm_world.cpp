@@ -22,6 +22,8 @@ bool comm_available() { return detail::Engine::instance().running(); }
 
 Comm& comm_world() { return detail::Engine::instance().world(); }
 
+double comm_wait_seconds() { return detail::Engine::instance().waited_seconds(); }
+
 void abort_job(const std::string& message) {
   auto& engine = detail::Engine::instance();
   int rank = 0;

@@ -27,6 +27,11 @@ bool comm_available();
 // The group of all ranks; throws with the fix if init_comm was not called.
 Comm& comm_world();
 
+// Seconds this process's threads have spent blocked waiting for communication (CommRequest::wait
+// and every blocking collective, on operations not yet complete) since init_comm: the exposed
+// communication. A caller measures a span of its own by the difference. 0 without init_comm.
+double comm_wait_seconds();
+
 // RAII for main(): finalize_comm runs on every return path.
 class CommSession {
  public:

@@ -274,6 +274,9 @@ void Engine::wait(Op& op) {
                 "if this step is legitimately that slow");
     }
   }
+  waited_ns_.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - started).count()),
+                        std::memory_order_relaxed);
   bool work_left;
   {
     std::lock_guard<std::mutex> lock(mu_);

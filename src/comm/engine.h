@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -116,6 +117,9 @@ class Engine {
   // itself and the comm thread is not woken for nothing.
   void submit(std::shared_ptr<Op> op, bool caller_waits);
   void wait(Op& op);
+  // Seconds threads have spent blocked in wait() on operations not yet complete: the
+  // communication the caller could not hide behind its own work.
+  double waited_seconds() const { return waited_ns_.load(std::memory_order_relaxed) * 1e-9; }
 
   // Runs f with the MPI token held (recursively safe for the holder). For split's blocking
   // MPI_Comm_create_group, freeing communicators, and the benchmark's raw-MPI baseline.
@@ -178,6 +182,7 @@ class Engine {
   bool stop_ = false;
   std::atomic<int> waiters_{0};              // threads inside wait() driving progress
   std::atomic<size_t> active_count_{0};      // mirror of active_.size() for the cv predicate
+  std::atomic<uint64_t> waited_ns_{0};       // summed over every wait() that blocked
 
   std::vector<std::shared_ptr<Op>> active_;  // started, not finished (token required)
   ScratchPool scratch_;

@@ -1,14 +1,19 @@
 #include "train/parallelize.h"
 
+#include <chrono>
 #include <string>
 
 #include "ckpt/full_tensors.h"
+#include "comm/comm_world.h"
 #include "kernels/adamw.h"
 #include "train/dp_mode_config.h"
 
 namespace ff {
 
 namespace {
+// A serial run (no comm layer) never waits on communication.
+double blocked_seconds() { return comm_available() ? comm_wait_seconds() : 0.0; }
+
 // The run's once-per-step 16-bit weight copy over every parameter run this rank holds (the full
 // replicated buffer under zero 0, 1, 2, split per segment when the state has several parameter
 // groups). Null when there is nothing to mirror: fp32 GEMM inputs, fp8 (quantised per call from
@@ -104,6 +109,7 @@ void ParallelModel::set_document_breaks(const DocumentBreaks& breaks) {
 double ParallelModel::forward_backward(const int32_t* inputs, const int32_t* targets, float grad_scale,
                                        double balance_weight) {
   const int mb = cfg_.micro_batch, accum = cfg_.grad_accum;
+  waited_at_step_start_ = blocked_seconds();
   if (moe_) moe_->begin_step(grad_scale, balance_weight);
   int T = cfg_.model.seq_len;  // the rows per sequence the model runs: T, or this cp rank's T / cp
   if (cp_) {
@@ -133,13 +139,18 @@ double ParallelModel::forward_backward(const int32_t* inputs, const int32_t* tar
 }
 
 void ParallelModel::finish_grads() {
-  TraceScope scope(tracer_, "wait gradients", "step");
-  state_->finish_grads();
-  if (tied_ends_) {
-    size_t n = 0;
-    float* g = state_->segment_grads(model_->layout().embedding_segment(), &n);
-    tied_.all_reduce(g, n);
+  const auto t0 = std::chrono::steady_clock::now();
+  exposed_.in_compute_s = blocked_seconds() - waited_at_step_start_;
+  {
+    TraceScope scope(tracer_, "wait gradients", "step");
+    state_->finish_grads();
+    if (tied_ends_) {
+      size_t n = 0;
+      float* g = state_->segment_grads(model_->layout().embedding_segment(), &n);
+      tied_.all_reduce(g, n);
+    }
   }
+  exposed_.after_backward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 double ParallelModel::forward_loss(const int32_t* inputs, const int32_t* targets) {

@@ -28,6 +28,16 @@
 
 namespace ff {
 
+// The communication one training step could not hide behind compute (the last step's): seconds
+// this rank was blocked on communication inside forward and backward (ZeRO-3 gathers, staging
+// reduce-scatters, tp/cp/ep exchanges, pipeline transfers), and the wall time from the last
+// backward kernel until the gradients' reductions were done.
+struct ExposedComm {
+  double in_compute_s = 0;
+  double after_backward_s = 0;
+  double total_s() const { return in_compute_s + after_backward_s; }
+};
+
 class ParallelModel {
  public:
   // Collective over the mesh (null: one process): every rank builds its groups in the same order.
@@ -47,6 +57,8 @@ class ParallelModel {
                           double balance_weight);
   // Waits for the gradients' reductions; then sums the tied embedding's two copies (pp > 1).
   void finish_grads();
+  // The last forward_backward + finish_grads' exposed communication.
+  const ExposedComm& exposed_comm() const { return exposed_; }
   // Sum of squared gradients over this rank's state, every replicated or tied element counted once
   // over the ranks holding it (to be summed over tp, then pp, by the caller).
   double grad_square_sum() { return state_->grad_square_sum(norm_weights_); }
@@ -97,6 +109,8 @@ class ParallelModel {
   std::unique_ptr<LlamaStages> stages_;            // pp > 1
   Comm tied_;  // pp > 1 with tied embeddings: the first and last stage, which both hold the embedding
   bool tied_ends_ = false;  // this rank is one of them
+  ExposedComm exposed_;
+  double waited_at_step_start_ = 0;  // comm_wait_seconds() when forward_backward began
 };
 
 }  // namespace ff

@@ -77,7 +77,8 @@ ProgressReport::~ProgressReport() = default;
 
 bool ProgressReport::leader() const { return !mesh_ || mesh_->world().rank() == 0; }
 
-void ProgressReport::start(ParallelModel& par, const std::string& memory_line, bool quiet) const {
+void ProgressReport::start(ParallelModel& par, const std::string& memory_line, bool quiet) {
+  par_ = &par;
   if (!leader() || quiet) return;
   const ModelConfig& m = cfg_.model;
   std::printf("training %zu parameters, %d steps of %d x %d tokens (%lld tokens per step), dp %d, tp %d%s, pp %d, "
@@ -186,6 +187,11 @@ void ProgressReport::step(const StepRecord& r, double val_loss, const MoeTrainin
   bytes["peak_total"] = mem.total_peak;
   rec["bytes"] = bytes;
   if (moe) rec["moe"] = moe->metrics();
+  if (par_ && mesh_ && mesh_->world().size() > 1) {
+    const ExposedComm& c = par_->exposed_comm();  // rank 0's: each rank's differ by its waits
+    rec["comm"] = {{"exposed_ms", c.total_s() * 1e3}, {"in_compute_ms", c.in_compute_s * 1e3},
+                   {"after_backward_ms", c.after_backward_s * 1e3}};
+  }
   if (doc_tiles) rec["attention_tiles"] = {{"visited", doc_tiles->visited}, {"skipped", doc_tiles->skipped}};
   metrics_->write(rec);
   if (events_) events_->write_scalars(r.step, tensorboard_scalars(rec), rec["time"].get<double>());

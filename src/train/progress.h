@@ -40,7 +40,8 @@ class ProgressReport {
   // The lines printed before the first step: parameters, batch, layout, precision, memory
   // estimate, the run folder, and what context parallelism, precision, lr scaling, dp_mode and the
   // pipeline do.
-  void start(ParallelModel& par, const std::string& memory_line, bool quiet) const;
+  // Keeps `par` to report each step's exposed communication (it must outlive this report).
+  void start(ParallelModel& par, const std::string& memory_line, bool quiet);
   // Said before the evaluation after `step` and before the save of its checkpoint (step_dir), each
   // flushed at once: both can take long, and a silent run looks hung.
   void evaluating(int step, bool quiet) const;
@@ -66,6 +67,7 @@ class ProgressReport {
   const TrainConfig& cfg_;
   std::string out_dir_;
   const Mesh* mesh_;
+  const ParallelModel* par_ = nullptr;  // from start()
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<EventFileWriter> events_;  // cfg.tensorboard: the same scalars for TensorBoard
   double flops_per_token_ = 0;

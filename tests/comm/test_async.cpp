@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "comm/comm_world.h"
 #include "mpi_test_util.h"
 
 using namespace ff;
@@ -44,6 +45,37 @@ TEST(Async, AllReduceCompletesWhileTheCallerOnlyComputes) {
   size_t bad = 0;
   for (size_t i = 0; i < n; ++i) bad += x[i] != test::expected_sum<float>(p, i);
   EXPECT_EQ(bad, 0u);
+}
+
+// comm_wait_seconds counts the time a rank is blocked on communication, not the time the work
+// was in flight: the last rank to arrive waits (almost) nothing, the ones waiting for it about as
+// long as it was late; an operation that completed while the caller computed adds nothing.
+TEST(Async, WaitClockCountsOnlyTimeBlockedOnCommunication) {
+  Comm& w = world();
+  const int r = w.rank(), late = w.size() - 1;
+  constexpr double kLate = 0.3;
+  float x = 1;
+  w.barrier();
+  const double before = comm_wait_seconds();
+  if (r == late) compute_for(std::chrono::milliseconds(int(kLate * 1000)));
+  w.all_reduce(&x, 1);
+  const double blocked = comm_wait_seconds() - before;
+  if (w.size() == 1) {
+    EXPECT_EQ(blocked, 0.0);  // a group of one never communicates
+  } else if (r == late) {
+    EXPECT_LT(blocked, kLate / 3) << "the late rank found its peers ready";
+  } else {
+    EXPECT_GT(blocked, kLate * 0.8) << "a rank waiting for a late peer was not counted as blocked";
+    EXPECT_LT(blocked, kLate * 5);
+  }
+  // Hidden: the caller computes until the operation is done, so its wait() returns at once.
+  w.barrier();
+  std::vector<float> y(1 << 16, 1.0f);
+  CommRequest req = w.all_reduce_async(y.data(), y.size());
+  for (int ms = 0; ms < 20000 && !req.test(); ++ms) compute_for(std::chrono::milliseconds(1));
+  const double hidden_before = comm_wait_seconds();
+  req.wait();
+  EXPECT_EQ(comm_wait_seconds() - hidden_before, 0.0);
 }
 
 TEST(Async, SeveralOperationsInFlightCompleteInAnyWaitOrder) {

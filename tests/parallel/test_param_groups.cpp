@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/data/ddp.h"
 #include "parallel/grouped_state.h"
 #include "parallel/param_group.h"
 
@@ -196,6 +197,33 @@ TEST(ParamGroups, GradientNormWeightsEachGroupsReplicas) {
   EXPECT_DOUBLE_EQ(s.grad_square_sum({}), (30.0 - 4 - 3) + 4.0 / 2 + 3.0 / 3);
   // An extra range (a tied embedding's copies) adds its own weight: 0.5 on [0, 6).
   EXPECT_DOUBLE_EQ(s.grad_square_sum({{0, 6, 0.5}}), (30.0 - 4 - 3) + 4.0 / 2 + 3.0 / 3 - 3.0);
+}
+
+
+// DDP's buckets in backward's order: consecutive segments while they fit the bucket, closed before
+// the one that would overflow it; a segment larger than the bucket alone.
+TEST(DdpBuckets, CloseBeforeTheSegmentThatWouldOverflow) {
+  // Segments (offset, count) back to back: sizes 10, 40, 30, 30, 20 from offset 0; total 130.
+  const std::vector<ParamSegment> segs = {{0, 10}, {10, 40}, {50, 30}, {80, 30}, {110, 20}};
+  using B = BucketedAllReduce::Bucket;
+  auto plan = [&](size_t cap) { return BucketedAllReduce::plan_buckets(segs, 130, cap); };
+  auto same = [](const std::vector<B>& got, const std::vector<std::pair<size_t, size_t>>& want) {
+    if (got.size() != want.size()) return false;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i].lo != want[i].first || got[i].hi != want[i].second) return false;
+    return true;
+  };
+  // From the top: 20 + 30 = 50 fits 50; + 30 would be 80: close. 30 alone (+ 40 = 70 > 50);
+  // 40 + 10 = 50 fits. (Closing only once a bucket reached 50 would have glued 30 and 40.)
+  EXPECT_TRUE(same(plan(50), {{80, 130}, {50, 80}, {0, 50}}));
+  // One less: nothing pairs.
+  EXPECT_TRUE(same(plan(49), {{110, 130}, {80, 110}, {50, 80}, {10, 50}, {0, 10}}));
+  // A bucket smaller than every segment: one bucket per segment.
+  EXPECT_TRUE(same(plan(5), {{110, 130}, {80, 110}, {50, 80}, {10, 50}, {0, 10}}));
+  // A bucket holding everything: one.
+  EXPECT_TRUE(same(plan(130), {{0, 130}}));
+  // 20 + 30 + 30 = 80 fits 80; 40 + 10 = 50.
+  EXPECT_TRUE(same(plan(80), {{50, 130}, {0, 50}}));
 }
 
 }  // namespace
