@@ -10,17 +10,13 @@
 
 #include <toml++/toml.h>
 
+#include "plan/rate_curve.h"
+#include "plan/thread_scaling.h"
+
 namespace ff {
 
 enum class Coll { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
 const char* coll_name(Coll op);
-
-// A piecewise log-log curve: y(x) through measured (x, y) points, flat beyond the ends.
-struct RateCurve {
-  std::vector<std::pair<double, double>> points;  // ascending x
-  double at(double x) const;
-  bool empty() const { return points.empty(); }
-};
 
 // GEMM FLOP/s by shape class: rows (the tokens of a micro-batch) x width (the geometric mean of
 // the weight's two sides), log-log interpolated along widths within a row count, then across rows.
@@ -87,6 +83,8 @@ struct EngineRates {
   // sees about half the pairs (a chunk shorter than the kernels' tiles computes them all).
   GemmTable cp_diag_dim;
   GemmTable cp_diag_dim_bf16;
+  // One rank's speed-up with its threads, by kind of work (absent from older files: perfect).
+  ThreadScaling thread_scaling;
   bool known() const { return cores > 0 && !gemm_fp32.empty(); }
   bool kernels_known() const { return !optimizer.empty() && !rmsnorm.empty() && !cross_entropy.empty(); }
 };
