@@ -48,7 +48,7 @@ def splits(cores):
 
 
 def ensure_data(fivefold, data):
-    if os.path.exists(os.path.join(data, "train.bin")):
+    if os.path.exists(os.path.join(data, "meta.json")):
         return data
     os.makedirs(os.path.dirname(data) or ".", exist_ok=True)
     text = data + ".txt"
