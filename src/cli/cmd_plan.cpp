@@ -15,6 +15,38 @@
 
 namespace ff::cli {
 
+namespace {
+
+// The node split the options fix (0: searched): --ranks-per-node, or --ranks over --nodes, or the
+// ranks a --layout naming dp implies; --threads or the layout's threads=.
+SplitRequest split_request(const Args& a, const LayoutSpec& asked, const std::set<std::string>& layout_given,
+                           int cores, int nodes) {
+  SplitRequest split;
+  split.nodes = nodes, split.cores = cores;
+  split.ranks_per_node = a.has("ranks-per-node") ? a.get_int("ranks-per-node", 1, 1, 1 << 20, "ranks per node") : 0;
+  if (a.has("ranks")) {
+    const int n = a.get_int("ranks", 1, 1, 1 << 20, "the ranks to plan for");
+    if (split.ranks_per_node > 0 && n != split.ranks_per_node * nodes)
+      throw std::runtime_error(fmt::format("--ranks {} is not --ranks-per-node {} x --nodes {}; give two of them",
+                                           n, split.ranks_per_node, nodes));
+    if (n % nodes)
+      throw std::runtime_error(fmt::format("--ranks {} does not divide over --nodes {}; give a multiple of {}", n,
+                                           nodes, nodes));
+    split.ranks_per_node = n / nodes;
+  } else if (layout_given.count("dp") && split.ranks_per_node == 0) {
+    split.ranks_per_node = asked.ranks() / nodes;  // the layout names every axis: its ranks
+  }
+  if (a.has("threads") && layout_given.count("threads") && a.get_int("threads", 1, 1, 4096, "") != asked.threads)
+    throw std::runtime_error(fmt::format("--threads {} and --layout's threads={} disagree: give one of them",
+                                         a.get("threads"), asked.threads));
+  split.threads = layout_given.count("threads") ? asked.threads
+                  : a.has("threads")              ? a.get_int("threads", 1, 1, 4096, "OpenMP threads per rank")
+                                                  : 0;
+  return split;
+}
+
+}  // namespace
+
 // Searches the layouts of N ranks for a model before any step runs: memory by category per rank,
 // predicted step time and its parts, the fitting layouts ranked fastest first.
 int cmd_plan(const Args& a) {
@@ -32,7 +64,10 @@ int cmd_plan(const Args& a) {
     std::printf("%s\n\nWithout --cluster the ranks are this machine's (its measured FMA peak, MemAvailable shared "
                 "by the ranks, the engine's exact memory model). configs/clusters/ holds A100 and H100 nodes for "
                 "paper-scale planning. --global-batch is in sequences (default: the config's micro_batch x "
-                "grad_accum x dp).\n",
+                "grad_accum x dp).\nRanks x threads: without --ranks (or with --ranks-per-node / --nodes) each node's "
+                "--cores (default: the cluster file's, else this machine's) are split into ranks x threads too, from "
+                "the thread scaling `calibrate` measured; a fixed split that oversubscribes the cores is predicted "
+                "with a warning, more than 4 threads per core refused.\n",
                 usage);
     return 0;
   }
@@ -57,28 +92,11 @@ int cmd_plan(const Args& a) {
                                 ? file_cluster.rates.cores
                                 : int(std::max(1u, std::thread::hardware_concurrency()));
   const int cores = a.get_int("cores", machine_cores, 1, 1 << 20, "cores per node");
-  SplitRequest split;
-  split.nodes = nodes, split.cores = cores;
-  split.ranks_per_node = a.has("ranks-per-node") ? a.get_int("ranks-per-node", 1, 1, 1 << 20, "ranks per node") : 0;
-  if (a.has("ranks")) {
-    const int n = a.get_int("ranks", 1, 1, 1 << 20, "the ranks to plan for");
-    if (split.ranks_per_node > 0 && n != split.ranks_per_node * nodes)
-      throw std::runtime_error(fmt::format("--ranks {} is not --ranks-per-node {} x --nodes {}; give two of them",
-                                           n, split.ranks_per_node, nodes));
-    if (n % nodes)
-      throw std::runtime_error(fmt::format("--ranks {} does not divide over --nodes {}; give a multiple of {}", n,
-                                           nodes, nodes));
-    split.ranks_per_node = n / nodes;
-  } else if (a.has("layout") && layout_given.count("dp") && split.ranks_per_node == 0) {
-    split.ranks_per_node = asked.ranks() / nodes;  // the layout names every axis: its ranks
-  }
-  if (a.has("threads") && layout_given.count("threads") && a.get_int("threads", 1, 1, 4096, "") != asked.threads)
-    throw std::runtime_error(fmt::format("--threads {} and --layout's threads={} disagree: give one of them",
-                                         a.get("threads"), asked.threads));
-  split.threads = layout_given.count("threads") ? asked.threads
-                  : a.has("threads")              ? a.get_int("threads", 1, 1, 4096, "OpenMP threads per rank")
-                                                  : 0;
-  if (!split_mode && split.threads == 0) split.threads = std::max(1, cores / split.ranks_per_node);
+  SplitRequest split = split_request(a, asked, layout_given, cores, nodes);
+  // A fixed count of ranks without threads fills the cores, as train's threads = 0 does, where
+  // nothing is searched: --ranks alone, or one --layout.
+  if (split.threads == 0 && split.ranks_per_node > 0 && (!split_mode || a.has("layout")))
+    split.threads = std::max(1, cores / split.ranks_per_node);
   if (split.threads > 4 * cores)  // as train refuses it (max_useful_threads)
     throw std::runtime_error(fmt::format("--threads {} is more than 4 x the {} cores per node: the threads only "
                                          "time-share them; give at most {} (--cores sets the cores per node)",
