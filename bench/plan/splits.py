@@ -107,9 +107,11 @@ def main():
             if best.get(pick_split, {}).get("layout") != pick["layout"]:
                 sys.exit(f"plan's pick {pick['layout']} is not split {pick_split}'s best {best.get(pick_split)}")
             measured = {s: [] for s in best}
+            order = list(best)
             for r in range(a.rounds):
-                for s, p in best.items():
-                    measured[s].append(train(a, config, s[0], p["layout"], os.path.join(work, "run")))
+                # Each round starts one split later, so no split always runs first (a cold machine) or last.
+                for s in order[r % len(order):] + order[:r % len(order)]:
+                    measured[s].append(train(a, config, s[0], best[s]["layout"], os.path.join(work, "run")))
                 print(f"{name} round {r + 1}: " + ", ".join(f"{s[0]}x{s[1]} {v[-1]:.0f}" for s, v in measured.items()),
                       file=sys.stderr, flush=True)
             med = {s: statistics.median(v) for s, v in measured.items()}
@@ -131,7 +133,8 @@ def main():
                    f"{load_start[0]:.2f} / {load_start[1]:.2f} / {load_start[2]:.2f}, at the end "
                    f"{load_end[0]:.2f} / {load_end[1]:.2f} / {load_end[2]:.2f} (1 / 5 / 15 min). Each split's layout "
                    f"as `plan --ranks-per-node R --threads T` prints it, trained with `mpirun --bind-to none -np R`; "
-                   f"{a.rounds} rounds alternating the splits, {a.steps} timed steps after {a.warmup} warm-up steps. "
+                   f"{a.rounds} rounds alternating the splits (each round starting one split later), {a.steps} timed "
+                   f"steps after {a.warmup} warm-up steps. "
                    f"The pick: `plan` with the split searched (ranks x threads <= cores).")
     benchlib.publish("## Ranks x threads: plan's pick against measured splits", description, table, write=a.write)
     if failed:

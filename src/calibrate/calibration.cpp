@@ -333,6 +333,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   double share = busy_cpu_share(world);
   world.all_reduce(&share, 1);
   rates.available_cores = std::min(double(rates.cores), share / std::max(1, n / ranks_per_machine));  // per node
+  rates.busy_threads = ranks_per_machine * threads;
   ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   if (n > 1) {
     const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;

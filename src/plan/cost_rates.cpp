@@ -118,17 +118,26 @@ void LinkClass::set_from_fit(Coll op, double fit_alpha, double fit_beta, int n) 
   bandwidth[k] = fit_beta > 0 ? share / fit_beta : 1e12;
 }
 
+double EngineRates::usable_cores(double threads) const {
+  const double C = cores, got = available_cores > 0 ? available_cores : C;
+  if (busy_threads <= 0 || available_cores <= 0) return got;
+  const double n0 = busy_threads;
+  // The others' runnable threads: n0 of ours got C n0 / (n0 + others) where they fell short.
+  const double others = got < std::min(n0, C) ? n0 * C / got - n0 : 0.0;
+  return threads + others > C ? C * threads / (threads + others) : std::min(threads, C);
+}
+
 EngineRates read_rates(const toml::table& t, const std::string& path) {
   EngineRates r;
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
-    static const char* known[] = {"cores", "available_cores", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
+    static const char* known[] = {"cores", "available_cores", "busy_threads", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
                                   "bandwidth", "optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy",
                                   "weight_copy", "attention_dim", "attention_fwd_dim", "attention_dim_bf16",
                                   "attention_fwd_dim_bf16", "cp_block_dim", "cp_block_dim_bf16", "cp_diag_dim",
                                   "cp_diag_dim_bf16"};
     if (!is_thread_scaling_key(key) && std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
-      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, collective_overhead, "
+      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, busy_threads, step_overhead, collective_overhead, "
                                            "gemm_fp32, gemm_bf16, attention, bandwidth, optimizer, rmsnorm, rope, swiglu, "
                                            "cross_entropy, weight_copy, attention_dim, attention_fwd_dim, "
                                            "attention_dim_bf16, attention_fwd_dim_bf16, cp_block_dim, cp_block_dim_bf16, cp_diag_dim, "
@@ -139,6 +148,7 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   r.step_overhead = t["step_overhead"].value_or(0.0);
   r.collective_overhead = t["collective_overhead"].value_or(0.0);
   r.available_cores = t["available_cores"].value_or(0.0);
+  r.busy_threads = int(t["busy_threads"].value_or(int64_t(0)));
   r.gemm_fp32 = read_table(t.get("gemm_fp32"), path, "gemm_fp32");
   r.gemm_bf16 = read_table(t.get("gemm_bf16"), path, "gemm_bf16");
   r.attention = read_rate_curve(t.get("attention"), path, "attention");
@@ -165,6 +175,10 @@ std::string rates_to_toml(const EngineRates& r) {
                      "all busy\nstep_overhead = {:.6g}  # s\ncollective_overhead = {:.6g}  # s per blocking collective "
                      "mid-step, beyond alpha-beta\n",
                      r.cores, r.available_cores, r.step_overhead, r.collective_overhead) +
+         (r.busy_threads > 0 ? fmt::format("busy_threads = {}  # the job's threads per node while available_cores was "
+                                           "measured\n",
+                                           r.busy_threads)
+                             : "") +
          "# [rows, width, FLOP/s]: a linear layer's forward, dgrad and wgrad, operands rotated out of the cache\n" +
          table_toml("gemm_fp32", r.gemm_fp32) + table_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
          rate_curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + rate_curve_toml("bandwidth", r.bandwidth) +

@@ -49,7 +49,13 @@ struct EngineRates {
   // CPU time over wall time, summed over the ranks): below `cores` when other work shares the
   // machine (0: assume `cores`).
   double available_cores = 0;
-  double usable_cores() const { return available_cores > 0 ? available_cores : double(cores); }
+  // The job's busy threads per node while available_cores was measured (0: unknown, older files).
+  int busy_threads = 0;
+  // The cores `threads` busy threads per node get. The scheduler shares the cores thread by thread
+  // with the other work on the machine, so what busy_threads got says how many other threads were
+  // runnable, and a job of more threads takes a larger share (without busy_threads:
+  // available_cores whatever the threads, or the cores where nothing was measured).
+  double usable_cores(double threads) const;
   GemmTable gemm_fp32, gemm_bf16;      // FLOP/s per core of a linear's fwd + dgrad + wgrad by (rows, width)
   RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
   RateCurve bandwidth;                 // bytes/s per core by working-set bytes

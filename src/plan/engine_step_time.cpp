@@ -260,7 +260,7 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   const double m = L.grad_accum;
   // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
   const double ranks_here = std::min(world, per_node) * double(k.threads);
-  const double share = ranks_here / cl.rates.usable_cores();
+  const double share = ranks_here / cl.rates.usable_cores(ranks_here);
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
   std::vector<RankCosts> costs;  // the same split as the schedule's timeline needs it
   double cpu = 0, comm_mb = 0, pp_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;

@@ -200,3 +200,21 @@ TEST(NodeSplit, PlanWarnsOfOversubscriptionAndRefusesImpossibleSplits) {
   }
   EXPECT_EQ(seen, (std::set<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 1}}));
 }
+
+TEST(NodeSplit, OtherWorkSharesTheCoresThreadByThread) {
+  EngineRates r;
+  r.cores = 2;
+  EXPECT_EQ(r.usable_cores(4), 2.0);  // nothing measured: the cores
+  r.available_cores = 0.5;
+  EXPECT_EQ(r.usable_cores(4), 0.5);  // measured without the job's threads (older files): as measured
+  // 2 busy threads got 0.5 of 2 cores: 2 x 2 / 0.5 - 2 = 6 other runnable threads. Then n threads
+  // get 2 n / (n + 6) cores.
+  r.busy_threads = 2;
+  EXPECT_NEAR(r.usable_cores(2), 0.5, 1e-12);
+  EXPECT_NEAR(r.usable_cores(1), 2.0 / 7, 1e-12);
+  EXPECT_NEAR(r.usable_cores(4), 0.8, 1e-12);
+  // A quiet machine: every thread up to the cores gets one.
+  r.available_cores = 2;
+  EXPECT_EQ(r.usable_cores(1), 1.0);
+  EXPECT_EQ(r.usable_cores(4), 2.0);
+}
