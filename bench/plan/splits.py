@@ -4,8 +4,8 @@ fastest? For the `bench` and `small` models:
 
   1. `fivefold calibrate` on every core (one-thread ranks; it also measures how one rank's kernels
      scale with threads, into the cluster file), unless --cluster names one;
-  2. for each split R ranks x T threads (1x1, 1x2, 2x1, and the oversubscribed 2x2 and 4x1 on two
-     cores; generally every divisor split plus two oversubscribed ones), `fivefold plan
+  2. for each split R ranks x T threads that plan searches (1x1, 1x2, 2x1, and the oversubscribed
+     1x4, 2x2 and 4x1 on two cores), `fivefold plan
      --ranks-per-node R --threads T --json --top 1`: the best layout of that split and its
      predicted tokens/s; and `fivefold plan` with the split searched: its pick;
   3. every split's layout trained as plan prints it (`mpirun --bind-to none -np R fivefold train
@@ -42,9 +42,10 @@ def run(cmd, env=None):
 
 
 def splits(cores):
-    """Every R x T that fills the cores or fewer (divisors), then two oversubscribed ones."""
+    """The splits `plan` searches: every R x T that fills the cores or fewer (divisors), then those
+    that fill them twice over (plan/node_split.h)."""
     out = [(r, t) for r in range(1, cores + 1) if cores % r == 0 for t in range(1, cores // r + 1) if (cores // r) % t == 0]
-    return out + [(cores, 2), (2 * cores, 1)]
+    return out + [(r, 2 * cores // r) for r in range(1, 2 * cores + 1) if (2 * cores) % r == 0]
 
 
 def ensure_data(fivefold, data):
@@ -135,7 +136,7 @@ def main():
                    f"as `plan --ranks-per-node R --threads T` prints it, trained with `mpirun --bind-to none -np R`; "
                    f"{a.rounds} rounds alternating the splits (each round starting one split later), {a.steps} timed "
                    f"steps after {a.warmup} warm-up steps. "
-                   f"The pick: `plan` with the split searched (ranks x threads <= cores).")
+                   f"The pick: `plan` with the split searched (ranks x threads filling the cores or fewer, or twice over).")
     benchlib.publish("## Ranks x threads: plan's pick against measured splits", description, table, write=a.write)
     if failed:
         sys.exit(f"plan's pick more than 5% behind the measured best for: {', '.join(failed)}")

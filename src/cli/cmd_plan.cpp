@@ -161,6 +161,11 @@ int cmd_plan(const Args& a) {
     const bool searched = split_mode && !a.has("layout") && !r.ranked.empty();
     const int best_ranks = searched ? r.ranked[0].layout.ranks() / nodes : split.ranks_per_node;
     std::printf("%s", plan_table(r, searched ? cluster_for_split(file_cluster, best_ranks) : cl, top).c_str());
+    if (searched)
+      if (const std::string w = oversubscription({best_ranks, r.ranked[0].layout.threads}, cores); !w.empty())
+        std::printf("#1 %s: other work holds the cores (calibrate's available_cores), and more threads get "
+                    "more of them\n",
+                    w.c_str());
     if (split_mode && !r.ranked.empty())  // the split travels in the layout string; mpirun takes the ranks
       // Open MPI binds each of 1 or 2 ranks to one core by default, which would pin a rank's threads
       // to it: a rank of several threads runs unbound.

@@ -9,11 +9,24 @@ namespace ff {
 std::vector<NodeSplit> node_splits(const SplitRequest& r) {
   const int cores = std::max(1, r.cores);
   std::vector<NodeSplit> out;
-  const std::vector<int> ranks = r.ranks_per_node > 0 ? std::vector<int>{r.ranks_per_node} : divisors(cores);
-  for (int R : ranks) {
-    // Threads beyond a rank's share of the cores only time-share them; a fixed count is kept.
-    const std::vector<int> threads = r.threads > 0 ? std::vector<int>{r.threads} : divisors(std::max(1, cores / R));
-    for (int T : threads) out.push_back({R, T});
+  auto add = [&](int R, int T) {
+    for (const NodeSplit& s : out)
+      if (s.ranks_per_node == R && s.threads == T) return;
+    out.push_back({R, T});
+  };
+  // Filling the cores or fewer; then, where other work shares the machine (the scheduler gives a
+  // job of more threads more of the cores), filling them twice over. On a quiet machine those
+  // splits only time-share the cores, at costs (switches, spinning waits) the model leaves out.
+  for (int fill : r.oversubscribe ? std::vector<int>{cores, 2 * cores} : std::vector<int>{cores}) {
+    const std::vector<int> ranks = r.ranks_per_node > 0 ? std::vector<int>{r.ranks_per_node} : divisors(fill);
+    for (int R : ranks) {
+      if (r.threads > 0) {
+        add(R, r.threads);
+      } else if (fill % R == 0) {
+        const std::vector<int> threads = fill == cores ? divisors(fill / R) : std::vector<int>{fill / R};
+        for (int T : threads) add(R, T);
+      }
+    }
   }
   return out;
 }
@@ -38,7 +51,10 @@ ClusterSpec cluster_for_split(const ClusterSpec& cl, int ranks_per_node) {
 PlanResult search_splits(const ModelConfig& c, const ClusterSpec& cl, const SplitRequest& s, const PlanRequest& base) {
   PlanResult all;
   all.global_batch = base.global_batch;
-  for (const NodeSplit& split : node_splits(s)) {
+  SplitRequest request = s;
+  const double C = std::max(1, s.cores);
+  request.oversubscribe = cl.engine && cl.rates.usable_cores(2 * C) > cl.rates.usable_cores(C);
+  for (const NodeSplit& split : node_splits(request)) {
     PlanRequest req = base;
     req.ranks = split.ranks_per_node * std::max(1, s.nodes);
     req.threads = split.threads;

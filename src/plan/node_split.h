@@ -16,6 +16,9 @@ struct SplitRequest {
   int cores = 1;           // per node
   int ranks_per_node = 0;  // 0: searched (the divisors of the cores)
   int threads = 0;         // per rank; 0: searched (the divisors of the cores a rank gets)
+  // Search the splits that fill the cores twice over too: search_splits sets it where other work
+  // shares the machine, so that more threads get more of the cores (EngineRates::usable_cores).
+  bool oversubscribe = false;
 };
 
 struct NodeSplit {
@@ -24,7 +27,8 @@ struct NodeSplit {
 };
 
 // The splits to predict: what the request fixes, the rest searched so that ranks x threads fill
-// the cores or fewer. A pair the request fixes may oversubscribe (oversubscription() says so).
+// the cores or fewer (and, with `oversubscribe`, fill them exactly twice). A pair the request
+// fixes may oversubscribe (oversubscription() names it).
 std::vector<NodeSplit> node_splits(const SplitRequest& r);
 // "" when the split fits the cores; else the sentence that names the oversubscription.
 std::string oversubscription(const NodeSplit& s, int cores);
