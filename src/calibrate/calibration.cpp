@@ -12,6 +12,7 @@
 #include "calibrate/hardware_peak.h"
 #include "calibrate/kernel_rates.h"
 #include "calibrate/this_machine.h"
+#include "calibrate/thread_scaling_run.h"
 #include "comm/nodes.h"
 #include "core/memory.h"
 #include "kernels/bf16_peak.h"
@@ -319,6 +320,22 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
     pack(false);
     flat.clear();
   }
+  // One rank's threads against ranks sharing the node: rank 0 keeps every core of its machine busy
+  // in groups of 1, 2, 4 ... threads while the others wait (their waits sleep after a short spin).
+  world.barrier();
+  ThreadScaling scaling;
+  if (world.rank() == 0) scaling = measure_thread_scaling(cores, threads, sweeps);
+  else
+    for (WorkKind kind : {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer})
+      for (int t : scaling_thread_counts(cores)) scaling.curve(kind).points.emplace_back(t, 0);  // rank 0's shape
+  std::vector<double> efficiencies;
+  for (WorkKind kind : {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer})
+    for (const auto& p : scaling.curve(kind).points) efficiencies.push_back(p.second);
+  world.broadcast(efficiencies.data(), efficiencies.size(), 0);
+  size_t next = 0;
+  for (WorkKind kind : {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer})
+    for (auto& p : scaling.curve(kind).points) p.second = efficiencies[next++];
+  scaling.rates_threads = threads;
   if (world.rank() == 0) pack(true);
   int64_t count = int64_t(flat.size());
   world.broadcast(&count, 1, 0);
@@ -338,6 +355,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   double share = busy_cpu_share(world);
   world.all_reduce(&share, 1);
   rates.available_cores = std::min(double(rates.cores), share / std::max(1, n / ranks_per_machine));  // per node
+  rates.busy_threads = ranks_per_machine * threads;
   ClusterSpec& cl = c.cluster = this_machine(ranks_per_machine);
   if (n > 1) {
     // Across nodes (ranks on two or more): the same-node class from the ranks of each node (every
@@ -363,6 +381,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
     rates.step_overhead = 4 * time_op(world, [&] { world.all_reduce(&x, 1); });
     if (!shared_cores) rates.collective_overhead = collective_overhead(world, cl.link(spans));
   }
+  rates.thread_scaling = scaling;
   cl.rates = rates;
   cl.name = "calibrated: " + cl.name;
   cl.devices_per_node = ranks_per_machine;

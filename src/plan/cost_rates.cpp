@@ -12,26 +12,6 @@ namespace {
 constexpr Coll kColls[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
 double passes(Coll op) { return op == Coll::all_reduce ? 2 : 1; }
 
-RateCurve read_curve(const toml::node* n, const std::string& path, const char* key) {
-  RateCurve c;
-  if (!n) return c;
-  const auto* arr = n->as_array();
-  auto bad = [&] {
-    return std::runtime_error(fmt::format("cluster file '{}': [rates] {} is a list of [x, value] pairs with x "
-                                          "ascending and value > 0, e.g. [[64, 1e9], [256, 3e9]]",
-                                          path, key));
-  };
-  if (!arr) throw bad();
-  for (const toml::node& p : *arr) {
-    const auto* pair = p.as_array();
-    if (!pair || pair->size() != 2) throw bad();
-    const auto x = pair->get(0)->value<double>(), y = pair->get(1)->value<double>();
-    if (!x || !y || !(*y > 0) || (!c.points.empty() && *x <= c.points.back().first)) throw bad();
-    c.points.emplace_back(*x, *y);
-  }
-  return c;
-}
-
 GemmTable read_table(const toml::node* n, const std::string& path, const char* key) {
   GemmTable g;
   if (!n) return g;
@@ -63,13 +43,6 @@ std::string table_toml(const char* key, const GemmTable& g) {
   return s + "]\n";
 }
 
-std::string curve_toml(const char* key, const RateCurve& c) {
-  std::string s = fmt::format("{} = [", key);
-  for (size_t i = 0; i < c.points.size(); ++i)
-    s += fmt::format("{}[{:.6g}, {:.6g}]", i ? ", " : "", c.points[i].first, c.points[i].second);
-  return s + "]\n";
-}
-
 // The engine's kernel curves by key, in the order calibrate writes them.
 template <class Rates>  // EngineRates, const or not
 auto kernel_curves(Rates& r) -> std::vector<std::pair<decltype(&r.optimizer), const char*>> {
@@ -81,7 +54,7 @@ std::string kernels_toml(const EngineRates& r) {
   if (!r.kernels_known()) return "";
   std::string s = "# the engine's kernels, all ranks at once: [elements, seconds per element] (optimizer: per "
                   "parameter; cross_entropy: per logit)\n";
-  for (auto [curve, key] : kernel_curves(r)) s += curve_toml(key, *curve);
+  for (auto [curve, key] : kernel_curves(r)) s += rate_curve_toml(key, *curve);
   s += "# [T, head width, seconds per B H T^2 D of causal attention, forward + backward]\n" +
        table_toml("attention_dim", r.attention_dim);
   if (r.attention_fwd_dim.empty()) return s;
@@ -102,18 +75,6 @@ std::string kernels_toml(const EngineRates& r) {
 const char* coll_name(Coll op) {
   static const char* names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"};
   return names[int(op)];
-}
-
-double RateCurve::at(double x) const {
-  if (points.empty()) return 0;
-  if (x <= points.front().first) return points.front().second;
-  if (x >= points.back().first) return points.back().second;
-  size_t i = 1;
-  while (points[i].first < x) ++i;
-  const auto [x0, y0] = points[i - 1];
-  const auto [x1, y1] = points[i];
-  const double f = std::log(x / x0) / std::log(x1 / x0);
-  return std::exp(std::log(y0) + f * (std::log(y1) - std::log(y0)));
 }
 
 void GemmTable::add(double rows, double width, double rate) {
@@ -157,32 +118,42 @@ void LinkClass::set_from_fit(Coll op, double fit_alpha, double fit_beta, int n) 
   bandwidth[k] = fit_beta > 0 ? share / fit_beta : 1e12;
 }
 
+double EngineRates::usable_cores(double threads) const {
+  const double C = cores, got = available_cores > 0 ? available_cores : C;
+  if (busy_threads <= 0 || available_cores <= 0) return got;
+  const double n0 = busy_threads;
+  // The others' runnable threads: n0 of ours got C n0 / (n0 + others) where they fell short.
+  const double others = got < std::min(n0, C) ? n0 * C / got - n0 : 0.0;
+  return threads + others > C ? C * threads / (threads + others) : std::min(threads, C);
+}
+
 EngineRates read_rates(const toml::table& t, const std::string& path) {
   EngineRates r;
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
-    static const char* known[] = {"cores", "available_cores", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
+    static const char* known[] = {"cores", "available_cores", "busy_threads", "step_overhead", "collective_overhead", "gemm_fp32", "gemm_bf16", "attention",
                                   "bandwidth", "optimizer", "rmsnorm", "rope", "swiglu", "cross_entropy",
                                   "weight_copy", "attention_dim", "attention_fwd_dim", "attention_dim_bf16",
                                   "attention_fwd_dim_bf16", "cp_block_dim", "cp_block_dim_bf16", "cp_diag_dim",
                                   "cp_diag_dim_bf16"};
-    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
-      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, step_overhead, collective_overhead, "
+    if (!is_thread_scaling_key(key) && std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
+      throw std::runtime_error(fmt::format("cluster file '{}': unknown key '{}' in [rates] (cores, available_cores, busy_threads, step_overhead, collective_overhead, "
                                            "gemm_fp32, gemm_bf16, attention, bandwidth, optimizer, rmsnorm, rope, swiglu, "
                                            "cross_entropy, weight_copy, attention_dim, attention_fwd_dim, "
                                            "attention_dim_bf16, attention_fwd_dim_bf16, cp_block_dim, cp_block_dim_bf16, cp_diag_dim, "
-                                           "cp_diag_dim_bf16)",
+                                           "cp_diag_dim_bf16, threads, thread_gemm, thread_attention, thread_elementwise, thread_optimizer)",
                                            path, key));
   }
   r.cores = int(t["cores"].value_or(0));
   r.step_overhead = t["step_overhead"].value_or(0.0);
   r.collective_overhead = t["collective_overhead"].value_or(0.0);
   r.available_cores = t["available_cores"].value_or(0.0);
+  r.busy_threads = int(t["busy_threads"].value_or(int64_t(0)));
   r.gemm_fp32 = read_table(t.get("gemm_fp32"), path, "gemm_fp32");
   r.gemm_bf16 = read_table(t.get("gemm_bf16"), path, "gemm_bf16");
-  r.attention = read_curve(t.get("attention"), path, "attention");
-  r.bandwidth = read_curve(t.get("bandwidth"), path, "bandwidth");
-  for (auto [curve, key] : kernel_curves(r)) *curve = read_curve(t.get(key), path, key);
+  r.attention = read_rate_curve(t.get("attention"), path, "attention");
+  r.bandwidth = read_rate_curve(t.get("bandwidth"), path, "bandwidth");
+  for (auto [curve, key] : kernel_curves(r)) *curve = read_rate_curve(t.get(key), path, key);
   r.attention_dim = read_table(t.get("attention_dim"), path, "attention_dim");
   r.attention_fwd_dim = read_table(t.get("attention_fwd_dim"), path, "attention_fwd_dim");
   r.attention_dim_bf16 = read_table(t.get("attention_dim_bf16"), path, "attention_dim_bf16");
@@ -191,6 +162,7 @@ EngineRates read_rates(const toml::table& t, const std::string& path) {
   r.cp_block_dim_bf16 = read_table(t.get("cp_block_dim_bf16"), path, "cp_block_dim_bf16");
   r.cp_diag_dim = read_table(t.get("cp_diag_dim"), path, "cp_diag_dim");
   r.cp_diag_dim_bf16 = read_table(t.get("cp_diag_dim_bf16"), path, "cp_diag_dim_bf16");
+  r.thread_scaling = read_thread_scaling(t, path);
   if (r.cores <= 0 || r.gemm_fp32.empty() || r.attention.empty() || r.bandwidth.empty())
     throw std::runtime_error(fmt::format("cluster file '{}': [rates] needs cores > 0, gemm_fp32, attention and "
                                          "bandwidth (write it with `fivefold calibrate`)",
@@ -203,10 +175,14 @@ std::string rates_to_toml(const EngineRates& r) {
                      "all busy\nstep_overhead = {:.6g}  # s\ncollective_overhead = {:.6g}  # s per blocking collective "
                      "mid-step, beyond alpha-beta\n",
                      r.cores, r.available_cores, r.step_overhead, r.collective_overhead) +
+         (r.busy_threads > 0 ? fmt::format("busy_threads = {}  # the job's threads per node while available_cores was "
+                                           "measured\n",
+                                           r.busy_threads)
+                             : "") +
          "# [rows, width, FLOP/s]: a linear layer's forward, dgrad and wgrad, operands rotated out of the cache\n" +
          table_toml("gemm_fp32", r.gemm_fp32) + table_toml("gemm_bf16", r.gemm_bf16) + "# [T, seconds per B H T^2 D of causal attention, forward + backward]\n" +
-         curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + curve_toml("bandwidth", r.bandwidth) +
-         kernels_toml(r);
+         rate_curve_toml("attention", r.attention) + "# [working-set bytes, bytes/s]\n" + rate_curve_toml("bandwidth", r.bandwidth) +
+         kernels_toml(r) + thread_scaling_toml(r.thread_scaling);
 }
 
 LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const std::string& path, const char* name) {

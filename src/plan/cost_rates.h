@@ -10,17 +10,13 @@
 
 #include <toml++/toml.h>
 
+#include "plan/rate_curve.h"
+#include "plan/thread_scaling.h"
+
 namespace ff {
 
 enum class Coll { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
 const char* coll_name(Coll op);
-
-// A piecewise log-log curve: y(x) through measured (x, y) points, flat beyond the ends.
-struct RateCurve {
-  std::vector<std::pair<double, double>> points;  // ascending x
-  double at(double x) const;
-  bool empty() const { return points.empty(); }
-};
 
 // GEMM FLOP/s by shape class: rows (the tokens of a micro-batch) x width (the geometric mean of
 // the weight's two sides), log-log interpolated along widths within a row count, then across rows.
@@ -53,7 +49,13 @@ struct EngineRates {
   // CPU time over wall time, summed over the ranks): below `cores` when other work shares the
   // machine (0: assume `cores`).
   double available_cores = 0;
-  double usable_cores() const { return available_cores > 0 ? available_cores : double(cores); }
+  // The job's busy threads per node while available_cores was measured (0: unknown, older files).
+  int busy_threads = 0;
+  // The cores `threads` busy threads per node get. The scheduler shares the cores thread by thread
+  // with the other work on the machine, so what busy_threads got says how many other threads were
+  // runnable, and a job of more threads takes a larger share (without busy_threads:
+  // available_cores whatever the threads, or the cores where nothing was measured).
+  double usable_cores(double threads) const;
   GemmTable gemm_fp32, gemm_bf16;      // FLOP/s per core of a linear's fwd + dgrad + wgrad by (rows, width)
   RateCurve attention;                 // seconds per B x H x T x T x D (causal fwd + bwd) by T
   RateCurve bandwidth;                 // bytes/s per core by working-set bytes
@@ -87,6 +89,8 @@ struct EngineRates {
   // sees about half the pairs (a chunk shorter than the kernels' tiles computes them all).
   GemmTable cp_diag_dim;
   GemmTable cp_diag_dim_bf16;
+  // One rank's speed-up with its threads, by kind of work (absent from older files: perfect).
+  ThreadScaling thread_scaling;
   bool known() const { return cores > 0 && !gemm_fp32.empty(); }
   bool kernels_known() const { return !optimizer.empty() && !rmsnorm.empty() && !cross_entropy.empty(); }
 };

@@ -15,30 +15,41 @@ namespace {
 
 constexpr double kF = 4;  // bytes per fp32 element: every tensor the engine streams is fp32
 
-// Per-core costs of one rank's work (seconds at one thread on one core).
+// One rank's costs from the per-core rates: each kind of work at the threads' worth it gets from
+// the rank's threads (plan/thread_scaling.h: GEMMs split over threads better than the
+// element-wise kernels, whose barriers and shared memory bandwidth cost them).
 struct Costs {
   const EngineRates& r;
   Precision gemm_precision;
   int threads;
+  double gemm_threads, attention_threads, elementwise_threads, optimizer_threads;
+  Costs(const EngineRates& rates, Precision p, int t)
+      : r(rates), gemm_precision(p), threads(std::max(1, t)),
+        gemm_threads(rates.thread_scaling.effective_threads(WorkKind::gemm, threads)),
+        attention_threads(rates.thread_scaling.effective_threads(WorkKind::attention, threads)),
+        elementwise_threads(rates.thread_scaling.effective_threads(WorkKind::elementwise, threads)),
+        optimizer_threads(rates.thread_scaling.effective_threads(WorkKind::optimizer, threads)) {}
   // One linear over M rows (tokens), N x K weight; its backward's dgrad and wgrad do the same FLOPs.
   double gemm(double M, double N, double K) const {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
     const GemmTable& table = gemm_precision == Precision::fp32 || r.gemm_bf16.empty() ? r.gemm_fp32 : r.gemm_bf16;
-    return 2 * M * N * K / (table.at(M, std::sqrt(N * K)) * threads);
+    return 2 * M * N * K / (table.at(M, std::sqrt(N * K)) * gemm_threads);
   }
   // Bytes streamed by element-wise kernels whose largest operand is `working_set` bytes.
-  double stream(double bytes, double working_set) const { return bytes / (r.bandwidth.at(working_set) * threads); }
+  double stream(double bytes, double working_set) const {
+    return bytes / (r.bandwidth.at(working_set) * elementwise_threads);
+  }
   // Causal attention, forward + backward, and its forward alone: the bf16 kernels' rates under
   // bf16 GEMM inputs (kernels/attention_precision.h); files without the forward's table take 2 of
   // the 7 T^2 D products.
   bool bf16_attention() const { return gemm_precision == Precision::bf16 && !r.attention_dim_bf16.empty(); }
   double attention(double units, double T, double D) const {
     const GemmTable& t = bf16_attention() ? r.attention_dim_bf16 : r.attention_dim;
-    return units * (t.empty() ? r.attention.at(T) : t.at(T, D)) / threads;
+    return units * (t.empty() ? r.attention.at(T) : t.at(T, D)) / attention_threads;
   }
   double attention_forward(double units, double T, double D) const {
     const GemmTable& t = bf16_attention() ? r.attention_fwd_dim_bf16 : r.attention_fwd_dim;
-    return t.empty() ? attention(units, T, D) * 2 / 7 : units * t.at(T, D) / threads;
+    return t.empty() ? attention(units, T, D) * 2 / 7 : units * t.at(T, D) / attention_threads;
   }
   // Context parallelism's block form: the calibrated full or diagonal blocks of the run's kernels,
   // and `units` B H c^2 D of them at chunk length c.
@@ -48,15 +59,19 @@ struct Costs {
   }
   bool cp_blocks() const { return !cp_table(false).empty() && !cp_table(true).empty(); }
   double cp_block(double units, double c, double D, bool diagonal) const {
-    return units * cp_table(diagonal).at(c, D) / threads;
+    return units * cp_table(diagonal).at(c, D) / attention_threads;
   }
   // One collective the step blocks on (tp's all-reduces, cp's all-gathers and all-to-alls, ep's
   // exchange): its alpha-beta time plus what issuing it after compute adds (cost_rates.h).
   double coll(const LinkClass* link, Coll op, double bytes, int n) const {
     return link->seconds(op, bytes, n) + r.collective_overhead;
   }
-  // `count` elements through one of the engine's kernels at calibrate's per-element rate.
-  double kernel(const RateCurve& c, double count) const { return count > 0 ? count * c.at(count) / threads : 0; }
+  // `count` elements through one of the engine's kernels at calibrate's per-element rate (the
+  // optimizer's per-parameter curve at the optimizer's thread scaling).
+  double kernel(const RateCurve& c, double count) const {
+    const double t = &c == &r.optimizer ? optimizer_threads : elementwise_threads;
+    return count > 0 ? count * c.at(count) / t : 0;
+  }
   bool kernels() const { return r.kernels_known(); }
 };
 
@@ -241,11 +256,11 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
                  &cl.link(group_spans_nodes(L.tp, L.dp * L.cp, world, per_node)),
                  &cl.link(group_spans_nodes(L.tp * L.cp * L.dp, L.pp, world, per_node)),
                  &cl.link(group_spans_nodes(L.tp, L.ep, world, per_node))};
-  const Costs k{cl.rates, L.gemm, std::max(1, threads)};
+  const Costs k(cl.rates, L.gemm, threads);
   const double m = L.grad_accum;
   // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
   const double ranks_here = std::min(world, per_node) * double(k.threads);
-  const double share = ranks_here / cl.rates.usable_cores();
+  const double share = ranks_here / cl.rates.usable_cores(ranks_here);
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
   std::vector<RankCosts> costs;  // the same split as the schedule's timeline needs it
   double cpu = 0, comm_mb = 0, pp_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;

@@ -7,6 +7,8 @@
 //    working set;
 //  - collectives (tp, cp, ep, pp, dp/ZeRO) by the alpha-beta of the link class the group uses;
 //  - the pipeline as m micro-batches through the slowest stage plus the schedule's fill;
+//  - a rank's T threads worth T x the measured efficiency of each kind of work at T threads
+//    (plan/thread_scaling.h) over the efficiency the rates were measured at;
 //  - ranks x threads beyond the cores the job gets (calibrated) time-share them: MPI waits yield, so the step is the
 //    larger of the critical path and all ranks' CPU work over the cores.
 #include "model/model_config.h"

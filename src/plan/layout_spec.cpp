@@ -22,6 +22,7 @@ std::string LayoutSpec::str() const {
   if (precision != StatePrecision::fp32) s += ",precision=mixed";
   if (gemm != Precision::fp32) s += fmt::format(",precision={}", precision_name(gemm));
   if (dp_mode != DpMode::sync) s += fmt::format(",dp_mode={}", dp_mode_name(dp_mode));
+  if (threads > 0) s += fmt::format(",threads={}", threads);
   return s;
 }
 
@@ -68,6 +69,7 @@ LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given) {
     else if (k == "cp") L.cp = positive(k, v);
     else if (k == "ep") L.ep = positive(k, v);
     else if (k == "chunks") L.chunks = positive(k, v);
+    else if (k == "threads") L.threads = positive(k, v);
     else if (k == "mb" || k == "micro_batch") L.micro_batch = positive(k, v);
     else if (k == "m" || k == "grad_accum") L.grad_accum = positive(k, v);
     else if (k == "zero") L.zero = positive(k, v);
@@ -83,7 +85,7 @@ LayoutSpec parse_layout(const std::string& text, std::set<std::string>* given) {
     } else
       throw std::runtime_error(fmt::format(
           "unknown layout key '{}' in '{}'; the keys are dp, tp, sp, pp, cp, cp_comm, ep, schedule, chunks, mb, m, "
-          "zero, recompute, precision, dp_mode (e.g. \"tp=2,pp=2,zero=1\")",
+          "zero, recompute, precision, dp_mode, threads (e.g. \"tp=2,pp=2,zero=1\")",
           k, text));
   }
   return L;

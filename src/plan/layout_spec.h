@@ -34,16 +34,19 @@ struct LayoutSpec {
   Precision gemm = Precision::fp32;  // the engine's `precision`: bf16 = bf16 GEMM inputs, fp32 states
   DpMode dp_mode = DpMode::sync;     // diloco keeps an outer state beside the replica's own
   DType pseudo_grad = DType::f32;    // diloco's Δ on the wire (the config's diloco_pseudo_grad_dtype)
+  // OpenMP threads per rank, where the layout chooses them (plan's split of a node's cores into
+  // ranks x threads); 0: not part of the layout, the run's own `threads` key decides.
+  int threads = 0;
 
   int ranks() const { return dp * tp * pp * cp; }
   int global_batch() const { return micro_batch * grad_accum * dp; }  // sequences per step
   // "dp=2,tp=2,sp,pp=2,1f1b,m=4,mb=1,zero=1,recompute=selective": what `verify --layout` parses
   // (plus ",cp=2,cp_comm=a2a", ",ep=2", ",precision=bf16", ",dp_mode=diloco" when they are not the
-  // defaults).
+  // defaults, and ",threads=T" when the layout sets the threads).
   std::string str() const;
 };
 
-// Parses "tp=2,pp=2,zero=1,sp,schedule=gpipe,mb=2,m=4,dp=1,recompute=full,chunks=2" (any order,
+// Parses "tp=2,pp=2,zero=1,sp,schedule=gpipe,mb=2,m=4,dp=1,recompute=full,chunks=2,threads=2" (any order,
 // unnamed keys keep their defaults; schedule, cp_comm, recompute and dp_mode are named as the training
 // config names them); throws naming the unknown key or the malformed value.
 // given: the keys the text named (a schedule name counts as "schedule", "sp" as "sp").

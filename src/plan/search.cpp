@@ -12,14 +12,21 @@
 
 namespace ff {
 
-namespace {
-
 std::vector<int> divisors(int n) {
   std::vector<int> d;
   for (int i = 1; i <= n; ++i)
     if (n % i == 0) d.push_back(i);
   return d;
 }
+
+void rank_by_step_time(std::vector<LayoutPrediction>& ranked) {
+  std::stable_sort(ranked.begin(), ranked.end(), [](const LayoutPrediction& a, const LayoutPrediction& b) {
+    if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+    return a.memory.peak() < b.memory.peak();
+  });
+}
+
+namespace {
 
 // Whether the engine (or, at paper scale, Megatron's rules) can cut the model this way.
 bool tp_valid(const ModelConfig& c, const LayoutSpec& L, bool engine) {
@@ -132,10 +139,7 @@ PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const Pla
       }
     }
   }
-  std::stable_sort(out.ranked.begin(), out.ranked.end(), [](const LayoutPrediction& a, const LayoutPrediction& b) {
-    if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
-    return a.memory.peak() < b.memory.peak();
-  });
+  rank_by_step_time(out.ranked);
   return out;
 }
 
@@ -205,6 +209,7 @@ std::string plan_json(const PlanResult& r, int k) {
                         {"bubble", p.bubble}, {"tp_comm", p.tp_comm}, {"pp_comm", p.pp_comm},
                         {"dp_comm", p.dp_comm}, {"core_sharing", p.core_sharing}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
                         {"largest_pp_rank", p.memory.pp_rank}};
+    if (p.layout.threads > 0) j["threads"] = p.layout.threads, j["ranks"] = p.layout.ranks();  // a node split
     for (int c = 0; c < kMemCategories; ++c) j["bytes"][mem_category_name(MemCategory(c))] = p.memory.bytes[size_t(c)];
     if (p.gemm > 0)  // engine clusters: the compute by kind (bench/plan/profile_terms.py compares it)
       j["terms"] = {{"gemm", p.gemm}, {"attention", p.attention}, {"elementwise", p.elementwise},

@@ -24,6 +24,11 @@ struct PlanResult {
   int dropped_batch = 0, smallest_dp_dropped = 0, global_batch = 0;
 };
 
+// 1 .. n's divisors, ascending.
+std::vector<int> divisors(int n);
+// Fastest first; equal steps by the smaller peak memory.
+void rank_by_step_time(std::vector<LayoutPrediction>& ranked);
+
 PlanResult search_layouts(const ModelConfig& c, const ClusterSpec& cl, const PlanRequest& req);
 
 // The top `k` as a table a person reads: layout, memory by category, step time and its parts.

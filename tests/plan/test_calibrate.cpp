@@ -68,6 +68,17 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
     const std::string points = m[1];
     EXPECT_EQ(std::count(points.begin(), points.end(), '['), std::string(curve).find("_dim") != std::string::npos ? 12 : 3) << points;
   }
+  // One rank's threads against one-thread ranks, every core busy: efficiency 1 at one thread by
+  // definition, then a positive figure at each power of two up to the cores.
+  const ff::ClusterSpec read_back = ff::load_cluster(file);
+  EXPECT_EQ(read_back.rates.thread_scaling.rates_threads, 1) << t;
+  for (ff::WorkKind kind : {ff::WorkKind::gemm, ff::WorkKind::attention, ff::WorkKind::elementwise, ff::WorkKind::optimizer}) {
+    const ff::RateCurve& c = read_back.rates.thread_scaling.curve(kind);
+    ASSERT_FALSE(c.empty()) << t;
+    EXPECT_EQ(c.points.front(), (std::pair<double, double>{1.0, 1.0})) << t;
+    EXPECT_EQ(c.points.back().first, double(read_back.rates.cores)) << t;
+    for (const auto& p : c.points) EXPECT_GT(p.second, 0.05) << t;
+  }
   std::smatch cores;
   ASSERT_TRUE(std::regex_search(t, cores, std::regex(R"(available_cores = ([0-9.e+-]+))")));
   EXPECT_GT(std::stod(cores[1]), 0.05);

@@ -15,6 +15,7 @@
 
 #include "model/model_config.h"
 #include "parallel/pipeline/pipeline_stages.h"
+#include "synthetic_cluster.h"
 #include "plan/cluster.h"
 #include "plan/search.h"
 #include "plan/step_time.h"
@@ -39,21 +40,11 @@ ModelConfig model(int n_layers = 4, int n_experts = 0) {
 // GEMMs at 1e10 FLOP/s, flat kernel rates, the attention tables above, free links, and
 // streams at `bandwidth` bytes/s.
 ClusterSpec cluster(double bandwidth = 1e30) {
-  ClusterSpec cl;
-  cl.name = "synthetic", cl.engine = true, cl.devices_per_node = 64, cl.memory_bytes = 1e15, cl.peak_flops = 1e12;
-  cl.rates.cores = 64;
-  cl.rates.gemm_fp32.add(1, 1, 1e10);
-  cl.rates.gemm_bf16.add(1, 1, 2e10);
-  cl.rates.attention.points = {{1, 1.0}};
-  cl.rates.bandwidth.points = {{1, bandwidth}};
-  for (RateCurve* k : {&cl.rates.optimizer, &cl.rates.rmsnorm, &cl.rates.rope, &cl.rates.swiglu,
-                       &cl.rates.cross_entropy, &cl.rates.weight_copy})
-    k->points = {{1, 1e-9}};
+  ClusterSpec cl = synthetic_engine_cluster(bandwidth);
   cl.rates.attention_dim.add(1, 1, kAttn);
   cl.rates.attention_fwd_dim.add(1, 1, kFwd);
   cl.rates.attention_dim_bf16.add(1, 1, kAttnB);
   cl.rates.attention_fwd_dim_bf16.add(1, 1, kFwdB);
-  cl.same_node = cl.across_nodes = LinkClass::uniform(1e-30, 1e30);
   return cl;
 }
 

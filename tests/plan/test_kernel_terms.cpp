@@ -6,6 +6,7 @@
 
 #include "model/model_config.h"
 #include "plan/cluster.h"
+#include "synthetic_cluster.h"
 #include "plan/search.h"
 #include "plan/step_time.h"
 
@@ -14,14 +15,6 @@ using namespace ff;
 namespace {
 
 constexpr double kOpt = 3e-9, kNorm = 1e-9, kRope = 2e-9, kSwiglu = 4e-9, kCe = 5e-9, kCopy = 6e-10, kAttn = 7e-11;
-
-ModelConfig model() {
-  ModelConfig c;
-  c.vocab_size = 256, c.dim = 64, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 160, c.seq_len = 32;
-  c.tied_embeddings = false;
-  c.validate();
-  return c;
-}
 
 // GEMMs at 1e10 FLOP/s, free links and streams, and flat rates for every calibrated kernel.
 ClusterSpec kernels_cluster() {
@@ -45,7 +38,7 @@ LayoutSpec layout(const char* text) { return parse_layout(text); }
 }  // namespace
 
 TEST(EngineKernelTerms, EachTermIsItsWorkTimesTheCalibratedRate) {
-  const ModelConfig c = model();
+  const ModelConfig c = synthetic_model();
   const double B = 4, T = 32, N = B * T, C = 64, D = 16, H = 4, Hkv = 2, F = 160, V = 256, L = 4;
   const double Q = (H + 2 * Hkv) * D;
   const double params = 2 * V * C + L * (C * Q + C * H * D + 3 * C * F + 2 * C) + C;  // embed, blocks, norm, head
@@ -68,7 +61,7 @@ TEST(EngineKernelTerms, EachTermIsItsWorkTimesTheCalibratedRate) {
 }
 
 TEST(EngineKernelTerms, Bf16AddsTheWeightCopyAndItsMfuUsesTheBf16Peak) {
-  const ModelConfig c = model();
+  const ModelConfig c = synthetic_model();
   ClusterSpec cl = kernels_cluster();
   const double V = 256, C = 64, Q = 128, F = 160;
   const double params = 2 * V * C + 4 * (C * Q + C * C + 3 * C * F + 2 * C) + C;
@@ -89,7 +82,7 @@ TEST(EngineKernelTerms, Bf16AddsTheWeightCopyAndItsMfuUsesTheBf16Peak) {
 }
 
 TEST(EngineKernelTerms, BlockingCollectivesPayTheCalibratedOverheadAsynchronousOnesDoNot) {
-  const ModelConfig c = model();
+  const ModelConfig c = synthetic_model();
   const ClusterSpec cl = kernels_cluster();
   auto with = [&](const char* text, double overhead) {
     ClusterSpec k = cl;

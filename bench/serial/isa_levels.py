@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Does the portable build cost speed here? The `bench` model trained serially by each build in
+fp32 and bf16, the builds alternating round after round in one invocation, so both see the same
+machine weather; tokens/s = timed tokens over timed seconds (warm-up steps excluded), the median
+over rounds, and each build's ratio to the first. Beside it, the CPU seconds each whole run used
+(user + system, start-up included): on a machine other work shares, wall time moves with the
+neighbours while the CPU a run needs does not, so at --threads 1 (no threads waiting on each
+other) the CPU ratio is the comparison of the code the two ISA levels compiled.
+
+usage: /usr/bin/python3 bench/serial/isa_levels.py [--build native=build/fivefold]
+           [--build x86-64-v4-bf16=build-portable-x86-64-v4-bf16/fivefold] [--rounds 3 --steps 8
+           --warmup 2 --threads 1] [--data data/kjv] [--write]
+scripts/portable_bench.sh build makes the second.
+"""
+import argparse
+import os
+import resource
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+import benchlib  # noqa: E402
+from bf16_speed import fivefold_precision_round  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", action="append", default=None, help="NAME=PATH of a fivefold binary")
+    ap.add_argument("--data", default=os.path.join(ROOT, "data/kjv"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--write", action="store_true", help="replace the section in bench/RESULTS.md")
+    a = ap.parse_args()
+    builds = dict(b.split("=", 1) for b in (a.build or [
+        f"native={os.path.join(ROOT, 'build/fivefold')}",
+        f"x86-64-v4-bf16={os.path.join(ROOT, 'build-portable-x86-64-v4-bf16/fivefold')}"]))
+    a.batch, a.seq = 8, 256  # configs/bench.toml
+    load_start = os.getloadavg()
+    runs = {(name, p): [] for name in builds for p in ("fp32", "bf16")}
+    with tempfile.TemporaryDirectory() as workdir:
+        for r in range(a.rounds):
+            for (name, precision), results in runs.items():
+                b = argparse.Namespace(**vars(a))
+                b.fivefold = os.path.abspath(builds[name])
+                os.makedirs(os.path.join(workdir, name), exist_ok=True)
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                tokens_per_s = fivefold_precision_round(b, os.path.join(workdir, name), precision)["tokens_per_s"]
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                results.append((tokens_per_s, cpu))
+            print(f"round {r + 1}: " + ", ".join(f"{n} {p} {v[-1][0]:.0f} tokens/s {v[-1][1]:.1f} CPU s"
+                                                  for (n, p), v in runs.items()),
+                  file=sys.stderr, flush=True)
+    load_end = os.getloadavg()
+    first = next(iter(builds))
+    med = {k: statistics.median(x[0] for x in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(x[1] for x in v) for k, v in runs.items()}
+    rows = [f"| {n} | {p} | {med[(n, p)]:.0f} | {', '.join('%.0f' % x[0] for x in v)} | "
+            f"{med[(n, p)] / med[(first, p)]:.3f} | {cpu[(n, p)]:.1f} | {cpu[(first, p)] / cpu[(n, p)]:.3f} |"
+            for (n, p), v in runs.items()]
+    table = (f"| build | precision | tokens/s (median of {a.rounds}) | per round | tokens/s over {first}'s | "
+             f"CPU s per run (median) | {first}'s CPU over this |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+    description = (f"CPU: {benchlib.cpu_name()}. `bench` model, {a.threads} threads, {a.steps} timed steps after "
+                   f"{a.warmup} warm-up, the builds and precisions alternating each round. Load average "
+                   f"{load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end. Builds: "
+                   + ", ".join(f"{n} = `{p}`" for n, p in builds.items()) + ".")
+    benchlib.publish("## Portable build: ISA level against -march=native", description, table, write=a.write)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# scripts/portable_bench.sh end to end, quickly: a small corpus prepared from the repository's
+# Markdown, the given fivefold binary packed (with the bundled Open MPI), the tarball unpacked into
+# a fresh folder and its run.sh run with a bare environment (env -i PATH=/usr/bin:/bin), once with
+# the host's mpirun and once with the bundled one; each must print the bench table with a number
+# of tokens/s in every row.
+set -euo pipefail
+fivefold=$1 root=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat "$root"/README.md "$root"/docs/*.md "$root"/src/*/README.md >"$work/text.txt"
+"$fivefold" prepare --text "$work/text.txt" --vocab 1024 --out "$work/corpus" >"$work/prepare.log" 2>&1 ||
+  { cat "$work/prepare.log"; exit 1; }
+FIVEFOLD_PACK_GZIP=1 bash "$root/scripts/portable_bench.sh" pack "$work/pack.tar.gz" --binary "$fivefold:native" \
+  --data "$work/corpus"
+mkdir "$work/host"
+tar -C "$work/host" -xzf "$work/pack.tar.gz"
+check_table() {  # log, expected rows
+  local rows
+  rows=$(grep -cE '^\| tiny \| [0-9]+ x [0-9]+ \| (fp32|bf16) \| [0-9]+ \|$' "$1" || true)
+  [ "$rows" = "$2" ] || { echo "expected $2 rows of tokens/s, got $rows:"; cat "$1"; exit 1; }
+}
+cd "$work/host/fivefold-portable"
+env -i PATH=/usr/bin:/bin ./run.sh --models tiny --steps 2 --warmup 1 --no-plan >"$work/host.log" 2>&1 ||
+  { cat "$work/host.log"; exit 1; }
+grep -q "MPI: host" "$work/host.log" || { cat "$work/host.log"; exit 1; }
+check_table "$work/host.log" 4  # fp32, bf16, then 1 x 2 and 2 x 1 in the sweep
+env -i PATH=/usr/bin:/bin ./run.sh --models tiny --steps 2 --warmup 1 --no-plan --mpi bundled >"$work/bundled.log" 2>&1 ||
+  { cat "$work/bundled.log"; exit 1; }
+grep -q "MPI: bundled" "$work/bundled.log" || { cat "$work/bundled.log"; exit 1; }
+check_table "$work/bundled.log" 4
+echo "portable pack: host and bundled MPI runs printed their tables"
