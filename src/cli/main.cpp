@@ -53,6 +53,15 @@ int main(int argc, char** argv) {
   }
   // Every command runs inside the communication layer: under mpirun each process is a rank,
   // launched plainly it is a world of one.
+  // The stop signals go to the thread that runs training (train/stop_signals.h unblocks them
+  // there): every thread started from here on (MPI's progress thread, the comm engine, OpenMP's
+  // pool) inherits them blocked.
+  if (cmd == "train") {
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&stops, s);
+    pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+  }
   ff::CommSession session(&argc, &argv);
   try {
     ff::cli::Args a = ff::cli::parse_args(argc, argv, 2);

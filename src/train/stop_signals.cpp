@@ -45,10 +45,12 @@ int64_t monotonic_ns() {
 
 extern "C" void train_on_stop_signal(int sig) {
   const int64_t now = monotonic_ns();
-  int expected = 0;
-  if (g_first_signal.compare_exchange_strong(expected, sig)) {
-    g_first_ns = now;
-    g_signals.fetch_add(1);
+  // The first stop claims the clock in one step, so its time is in place before any other handler
+  // (on another thread: any thread may take a process's signal) compares with it.
+  int64_t unclaimed = 0;
+  if (g_first_ns.compare_exchange_strong(unclaimed, now)) {
+    g_first_signal = sig;
+    g_signals.fetch_add(1);  // after the number: requested() implies first_signal() is set
     return;
   }
   if (now - g_first_ns.load() < kSameStopNs) return;
@@ -66,19 +68,31 @@ StopSignals::StopSignals() {
   g_signals = 0;
   g_first_signal = 0;
   g_first_ns = 0;
+  constexpr size_t kAltStackBytes = 1 << 16;  // the handler needs a few hundred bytes; the kernel's frame a few KiB
+  alt_stack_ = std::make_unique<char[]>(kAltStackBytes);
+  stack_t alt {};
+  alt.ss_sp = alt_stack_.get();
+  alt.ss_size = kAltStackBytes;
+  if (::sigaltstack(&alt, &old_alt_stack_) != 0) throw std::runtime_error("sigaltstack failed");
   struct sigaction sa {};
   sa.sa_handler = train_on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;  // an interrupted read or write resumes instead of failing with EINTR
+  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&sa.sa_mask, s);  // no handler interrupts another
+  sa.sa_flags = SA_RESTART | SA_ONSTACK;  // an interrupted read or write resumes instead of failing with EINTR
   ::sigaction(SIGTERM, &sa, &old_term_);
   ::sigaction(SIGINT, &sa, &old_int_);
   ::sigaction(SIGUSR1, &sa, &old_usr1_);
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&stops, s);
+  pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
 }
 
 StopSignals::~StopSignals() {
   ::sigaction(SIGTERM, &old_term_, nullptr);
   ::sigaction(SIGINT, &old_int_, nullptr);
   ::sigaction(SIGUSR1, &old_usr1_, nullptr);
+  ::sigaltstack(&old_alt_stack_, nullptr);
   g_installed = false;
 }
 

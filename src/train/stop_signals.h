@@ -5,10 +5,15 @@
 // another route), ends the process at once, except while a checkpoint is being written, when it
 // waits for the write to finish so that no half-written checkpoint is the last thing a run leaves.
 //
+// Where a handler runs matters: `fivefold train` blocks the stop signals before MPI and the comm
+// engine start their threads (cli/main.cpp), this class unblocks them in the training thread only,
+// and the handler runs on an alternate stack (see alt_stack_).
+//
 // The handler only counts signals in a lock-free atomic (async-signal-safe); the trainer reads the
 // count after each step and the ranks agree on it (a signal may reach one rank only), so every rank
 // saves at the same step.
 #include <csignal>
+#include <memory>
 
 namespace ff {
 
@@ -51,6 +56,11 @@ class StopSignals {
 
  private:
   struct sigaction old_term_ {}, old_int_ {}, old_usr1_ {};
+  // The handler runs on a stack of its own: code it interrupts may keep data below its stack
+  // pointer past the 128-byte red zone (a stop signal arriving inside oneDNN's sgemm corrupted
+  // the heap about one time in ten until the frame went elsewhere).
+  std::unique_ptr<char[]> alt_stack_;
+  stack_t old_alt_stack_ {};
 };
 
 }  // namespace ff
