@@ -34,18 +34,18 @@ std::vector<float> filled(size_t n, float scale) {
 }
 
 // Shapes of a `bench`-sized block: 2048 tokens of width 384, MLP width 1024.
-constexpr int kTokens = 2048, kWidth = 384, kFfn = 1024;
+constexpr int kScaleTokens = 2048, kScaleWidth = 384, kScaleFfn = 1024;
 
 // A linear layer's forward, dgrad and wgrad (model/linear.h), fp32.
 Work linear_work() {
-  auto buf = std::make_shared<std::vector<float>>(filled(size_t(3) * kTokens * kWidth + 2 * size_t(kWidth) * kWidth, 0.01f));
+  auto buf = std::make_shared<std::vector<float>>(filled(size_t(3) * kScaleTokens * kScaleWidth + 2 * size_t(kScaleWidth) * kScaleWidth, 0.01f));
   return [buf] {
     const GemmContext fp32;
-    float *x = buf->data(), *y = x + size_t(kTokens) * kWidth, *dx = y + size_t(kTokens) * kWidth;
-    float *W = dx + size_t(kTokens) * kWidth, *dW = W + size_t(kWidth) * kWidth;
-    matmul_xwt(fp32, y, x, W, kTokens, kWidth, kWidth);
-    matmul_dyw(fp32, dx, y, W, kTokens, kWidth, kWidth);
-    accumulate_dw(fp32, dW, y, x, kTokens, kWidth, kWidth);
+    float *x = buf->data(), *y = x + size_t(kScaleTokens) * kScaleWidth, *dx = y + size_t(kScaleTokens) * kScaleWidth;
+    float *W = dx + size_t(kScaleTokens) * kScaleWidth, *dW = W + size_t(kScaleWidth) * kScaleWidth;
+    matmul_xwt(fp32, y, x, W, kScaleTokens, kScaleWidth, kScaleWidth);
+    matmul_dyw(fp32, dx, y, W, kScaleTokens, kScaleWidth, kScaleWidth);
+    accumulate_dw(fp32, dW, y, x, kScaleTokens, kScaleWidth, kScaleWidth);
   };
 }
 
@@ -65,15 +65,15 @@ Work attention_work() {
 
 // The block's element-wise kernels: an RMSNorm and SwiGLU, forward and backward.
 Work elementwise_work() {
-  const size_t e = size_t(kTokens) * kWidth, f = size_t(kTokens) * kFfn;
-  auto buf = std::make_shared<std::vector<float>>(filled(4 * e + kTokens + 2 * kWidth + 6 * f, 0.1f));
+  const size_t e = size_t(kScaleTokens) * kScaleWidth, f = size_t(kScaleTokens) * kScaleFfn;
+  auto buf = std::make_shared<std::vector<float>>(filled(4 * e + kScaleTokens + 2 * kScaleWidth + 6 * f, 0.1f));
   return [buf, e, f] {
-    float *x = buf->data(), *y = x + e, *dy = y + e, *dx = dy + e, *rstd = dx + e, *w = rstd + kTokens, *dw = w + kWidth;
-    float *gu = dw + kWidth, *h = gu + 2 * f, *dh = h + f, *dgu = dh + f;
-    rmsnorm_forward(y, rstd, x, w, kTokens, kWidth, 1e-5f);
-    rmsnorm_backward(dx, dw, dy, x, w, rstd, kTokens, kWidth);
-    swiglu_forward(h, gu, kTokens, kFfn);
-    swiglu_backward(dgu, dh, gu, kTokens, kFfn);
+    float *x = buf->data(), *y = x + e, *dy = y + e, *dx = dy + e, *rstd = dx + e, *w = rstd + kScaleTokens, *dw = w + kScaleWidth;
+    float *gu = dw + kScaleWidth, *h = gu + 2 * f, *dh = h + f, *dgu = dh + f;
+    rmsnorm_forward(y, rstd, x, w, kScaleTokens, kScaleWidth, 1e-5f);
+    rmsnorm_backward(dx, dw, dy, x, w, rstd, kScaleTokens, kScaleWidth);
+    swiglu_forward(h, gu, kScaleTokens, kScaleFfn);
+    swiglu_backward(dgu, dh, gu, kScaleTokens, kScaleFfn);
   };
 }
 
