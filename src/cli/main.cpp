@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "train/stop_signals.h"
 
 namespace {
 const char* kUsage =
@@ -56,12 +57,7 @@ int main(int argc, char** argv) {
   // The stop signals go to the thread that runs training (train/stop_signals.h unblocks them
   // there): every thread started from here on (MPI's progress thread, the comm engine, OpenMP's
   // pool) inherits them blocked.
-  if (cmd == "train") {
-    sigset_t stops;
-    sigemptyset(&stops);
-    for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&stops, s);
-    pthread_sigmask(SIG_BLOCK, &stops, nullptr);
-  }
+  if (cmd == "train") ff::block_stop_signals();
   ff::CommSession session(&argc, &argv);
   try {
     ff::cli::Args a = ff::cli::parse_args(argc, argv, 2);

@@ -103,33 +103,36 @@ double metrics_time_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-int last_logged_step(const std::string& path) {
+namespace {
+// Each parsable record of a metrics file, in order (a torn or unparsable line is passed over by
+// the callers, which see it as a discarded json value); nothing when the file does not exist.
+template <class Visit>
+void for_each_record(const std::string& path, Visit&& visit) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
+  if (::stat(path.c_str(), &st) != 0) return;
   const std::string text = read_whole(path);
-  int64_t last = 0;
   for (size_t start = 0; start < text.size();) {
     size_t nl = text.find('\n', start);
     if (nl == std::string::npos) nl = text.size();
-    if (const int64_t s = step_of(nlohmann::json::parse(text.substr(start, nl - start), nullptr, false)); s >= 0)
-      last = s;
+    visit(nlohmann::json::parse(text.substr(start, nl - start), nullptr, false));
     start = nl + 1;
   }
+}
+}  // namespace
+
+int last_logged_step(const std::string& path) {
+  int64_t last = 0;
+  for_each_record(path, [&](const nlohmann::json& rec) {
+    if (const int64_t s = step_of(rec); s >= 0) last = s;
+  });
   return int(last);
 }
 
 nlohmann::json last_event_since(const std::string& path, const std::string& event, double since) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return nullptr;
-  const std::string text = read_whole(path);
   nlohmann::json found = nullptr;
-  for (size_t start = 0; start < text.size();) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    nlohmann::json rec = nlohmann::json::parse(text.substr(start, nl - start), nullptr, false);
+  for_each_record(path, [&](nlohmann::json rec) {
     if (rec.is_object() && rec.value("event", "") == event && rec.value("time", 0.0) >= since) found = std::move(rec);
-    start = nl + 1;
-  }
+  });
   return found;
 }
 

@@ -59,6 +59,18 @@ extern "C" void train_on_stop_signal(int sig) {
 
 }  // namespace
 
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&set, s);
+  return set;
+}
+
+void block_stop_signals() {
+  const sigset_t stops = stop_signal_set();
+  pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+}
+
 const char* stop_signal_name(int sig) {
   return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGUSR1 ? "SIGUSR1" : "a signal";
 }
@@ -76,15 +88,12 @@ StopSignals::StopSignals() {
   if (::sigaltstack(&alt, &old_alt_stack_) != 0) throw std::runtime_error("sigaltstack failed");
   struct sigaction sa {};
   sa.sa_handler = train_on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&sa.sa_mask, s);  // no handler interrupts another
+  sa.sa_mask = stop_signal_set();  // no handler interrupts another
   sa.sa_flags = SA_RESTART | SA_ONSTACK;  // an interrupted read or write resumes instead of failing with EINTR
   ::sigaction(SIGTERM, &sa, &old_term_);
   ::sigaction(SIGINT, &sa, &old_int_);
   ::sigaction(SIGUSR1, &sa, &old_usr1_);
-  sigset_t stops;
-  sigemptyset(&stops);
-  for (const int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&stops, s);
+  const sigset_t stops = stop_signal_set();
   pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
 }
 

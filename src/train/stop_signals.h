@@ -27,6 +27,12 @@ namespace ff {
 // able to tell a run that saved its state from one that was killed without saving.
 inline constexpr int kStoppedExitCode = 75;
 
+// SIGTERM, SIGINT and SIGUSR1.
+sigset_t stop_signal_set();
+// Blocks the stop signals in the calling thread, so every thread it starts from then on inherits
+// them blocked; StopSignals unblocks them in the thread that trains. Call before MPI starts its.
+void block_stop_signals();
+
 // "SIGTERM", "SIGINT", "SIGUSR1", else "a signal".
 const char* stop_signal_name(int sig);
 
