@@ -11,6 +11,7 @@
 
 #include "calibrate/hardware_peak.h"
 #include "calibrate/kernel_rates.h"
+#include "calibrate/shared_cores.h"
 #include "calibrate/this_machine.h"
 #include "calibrate/thread_scaling_run.h"
 #include "comm/nodes.h"
@@ -289,12 +290,16 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   // rank at once when the ranks' threads fit the cores, else by as many ranks as fill the cores
   // (the first ranks of each machine) while the others wait. Measured by rank 0 alone, the GEMM
   // rates came out ~6% faster than with both cores busy (caches and memory are shared), and every
-  // layout with more ranks than cores was predicted that much too fast.
+  // layout with more ranks than cores was predicted that much too fast. A machine is a kernel, not
+  // the launcher's node: two namespaced nodes on one host, each with as many ranks as the host has
+  // cores, all measuring at once, put every rate at half a core's, and the planner then charged the
+  // ranks' sharing of the cores a second time (1.5-1.7x too slow a step).
   const int cores = machine_peak().cores;
-  const bool shared_cores = ranks_per_machine * threads > cores;
-  const bool measures = !shared_cores || world.rank() % ranks_per_machine < std::max(1, cores / threads);
-  const Comm measuring = shared_cores ? world.split(measures ? 1 : 0, world.rank()) : Comm{};
-  const Comm* sync = shared_cores ? &measuring : &world;
+  const std::vector<bool> measuring_ranks = rate_measuring_ranks(machine_keys(world), cores, threads);
+  const bool measures = measuring_ranks[size_t(world.rank())];
+  const bool all_measure = std::find(measuring_ranks.begin(), measuring_ranks.end(), false) == measuring_ranks.end();
+  const Comm measuring = all_measure ? Comm{} : world.split(measures ? 1 : 0, world.rank());
+  const Comm* sync = all_measure ? &world : &measuring;
   EngineRates rates;
   // Rank 0's numbers as one list of doubles, in and out (every value passes through `io`).
   std::vector<double> flat;
@@ -379,7 +384,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;
     rates.step_overhead = 4 * time_op(world, [&] { world.all_reduce(&x, 1); });
-    if (!shared_cores) rates.collective_overhead = collective_overhead(world, cl.link(spans));
+    if (all_measure) rates.collective_overhead = collective_overhead(world, cl.link(spans));
   }
   rates.thread_scaling = scaling;
   cl.rates = rates;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "calibrate/calibration.h"
+#include "calibrate/shared_cores.h"
 #include "calibrate/this_machine.h"
 #include "cli_runner.h"
 #include "plan/cluster.h"
@@ -25,6 +26,25 @@ TEST(Calibrate, EachRateIsTheMedianOverItsSweeps) {
   EXPECT_EQ(ff::median_by_position({{1.0, 8.0}, {3.0, 2.0}}), (std::vector<double>{2.0, 5.0}));  // even: the mean of two
   EXPECT_EQ(ff::median_by_position({{7.0}}), (std::vector<double>{7.0}));
   EXPECT_THROW(ff::median_by_position({{1.0, 2.0}, {1.0}}), std::out_of_range);  // sweeps of unequal length
+}
+
+// Namespaced nodes on one host share its cores: the per-core rates are measured by as many of
+// the host's ranks as fill its cores, wherever the launcher's nodes are; separate hosts all measure.
+TEST(Calibrate, RatesAreMeasuredByTheRanksThatFillEachMachinesCores) {
+  using V = std::vector<bool>;
+  const int64_t host = 7, other = 9;
+  // Two "nodes" x 2 ranks on one 2-core host: its first two ranks measure, the others wait.
+  EXPECT_EQ(ff::rate_measuring_ranks({host, host, host, host}, 2, 1), (V{true, true, false, false}));
+  // The same ranks on two 2-core hosts: each host's ranks fit its cores, so all measure at once.
+  EXPECT_EQ(ff::rate_measuring_ranks({host, host, other, other}, 2, 1), (V{true, true, true, true}));
+  // Ranks placed round-robin on two hosts of 1 core: the first rank of each host.
+  EXPECT_EQ(ff::rate_measuring_ranks({host, other, host, other}, 1, 1), (V{true, true, false, false}));
+  // Two threads per rank on a 2-core host: one rank fills it; more threads than cores still lets one.
+  EXPECT_EQ(ff::rate_measuring_ranks({host, host}, 2, 2), (V{true, false}));
+  EXPECT_EQ(ff::rate_measuring_ranks({host, host}, 2, 4), (V{true, false}));
+  // The kernel's boot id names this machine: the same key for every call, never a fallback's.
+  EXPECT_EQ(ff::machine_key(0), ff::machine_key(3));
+  EXPECT_GE(ff::machine_key(0), 0);
 }
 
 TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
