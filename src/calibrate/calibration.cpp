@@ -206,13 +206,17 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
 
 // The alpha-beta fit of every collective on `group` into `link`. The large size: 16 MiB per rank, as
 // large as a step's gradient buckets (a segment each, up to millions of floats), so the slope
-// includes the memory traffic beyond the caches they meet.
-std::vector<LinkFit> fit_link_class(const Comm& group, LinkClass& link, int p2p_peer) {
+// includes the memory traffic beyond the caches they meet. Across nodes an all-reduce that large
+// goes node-first (comm/hierarchical.cpp), with half the bytes on the link of the direct exchange
+// that DDP's 4 MiB buckets and tp's activations take: there the all-reduce is fitted below that
+// size (it had made the link look 1.7x faster for all-reduce than for the other collectives).
+std::vector<LinkFit> fit_link_class(const Comm& group, LinkClass& link, int p2p_peer, bool spans_nodes) {
   const int n = group.size();
   const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
   const size_t large = size_t(1) << 22;
+  const size_t flat_limit = group.options().hierarchical_min_bytes / sizeof(float) / 2;
   std::vector<LinkFit> fits;
-  fits.push_back(fit_link(group, "all_reduce", ar, 256, large));
+  fits.push_back(fit_link(group, "all_reduce", ar, 256, spans_nodes ? std::min(large, flat_limit) : large));
   fits.push_back(fit_link(group, "all_gather", other, 256, large));
   fits.push_back(fit_link(group, "reduce_scatter", other, 256, large));
   fits.push_back(fit_link(group, "all_to_all", other, 256, large));
@@ -372,14 +376,15 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
     const Comm inside = spans ? world.split(my_node, world.rank()) : Comm{};
     const bool node_groups_even = spans && std::count(node_of.begin(), node_of.end(), node_of[0]) * node_count() == n;
     if (!spans) {
-      c.links = fit_link_class(world, cl.same_node, 1);
+      c.links = fit_link_class(world, cl.same_node, 1, false);
       cl.across_nodes = cl.same_node;
     } else {
       // Every node measures its own ranks at once; rank 0's node's numbers go in the file.
-      if (node_groups_even && inside.size() > 1) c.links = fit_link_class(inside, cl.same_node, 1);
+      if (node_groups_even && inside.size() > 1) c.links = fit_link_class(inside, cl.same_node, 1, false);
       const int other_node = int(std::find_if(node_of.begin(), node_of.end(), [&](int v) { return v != node_of[0]; }) -
                                  node_of.begin());
-      c.across_links = fit_link_class(world, cl.across_nodes, other_node);
+      c.across_links = fit_link_class(world, cl.across_nodes, other_node, true);
+      if (node_groups_even) cl.across_nodes.fit_ranks = n, cl.across_nodes.fit_ranks_per_node = n / node_count();
     }
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;

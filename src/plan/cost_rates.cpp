@@ -118,6 +118,16 @@ void LinkClass::set_from_fit(Coll op, double fit_alpha, double fit_beta, int n) 
   bandwidth[k] = fit_beta > 0 ? share / fit_beta : 1e12;
 }
 
+LinkClass LinkClass::shared_by(int n, int group_per_node, int busy_per_node) const {
+  if (fit_ranks < 2 || fit_ranks_per_node < 1 || fit_ranks_per_node >= fit_ranks || n < 2) return *this;
+  const int g = std::clamp(group_per_node, 1, n - 1);
+  const double off_node = double(n - g) / (n - 1), fit_off_node = double(fit_ranks - fit_ranks_per_node) / (fit_ranks - 1);
+  const double collective = (busy_per_node * off_node) / (fit_ranks_per_node * fit_off_node);
+  LinkClass l = *this;
+  for (Coll c : kColls) l.bandwidth[int(c)] /= c == Coll::p2p ? std::max(1, busy_per_node) : collective;
+  return l;
+}
+
 double EngineRates::usable_cores(double threads) const {
   const double C = cores, got = available_cores > 0 ? available_cores : C;
   if (busy_threads <= 0 || available_cores <= 0) return got;
@@ -190,6 +200,14 @@ LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const
   LinkClass l = fallback;
   for (const auto& [k, v] : *t) {
     const std::string key(k.str());
+    if (key == "fitted_on") {  // [ranks, ranks per node] of the group the fits were taken on
+      const auto* shape = v.as_array();
+      if (!shape || shape->size() != 2 || !(shape->get(0)->value_or(0) >= 2) || !(shape->get(1)->value_or(0) >= 1))
+        throw std::runtime_error(fmt::format("cluster file '{}': [{}] fitted_on = [ranks >= 2, ranks per node >= 1]",
+                                             path, name));
+      l.fit_ranks = int(shape->get(0)->value_or(0)), l.fit_ranks_per_node = int(shape->get(1)->value_or(0));
+      continue;
+    }
     int op = -1;
     for (Coll c : kColls)
       if (key == coll_name(c)) op = int(c);
@@ -208,6 +226,9 @@ LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const
 std::string link_class_to_toml(const LinkClass& l, const char* name) {
   std::string s = fmt::format("\n[{}]  # per collective: [alpha per ring step (s), bandwidth per link (bytes/s)]\n", name);
   for (Coll c : kColls) s += fmt::format("{} = [{:.6g}, {:.6g}]\n", coll_name(c), l.alpha[int(c)], l.bandwidth[int(c)]);
+  if (l.fit_ranks > 0)
+    s += fmt::format("fitted_on = [{}, {}]  # ranks, ranks per node (sharing its link) of the fits\n", l.fit_ranks,
+                     l.fit_ranks_per_node);
   return s;
 }
 

@@ -41,6 +41,16 @@ struct LinkClass {
   // the all-reduce's buffer, one rank's piece of an all-gather or reduce-scatter, one peer's
   // share of an all-to-all, the message of a point-to-point).
   void set_from_fit(Coll op, double fit_alpha, double fit_beta, int n);
+  // Across nodes, calibrate's fits were taken on a group of fit_ranks ranks, fit_ranks_per_node on
+  // each node, all sending at once (the point-to-point fit: one pair). The ranks of a node share
+  // its link, so what a collective costs there is the bytes the whole node puts on it. 0: not
+  // known (a hardware description's per-device link), and shared_by changes nothing.
+  int fit_ranks = 0, fit_ranks_per_node = 0;
+  // This class as one group of n ranks sees it, group_per_node of them on each node, while
+  // busy_per_node ranks of every node send across at once (every group along a mesh axis runs
+  // together): each bandwidth scaled by the node's bytes on the link in the fit over those here.
+  // A direct exchange sends (n - g) / (n - 1) of a rank's bytes off its node.
+  LinkClass shared_by(int n, int group_per_node, int busy_per_node) const;
 };
 
 struct EngineRates {

@@ -6,6 +6,7 @@
 
 #include "comm/engine.h"
 #include "plan/rank_model.h"
+#include "plan/dp_overlap.h"
 #include "plan/exchange_work.h"
 #include "plan/pipeline_timeline.h"
 
@@ -87,6 +88,15 @@ struct MicroBatchCost {
 struct Groups {  // the link each group of the layout uses
   const LinkClass *tp, *cp, *dp, *pp, *ep;
 };
+
+// The link a mesh axis's groups use (its ranks `stride` apart, n per group): the same-node class,
+// or across nodes the class as such a group sees it while every rank of a node sends across at
+// once (LinkClass::shared_by).
+LinkClass axis_link(const ClusterSpec& cl, int stride, int n, int world, int per_node) {
+  if (!group_spans_nodes(stride, n, world, per_node)) return cl.same_node;
+  const int on_one_node = stride >= per_node ? 1 : std::min(n, per_node / stride);
+  return cl.across_nodes.shared_by(n, on_one_node, per_node);
+}
 
 // One block's element-wise kernels, forward + backward, at their calibrated rates: two RMSNorms
 // over the rank's R residual rows, RoPE on q and k, SwiGLU over `swiglu` outputs (tokens x width,
@@ -219,19 +229,43 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
   return t;
 }
 
-// Per step: the data-parallel (and ZeRO) collectives over dp x cp, and AdamW on the local shard.
-void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const LinkClass& link, double& comm,
-              double& optimizer) {
+// Per step: the data-parallel (and ZeRO) collectives over dp x cp that the step waits for, and
+// AdamW on the local shard. forward, backward: one micro-batch's compute as the wall clock sees it,
+// which DDP's all-reduces and ZeRO's gathers and reduce-scatters hide behind (plan/dp_overlap.h).
+void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const LinkClass& link, double forward,
+              double backward, double& comm, double& optimizer) {
   const int n = L.dp * L.cp;
-  double local = 0;
-  comm = 0;
-  for (const ParamSegment& s : rm.layout->segments()) {
+  double local = 0, compute_params = 0;
+  std::vector<SegmentComm> segments;
+  const std::vector<ParamSegment>& layout_segments = rm.layout->segments();
+  for (size_t i = 0; i < layout_segments.size(); ++i) {
+    const ParamSegment& s = layout_segments[i];
     const double bytes = double(s.count) * kF;
     local += n > 1 && L.zero > 0 ? std::ceil(double(s.count) / n) : double(s.count);
     if (n == 1) continue;
-    if (L.zero == 0) comm += link.seconds(Coll::all_reduce, bytes, n);  // DDP's buckets: about a segment each
-    else comm += link.seconds(Coll::reduce_scatter, bytes, n) * (L.zero >= 2 ? L.grad_accum : 1) +
-                 link.seconds(Coll::all_gather, bytes, n) * (L.zero == 3 ? 2 * L.grad_accum : 1);
+    // A segment's share of the compute as its share of the weights the GEMMs multiply by; the
+    // embedding's lookup and scatter cost next to nothing.
+    const double share = rm.layout->segment_name(i) == "embedding" ? 0 : double(s.count);
+    compute_params += share;
+    segments.push_back(SegmentComm{share, link.seconds(Coll::all_reduce, bytes, n),
+                                   link.seconds(Coll::all_gather, bytes, n), link.seconds(Coll::reduce_scatter, bytes, n)});
+  }
+  for (SegmentComm& s : segments) s.share /= std::max(1.0, compute_params);
+  comm = 0;
+  auto total = [&](double SegmentComm::*of) {
+    double sum = 0;
+    for (const SegmentComm& s : segments) sum += s.*of;
+    return sum;
+  };
+  if (n > 1) {
+    // DDP reduces the last micro-batch's gradients; ZeRO-2/3 reduce-scatter every micro-batch's
+    // and ZeRO-3 gathers for each; ZeRO-1/2 gather the updated shards after the optimizer, and
+    // ZeRO-1 reduce-scatters once, after the last backward.
+    const double m = L.grad_accum;
+    if (L.zero == 0) comm = ddp_exposed(segments, backward);
+    else if (L.zero == 3) comm = m * zero_exposed(segments, forward, backward, true, true);
+    else if (L.zero == 2) comm = m * zero_exposed(segments, forward, backward, false, true) + total(&SegmentComm::all_gather);
+    else comm = total(&SegmentComm::reduce_scatter) + total(&SegmentComm::all_gather);
   }
   // Calibrated: zeroing the gradients, their norm, the clip and AdamW per parameter, as the engine
   // runs them. Else as bytes: AdamW reads param, grad, m, v and writes param, m, v; the gradient
@@ -251,11 +285,11 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
 EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const ClusterSpec& cl, int threads) {
   const int world = L.ranks(), per_node = std::max(1, cl.devices_per_node);
   // Megatron's order (comm/mesh.h): tp fastest, then cp, dp, pp.
-  const Groups g{&cl.link(group_spans_nodes(1, L.tp, world, per_node)),
-                 &cl.link(group_spans_nodes(L.tp, L.cp, world, per_node)),
-                 &cl.link(group_spans_nodes(L.tp, L.dp * L.cp, world, per_node)),
-                 &cl.link(group_spans_nodes(L.tp * L.cp * L.dp, L.pp, world, per_node)),
-                 &cl.link(group_spans_nodes(L.tp, L.ep, world, per_node))};
+  const LinkClass tp_link = axis_link(cl, 1, L.tp, world, per_node), cp_link = axis_link(cl, L.tp, L.cp, world, per_node),
+                  dp_link = axis_link(cl, L.tp, L.dp * L.cp, world, per_node),
+                  pp_link = axis_link(cl, L.tp * L.cp * L.dp, L.pp, world, per_node),
+                  ep_link = axis_link(cl, L.tp, L.ep, world, per_node);
+  const Groups g{&tp_link, &cp_link, &dp_link, &pp_link, &ep_link};
   const Costs k(cl.rates, L.gemm, threads);
   const double m = L.grad_accum;
   // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
@@ -279,7 +313,8 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     fwd_share = std::max(fwd_share, mb.fwd / (mb.fwd + mb.bwd));
     comm_mb = std::max(comm_mb, mb.comm), pp_mb = std::max(pp_mb, mb.pp_comm);  // pp's is the same on every rank
     double dc = 0, opt = 0;
-    per_step(L, rm, k, *g.dp, dc, opt);
+    const double wall = std::max(1.0, share);  // ranks sharing cores compute at 1 / share of one
+    per_step(L, rm, k, *g.dp, wall * mb.fwd, wall * mb.bwd, dc, opt);
     dp_comm = std::max(dp_comm, dc), optimizer = std::max(optimizer, opt);
     cpu += (m * (mean.fwd + mean.bwd + mb.ep_spin) + opt) / L.pp;  // the average rank's CPU work
   }

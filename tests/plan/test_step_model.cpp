@@ -3,6 +3,9 @@
 // costed with the across-node link, one inside a node with the same-node link.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <toml++/toml.h>
+
 #include "model/model_config.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "plan/cluster.h"
@@ -100,8 +103,9 @@ TEST(LinkClasses, GroupSpansNodes) {
 
 TEST(LinkClasses, AGroupSpanningNodesIsCostedWithTheAcrossNodeLink) {
   // dp 2 x tp 2 on nodes of 2 ranks: the tp pairs sit inside a node, the dp pairs span two.
+  // Compute that takes no time, so no communication hides behind it (plan/dp_overlap.h).
   const ModelConfig c = model();
-  ClusterSpec cl = gemm_only(2);
+  ClusterSpec cl = gemm_only(2, 1e30);
   cl.devices_per_node = 2;
   cl.same_node = LinkClass::uniform(1e-6, 1e9);
   cl.across_nodes = LinkClass::uniform(1e-5, 1e7);
@@ -125,6 +129,33 @@ TEST(LinkClasses, AGroupSpanningNodesIsCostedWithTheAcrossNodeLink) {
   const LayoutPrediction q = predict_layout(c, L, inside, 1);
   EXPECT_NEAR(q.tp_comm, p.tp_comm, 1e-12);
   EXPECT_NEAR(q.dp_comm, same, 1e-12);
+}
+
+// Calibrate fits the across-node class on 4 ranks, 2 per node, all sending at once: a node's link
+// then carries 2 ranks x 2/3 of each one's bytes (2 of its 3 peers are off the node). A dp pair
+// across nodes (1 rank of it per node), while both ranks of each node reduce at once, puts 2 x 1
+// of the bytes on it: the all-reduce's bandwidth is 1.5x lower than the fit's. A group like the
+// fit's is costed as fitted; point-to-point (fitted on one pair) shares the link among the node's
+// sending ranks; a file without the fit's shape, or a hardware description, is taken as it is.
+TEST(LinkClasses, RanksOfANodeShareItsLinkAcrossNodes) {
+  LinkClass fit = LinkClass::uniform(1e-5, 1.2e8);
+  fit.fit_ranks = 4, fit.fit_ranks_per_node = 2;
+  const LinkClass pair = fit.shared_by(2, 1, 2), like_fit = fit.shared_by(4, 2, 2), four_alone = fit.shared_by(4, 1, 1);
+  EXPECT_DOUBLE_EQ(pair.bandwidth[int(Coll::all_reduce)], 1.2e8 / 1.5);
+  EXPECT_DOUBLE_EQ(pair.bandwidth[int(Coll::reduce_scatter)], 1.2e8 / 1.5);
+  EXPECT_DOUBLE_EQ(pair.bandwidth[int(Coll::p2p)], 1.2e8 / 2);
+  EXPECT_DOUBLE_EQ(pair.alpha[int(Coll::all_reduce)], 1e-5);
+  EXPECT_DOUBLE_EQ(like_fit.bandwidth[int(Coll::all_gather)], 1.2e8);
+  // 4 ranks on 4 nodes, one sending per node: 1 x 3/3 against the fit's 4/3.
+  EXPECT_DOUBLE_EQ(four_alone.bandwidth[int(Coll::all_gather)], 1.2e8 * 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(LinkClass::uniform(1e-5, 1.2e8).shared_by(2, 1, 2).bandwidth[int(Coll::all_reduce)], 1.2e8);
+  // The fit's shape travels in the cluster file.
+  toml::table t = toml::parse(link_class_to_toml(fit, "across_nodes"));
+  const LinkClass back = read_link_class(t["across_nodes"].as_table(), LinkClass{}, "x.toml", "across_nodes");
+  EXPECT_EQ(back.fit_ranks, 4);
+  EXPECT_EQ(back.fit_ranks_per_node, 2);
+  toml::table bad = toml::parse("[across_nodes]\nfitted_on = [4]\n");
+  EXPECT_THROW(read_link_class(bad["across_nodes"].as_table(), LinkClass{}, "x.toml", "across_nodes"), std::runtime_error);
 }
 
 TEST(PlanSearch, EnumeratesContextExpertParallelismAndPrecision) {
