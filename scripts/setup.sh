@@ -10,8 +10,10 @@ packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libdnnl-de
           libsentencepiece-dev nlohmann-json3-dev libtomlplusplus-dev libfmt-dev libgtest-dev
           libbenchmark-dev bible-kjv python3-torch libpcre2-dev libicu-dev python3-sentencepiece nodejs
           zlib1g-dev libzstd-dev zstd protobuf-compiler python3-protobuf libcairo2-dev fonts-dejavu-core
-          tesseract-ocr jq iproute2)  # tesseract: the report test reads the PNG's labels back; jq: plan --json's
-                                      # test; iproute2: ip netns and tc for the two-node tests
+          tesseract-ocr jq iproute2 slurmctld slurmd slurm-client munge)
+# tesseract: the report test reads the PNG's labels back; jq: plan --json's test; iproute2: ip netns
+# and tc for the two-node tests; slurm (slurmctld, slurmd, slurm-client) and munge: the Slurm test on
+# those nodes, which starts its own daemons (the packages' services find no /etc/slurm/slurm.conf).
 
 missing=()
 for p in "${packages[@]}"; do
