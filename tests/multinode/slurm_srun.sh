@@ -1,7 +1,7 @@
 #!/bin/bash
-# Slurm on two namespaced nodes (tests/support/slurm_nodes.sh: munged and slurmd on each, slurmctld
-# on the first), every step's loss and gradient norm checked bitwise against mpirun on one host
-# with the same layout.
+# Slurm on namespaced nodes (tests/support/slurm_nodes.sh): two compute nodes running slurmd and a
+# head node running slurmctld, where srun is typed. Every step's loss and gradient norm is checked
+# bitwise against mpirun on one host with the same layout.
 #   readme: the README's `srun ...` line, with this build's binary, the tiny config and a scratch
 #           run folder. Then `scancel` mid-run: Slurm sends SIGTERM to the ranks, which save and
 #           exit 75 (train/stop_signals.h); the same line again resumes to the same bits.
@@ -24,7 +24,7 @@ export FF_NODES_PREFIX FF_NODES_OWNER=$$
 cluster=$out/slurm
 trap '"$slurm" down "$cluster"; "$harness" down; rm -rf "$out"' EXIT
 trap 'exit 143' TERM INT
-"$harness" up 2 10gbit >"$log" 2>&1 || fail "the two nodes could not be made"
+"$harness" up 3 10gbit >"$log" 2>&1 || fail "the three nodes could not be made"
 mkdir -p "$cluster"
 "$slurm" up "$cluster" 2 >"$log" 2>&1 || fail "the Slurm cluster did not start"
 
@@ -54,9 +54,9 @@ layout=$(grep -o -- '--dp [0-9]*' <<<"$line") || fail "the README's srun line ha
 logged_steps "$out/host/metrics.jsonl" >"$out/host.txt"
 [ "$(wc -l <"$out/host.txt")" = $steps ] || fail "one host: $(wc -l <"$out/host.txt") steps logged, expected $steps"
 
-# Waits until METRICS logs step STEP; fails should the job (PID) end first or 60 s pass.
+# Waits until METRICS logs step STEP; fails should the job (PID) end first or 120 s pass.
 wait_for_step() {  # METRICS STEP PID
-  local until=$((SECONDS + 60))
+  local until=$((SECONDS + 120))
   until grep -q "\"step\":$2," "$1" 2>/dev/null; do
     if ! kill -0 "$3" 2>/dev/null || [ $SECONDS -ge $until ]; then fail "the job never reached step $2"; fi
     sleep 0.05

@@ -1,8 +1,8 @@
 #!/bin/bash
-# A Slurm cluster on the namespaced "nodes" of netns_nodes.sh, set up as on real hosts: every node
-# runs its own munged (one key for the cluster) and slurmd (NodeName = its hostname, NodeAddr = its
-# veth address); node 0, the "head node", also runs slurmctld and is where srun, sbatch, squeue and
-# scancel are typed. Everything it starts or writes lives in DIR (slurm.conf, spool and state
+# A Slurm cluster on the namespaced "nodes" of netns_nodes.sh, set up as on real hosts: the last
+# node is the head (slurmctld, and where srun, sbatch, squeue and scancel are typed), every other
+# one a compute node running slurmd (NodeName = its hostname, NodeAddr = its veth address); each
+# runs its own munged (one key for the cluster). Everything it starts or writes lives in DIR (slurm.conf, spool and state
 # folders, logs, the munge key and sockets); nothing in /etc is read or written (SLURM_CONF).
 # Usage and what it sets: tests/support/README.md.
 set -euo pipefail
@@ -14,8 +14,9 @@ usage() {
   cat >&2 <<EOF
 usage: slurm_nodes.sh check                 exit 0 if usable, else print why and exit 77
        slurm_nodes.sh up DIR [CPUS]         a cluster on the nodes of FF_NODES_PREFIX (netns_nodes.sh
-                                            up first), CPUS per node (default 2); waits until idle
-       slurm_nodes.sh run DIR CMD...        CMD on node 0 with SLURM_CONF=DIR/slurm.conf
+                                            up N+1 first: N compute nodes and the head), CPUS per
+                                            compute node (default 2); waits until they are idle
+       slurm_nodes.sh run DIR CMD...        CMD on the head with SLURM_CONF=DIR/slurm.conf
        slurm_nodes.sh down DIR              stop every daemon 'up' started (by the pids it wrote)
 EOF
   exit 2
@@ -32,15 +33,18 @@ unusable_reason() {
 
 # Runs CMD on node NAME as on a host of its own: in the node's network and UTS namespaces, and in a
 # mount namespace where DIR/munge and DIR/tmp (the paths slurm.conf names) are that node's own
-# DIR/NAME/munge and DIR/NAME/tmp. Hosts never share a munged (munge rejects the second decoding
-# of a credential, and slurm sends one launch request to every node) nor a TmpFS (each node's PMIx
-# server makes the same spmix_appdir_* folder there).
+# DIR/NAME/munge and DIR/NAME/tmp, and /etc/hosts is DIR/hosts. Hosts never share a munged (munge
+# rejects the second decoding of a credential, and slurm sends one launch request to every node)
+# nor a TmpFS (each node's PMIx server makes the same spmix_appdir_* folder there); and the nodes
+# know each other's names as a cluster's hosts file says (else slurmctld asks DNS for the head's
+# name, which no DNS server answers from inside a namespace: 5 s per lookup).
 # It execs, so a daemon started with it in the background keeps the pid $! names.
 on_node() {
   local dir=$1 name=$2; shift 2
   # shellcheck disable=SC2016  # $1, $2, $@ are the inner shell's
   exec "$harness" exec "$name" unshare --mount --propagation private /bin/sh -c \
-    'mount --bind "$1/$2/munge" "$1/munge" && mount --bind "$1/$2/tmp" "$1/tmp" && shift 2 && exec "$@"' \
+    'mount --bind "$1/$2/munge" "$1/munge" && mount --bind "$1/$2/tmp" "$1/tmp" &&
+     mount --bind "$1/hosts" /etc/hosts && shift 2 && exec "$@"' \
     on_node "$dir" "$name" "$@"
 }
 
@@ -52,8 +56,7 @@ start() {
 }
 
 write_conf() {
-  local dir=$1 cpus=$2; shift 2
-  local head=$1 head_addr=$2; shift 2
+  local dir=$1 cpus=$2 head=$3 head_addr=$4; shift 4
   cat >"$dir/slurm.conf" <<EOF
 # Written by tests/support/slurm_nodes.sh; every path is under $dir.
 ClusterName=fivefold
@@ -103,27 +106,30 @@ up() {
   [ -z "$why" ] || die "$why"
   [ -d "$dir" ] || die "up: $dir is not a folder"
   dir=$(cd "$dir" && pwd)
-  # The nodes and their addresses, from the harness's own files.
-  local nodes=() node_addrs=() name
+  # The nodes and their addresses, from the harness's own files; the last one is the head.
+  local nodes=() addrs=() name
   while read -r name _; do nodes+=("$name"); done <"$("$harness" hostfile 1)"
-  [ ${#nodes[@]} -ge 1 ] || die "no nodes: run netns_nodes.sh up N first"
+  [ ${#nodes[@]} -ge 2 ] || die "needs a compute node and the head: run netns_nodes.sh up 2 (or more) first"
   for name in "${nodes[@]}"; do
-    node_addrs+=("$name" "$("$harness" exec "$name" ip -4 -o addr show ffnet | awk '{ sub("/.*", "", $4); print $4 }')")
+    addrs+=("$("$harness" exec "$name" ip -4 -o addr show ffnet | awk '{ sub("/.*", "", $4); print $4 }')")
   done
+  local last=$((${#nodes[@]} - 1)) i compute=()
+  local head=${nodes[last]}
+  for ((i = 0; i < last; i++)); do compute+=("${nodes[i]}" "${addrs[i]}"); done
   mkdir -p "$dir/munge" "$dir/tmp" "$dir/ctld"
+  { echo "127.0.0.1 localhost"; for ((i = 0; i <= last; i++)); do echo "${addrs[i]} ${nodes[i]}"; done; } >"$dir/hosts"
   for name in "${nodes[@]}"; do mkdir -p "$dir/$name/spool" "$dir/$name/munge" "$dir/$name/tmp"; done
-  write_conf "$dir" "$cpus" "${node_addrs[@]:0:2}" "${node_addrs[@]}"
+  write_conf "$dir" "$cpus" "$head" "${addrs[last]}" "${compute[@]}"
   : >"$dir/pids"
 
   # One key for the cluster, as real hosts share it.
   dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none
   chmod 400 "$dir/munge.key"
-  local i
-  for ((i = 0; i < ${#nodes[@]}; i++)); do
+  for ((i = 0; i <= last; i++)); do
     name=${nodes[i]}
     start "$dir" "$name" "$dir/$name/munge/out" munged --foreground --force --key-file="$dir/munge.key" \
       --socket="$dir/munge/socket" --pid-file="$dir/munge/pid" --log-file="$dir/munge/log" \
-      --seed-file="$dir/munge/seed" --origin="${node_addrs[2 * i + 1]}"
+      --seed-file="$dir/munge/seed" --origin="${addrs[i]}"
   done
   local until=$((SECONDS + 10))
   for name in "${nodes[@]}"; do
@@ -134,13 +140,13 @@ up() {
   done
 
   export SLURM_CONF="$dir/slurm.conf"
-  start "$dir" "${nodes[0]}" "$dir/ctld/slurmctld.out" slurmctld -D -c -i
-  for name in "${nodes[@]}"; do start "$dir" "$name" "$dir/$name/slurmd.out" slurmd -D -N "$name"; done
-  # Up when every node is idle.
+  start "$dir" "$head" "$dir/ctld/slurmctld.out" slurmctld -D -c -i
+  for name in "${nodes[@]:0:last}"; do start "$dir" "$name" "$dir/$name/slurmd.out" slurmd -D -N "$name"; done
+  # Up when every compute node is idle.
   until=$((SECONDS + 30))
   local states=""
   while :; do
-    states=$(on_node "$dir" "${nodes[0]}" sinfo -h -N -o "%N %t" 2>/dev/null || true)
+    states=$(on_node "$dir" "$head" sinfo -h -N -o "%N %t" 2>/dev/null || true)
     [ -n "$states" ] && ! grep -qv " idle$" <<<"$states" && break
     [ $SECONDS -lt $until ] || die "the nodes did not become idle in 30 s (sinfo: ${states:-no answer}); logs in $dir"
     sleep 0.2
@@ -169,7 +175,7 @@ case "$cmd" in
   run)
     [ $# -ge 2 ] || usage
     dir=$(cd "$1" && pwd); shift
-    head=$(awk '{ print $1; exit }' "$("$harness" hostfile 1)")
+    head=$(awk 'END { print $1 }' "$("$harness" hostfile 1)")
     SLURM_CONF="$dir/slurm.conf" on_node "$dir" "$head" "$@" ;;
   down) [ $# -eq 1 ] || usage; down "$1" ;;
   *) usage ;;
