@@ -36,8 +36,8 @@ unusable_reason() {
 # DIR/NAME/munge and DIR/NAME/tmp, and /etc/hosts is DIR/hosts. Hosts never share a munged (munge
 # rejects the second decoding of a credential, and slurm sends one launch request to every node)
 # nor a TmpFS (each node's PMIx server makes the same spmix_appdir_* folder there); and the nodes
-# know each other's names as a cluster's hosts file says (else slurmctld asks DNS for the head's
-# name, which no DNS server answers from inside a namespace: 5 s per lookup).
+# know each other's names as a cluster's hosts file says (else slurmctld asks DNS for the name of
+# the head's address, which no DNS server answers from inside a namespace, at every job).
 # It execs, so a daemon started with it in the background keeps the pid $! names.
 on_node() {
   local dir=$1 name=$2; shift 2
