@@ -12,20 +12,26 @@ packages=(build-essential cmake pkg-config libopenmpi-dev openmpi-bin libdnnl-de
           zlib1g-dev libzstd-dev zstd protobuf-compiler python3-protobuf libcairo2-dev fonts-dejavu-core
           tesseract-ocr jq iproute2)  # tesseract: the report test reads the PNG's labels back; jq: plan --json's
                                       # test; iproute2: ip netns and tc for the two-node tests
+# The Slurm test on those nodes, which starts its own daemons (the packages' services find no
+# /etc/slurm/slurm.conf). Without their recommends: those pull some 25 plugin packages (HDF5, IPMI,
+# ROCm SMI, InfluxDB, ...) that the test never loads.
+slurm_packages=(slurmctld slurmd slurm-client munge)
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+missing=() missing_slurm=()
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+for p in "${slurm_packages[@]}"; do installed "$p" || missing_slurm+=("$p"); done
 # The tokenizer oracle's npm install needs npm: Debian packages it apart from nodejs; NodeSource's
 # nodejs carries its own (and conflicts with Debian's npm), so only a missing command asks for it.
 command -v npm >/dev/null || missing+=(npm)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
+if [ $((${#missing[@]} + ${#missing_slurm[@]})) -gt 0 ]; then
+  echo "installing: ${missing[*]} ${missing_slurm[*]}"
   sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+  [ ${#missing[@]} = 0 ] || DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+  [ ${#missing_slurm[@]} = 0 ] ||
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing_slurm[@]}" >/dev/null
 fi
 
 # Unity batches: a fresh build on 2 cores takes ~6 minutes instead of ~9 (measured in session 8;

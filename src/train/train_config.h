@@ -136,12 +136,12 @@ void validate_train_config(const TrainConfig& c);
 // The most OpenMP threads a process may ask for: 4 per core of this machine. Beyond that the
 // threads time-slice and OpenMP's barriers spin against each other (threads = 1000 ran 12x slower).
 int max_useful_threads();
-// Ranks the launcher started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_NTASKS_PER_NODE;
-// 1 otherwise): they share its cores and its memory.
+// Ranks the launcher started on this machine (mpirun's OMPI_COMM_WORLD_LOCAL_SIZE, else srun's
+// count, train/slurm_tasks.h; 1 otherwise): they share its cores and its memory.
 int ranks_on_this_machine();
 // Fills dp = 0 with the ranks tp * pp * cp leave (the Mesh checks an explicit layout), and
-// threads = 0 with the cores per rank on this machine (the launcher's local rank count, from
-// Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE or Slurm's SLURM_NTASKS_PER_NODE; 1 rank otherwise).
+// threads = 0 with the cores per rank on this machine (the launcher's local rank count,
+// ranks_on_this_machine).
 void resolve_layout(TrainConfig& c, int world_size);
 
 }  // namespace ff

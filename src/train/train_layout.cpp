@@ -7,16 +7,15 @@
 
 #include <fmt/format.h>
 
+#include "train/slurm_tasks.h"
 #include "train/train_config.h"
 
 namespace ff {
 
 int ranks_on_this_machine() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE"})
-    if (const char* v = std::getenv(var)) {
-      const int n = std::atoi(v);
-      if (n > 0) return n;
-    }
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    if (const int n = std::atoi(v); n > 0) return n;
+  if (const int n = slurm_tasks_on_this_node(); n > 0) return n;
   return 1;
 }
 

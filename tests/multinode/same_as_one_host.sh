@@ -10,14 +10,6 @@ config=$3
 here=$(dirname "$0")
 . "$here/../parallel/tiny_job_setup.sh"
 "$here/../support/netns_nodes.sh" check >/dev/null || { "$here/../support/netns_nodes.sh" check; rm -rf "$out"; exit 77; }
-steps() {  # step, loss and gradient norm of every step, at full precision
-  python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if "step" in r and "loss" in r:
-        print(r["step"], repr(r["loss"]), repr(r["grad_norm"]))' "$1"
-}
 n=0
 for layout in "--dp 4 --zero 3" "--tp 2 --dp 2" "--pp 2 --tp 2 --n-layers 4 --grad-accum 4 --micro-batch 2"; do
   n=$((n + 1))
@@ -28,8 +20,8 @@ for layout in "--dp 4 --zero 3" "--tp 2 --dp 2" "--pp 2 --tp 2 --n-layers 4 --gr
   # shellcheck disable=SC2086
   "$here/on_nodes.sh" 2 2 10gbit "$fivefold" train $flags --out "$out/nodes$n" >"$log" 2>&1 ||
     fail "two nodes, $layout: train failed"
-  steps "$out/host$n/metrics.jsonl" >"$out/host$n.txt"
-  steps "$out/nodes$n/metrics.jsonl" >"$out/nodes$n.txt"
+  logged_steps "$out/host$n/metrics.jsonl" >"$out/host$n.txt"
+  logged_steps "$out/nodes$n/metrics.jsonl" >"$out/nodes$n.txt"
   [ "$(wc -l <"$out/host$n.txt")" = 20 ] || fail "$layout: $(wc -l <"$out/host$n.txt") steps logged, expected 20"
   diff "$out/host$n.txt" "$out/nodes$n.txt" >"$log" || fail "$layout: two nodes differ from one host"
   echo "$layout: 20 steps, losses and gradient norms bitwise equal on one host and across two nodes"

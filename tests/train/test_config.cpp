@@ -1,10 +1,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "test_data.h"
+#include "train/slurm_tasks.h"
 #include "train/train_config.h"
 
 using namespace ff;
@@ -122,4 +127,42 @@ TEST(TrainConfig, SavedDocMaskIsReadFromACheckpointsConfig) {
   EXPECT_FALSE(saved_doc_mask(config_to_toml(c)));
   EXPECT_FALSE(saved_doc_mask(""));            // a checkpoint that saved no config
   EXPECT_FALSE(saved_doc_mask("steps = 3\n"));  // a run from before the key
+}
+
+// Slurm's tasks-per-node lists, read by hand from the format srun documents: "N(xK)" is N tasks
+// on each of K nodes, entries in node order.
+TEST(RanksOnThisMachine, SlurmTasksPerNodeList) {
+  EXPECT_EQ(ff::slurm_tasks_on_node("2(x2)", 0), 2);
+  EXPECT_EQ(ff::slurm_tasks_on_node("2(x2)", 1), 2);
+  EXPECT_EQ(ff::slurm_tasks_on_node("2(x2)", 2), 0);
+  EXPECT_EQ(ff::slurm_tasks_on_node("3,1", 1), 1);
+  EXPECT_EQ(ff::slurm_tasks_on_node("2(x3),1,4(x2)", 2), 2);
+  EXPECT_EQ(ff::slurm_tasks_on_node("2(x3),1,4(x2)", 3), 1);
+  EXPECT_EQ(ff::slurm_tasks_on_node("2(x3),1,4(x2)", 5), 4);
+  EXPECT_EQ(ff::slurm_tasks_on_node("2(x3),1,4(x2)", 6), 0);
+  for (const char* bad : {"", "x", "2(x", "2(x)", "2x2", "0", "2(x0)", "2(x2)3"})
+    EXPECT_EQ(ff::slurm_tasks_on_node(bad, 0), 0) << bad;
+  EXPECT_EQ(ff::slurm_tasks_on_node("2", -1), 0);
+}
+
+// mpirun's count first, then srun's per-step list at this node, then --ntasks-per-node.
+TEST(RanksOnThisMachine, LauncherVariablesInOrder) {
+  const char* vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID",
+                        "SLURM_NTASKS_PER_NODE"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* v : vars)
+    if (const char* old = std::getenv(v)) saved.emplace_back(v, old);
+  for (const char* v : vars) ::unsetenv(v);
+  EXPECT_EQ(ff::ranks_on_this_machine(), 1);
+  ::setenv("SLURM_NTASKS_PER_NODE", "5", 1);
+  EXPECT_EQ(ff::ranks_on_this_machine(), 5);
+  ::setenv("SLURM_STEP_TASKS_PER_NODE", "3,2", 1);
+  ::setenv("SLURM_NODEID", "1", 1);
+  EXPECT_EQ(ff::ranks_on_this_machine(), 2);
+  ::setenv("SLURM_NODEID", "2", 1);  // not in the list: the next variable
+  EXPECT_EQ(ff::ranks_on_this_machine(), 5);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  EXPECT_EQ(ff::ranks_on_this_machine(), 4);
+  for (const char* v : vars) ::unsetenv(v);
+  for (const auto& [name, value] : saved) ::setenv(name.c_str(), value.c_str(), 1);
 }
