@@ -57,6 +57,11 @@ KINDS = [
     ("GEMM dispatch (oneDNN host code, fivefold's wrappers)", False, r"@libdnnl|ff::gemm|ff::matmul|ff::linear_|PackedWeights|wgrad_rows|accumulate_weight_grad", r"^(gemm.*|wgrad_rows|packed_weights)\.cpp$"),
     ("memset, memcpy (libc)", False, r"@libc\.", None),
     ("OS kernel (page faults, I/O)", False, r"@\[kernel", None),
+    # Ranks only: MPI's libraries, and Comm's engine (its progress thread, waits and the sums of
+    # reductions) as the exchange and reduce files define it.
+    ("communication (MPI, Comm's engine, reductions)", False,
+     r"@libmpi|@libopen-(pal|rte)|@mca_|ff::Comm|ff::CommRequest|ff::detail::.*(Engine|Op\b)",
+     r"^(collectives|comm|comm_world|engine|exchange|groups|hierarchical|reduce)\.cpp$"),
 ]
 SPIN = "OpenMP wait (a thread idle in a barrier)"
 OTHER = "other (model glue, data, metrics)"

@@ -6,6 +6,8 @@
 
 #include "comm/engine.h"
 #include "plan/rank_model.h"
+#include "parallel/data/ddp.h"
+#include "parallel/model_state.h"
 #include "plan/dp_overlap.h"
 #include "plan/exchange_work.h"
 #include "plan/pipeline_timeline.h"
@@ -251,6 +253,21 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
                                    link.seconds(Coll::all_gather, bytes, n), link.seconds(Coll::reduce_scatter, bytes, n)});
   }
   for (SegmentComm& s : segments) s.share /= std::max(1.0, compute_params);
+  // DDP reduces buckets, not segments: backward's consecutive segments while they fit in the
+  // trainer's bucket (parallel/data/ddp.h, the same grouping), each bucket once its last segment
+  // is made. Two 2 MiB segments in one 4 MiB bucket start their all-reduce a segment later.
+  std::vector<SegmentComm> buckets;
+  if (n > 1 && L.zero == 0) {
+    const size_t bucket_elems = size_t(DataParallelConfig{}.bucket_mb * double(1 << 20) / kF);
+    const auto planned = BucketedAllReduce::plan_buckets(layout_segments, rm.layout->total(), bucket_elems);
+    for (auto b = planned.rbegin(); b != planned.rend(); ++b) {  // back into layout order
+      SegmentComm c;
+      for (size_t i = 0; i < layout_segments.size(); ++i)
+        if (layout_segments[i].offset >= b->lo && layout_segments[i].offset < b->hi) c.share += segments[i].share;
+      c.all_reduce = link.seconds(Coll::all_reduce, double(b->hi - b->lo) * kF, n);
+      buckets.push_back(c);
+    }
+  }
   comm = 0;
   auto total = [&](double SegmentComm::*of) {
     double sum = 0;
@@ -262,7 +279,7 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
     // and ZeRO-3 gathers for each; ZeRO-1/2 gather the updated shards after the optimizer, and
     // ZeRO-1 reduce-scatters once, after the last backward.
     const double m = L.grad_accum;
-    if (L.zero == 0) comm = ddp_exposed(segments, backward);
+    if (L.zero == 0) comm = ddp_exposed(buckets, backward);
     else if (L.zero == 3) comm = m * zero_exposed(segments, forward, backward, true, true);
     else if (L.zero == 2) comm = m * zero_exposed(segments, forward, backward, false, true) + total(&SegmentComm::all_gather);
     else comm = total(&SegmentComm::reduce_scatter) + total(&SegmentComm::all_gather);

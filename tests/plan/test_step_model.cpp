@@ -116,13 +116,12 @@ TEST(LinkClasses, AGroupSpanningNodesIsCostedWithTheAcrossNodeLink) {
   const double N = 2 * 32, act = N * 64 * 4;
   auto ar = [](double bytes, double alpha, double bw) { return 2 * (alpha + bytes / 2 / bw); };
   EXPECT_NEAR(p.tp_comm, (4 * 4 + 2) * ar(act, 1e-6, 1e9) + 3 * ar(N * 4, 1e-6, 1e9), 1e-12);
-  // dp: the all-reduce of the rank's gradient, segment by segment (tp rank 0's slices), on the
-  // across-node link.
+  // dp: the all-reduce of the rank's gradient (tp rank 0's slices) on the across-node link, in
+  // one piece: DDP's 4 MiB bucket holds all of this small model's segments.
   const PlanSlicer slicer(c, 2, 0);
-  double across = 0, same = 0;
   const ParamLayout sliced(c, &slicer);
-  for (const ParamSegment& s : sliced.segments())
-    across += ar(4.0 * s.count, 1e-5, 1e7), same += ar(4.0 * s.count, 1e-6, 1e9);
+  ASSERT_LT(4.0 * double(sliced.total()), 4.0 * (1 << 20));
+  const double across = ar(4.0 * double(sliced.total()), 1e-5, 1e7), same = ar(4.0 * double(sliced.total()), 1e-6, 1e9);
   EXPECT_NEAR(p.dp_comm, across, 1e-9);
   ClusterSpec inside = cl;
   inside.devices_per_node = 4;  // the same job on one node of 4: every group same-node
