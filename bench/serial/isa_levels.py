@@ -60,6 +60,7 @@ def main():
         f"native={os.path.join(ROOT, 'build/fivefold')}", f"x86-64-v3={v3}", f"x86-64-v3 base tier={v3}@base"]
         + ([f"x86-64-v4-bf16={v4}"] if os.path.exists(v4) else [])))
     a.batch, a.seq = 8, 256  # configs/bench.toml
+    benchlib.ensure_kjv(os.path.abspath(next(iter(builds.values())).partition("@")[0]), a.data)
     load_start = os.getloadavg()
     runs = {(name, p): [] for name in builds for p in ("fp32", "bf16")}
     with tempfile.TemporaryDirectory() as workdir:
