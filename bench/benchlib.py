@@ -3,6 +3,7 @@ environment, the CPU's name for a table, a run folder's metrics, and replacing o
 bench/RESULTS.md while leaving the others alone."""
 import json
 import os
+import shlex
 import re
 import subprocess
 
@@ -80,7 +81,7 @@ def publish(title, description, table, summary="", write=False):
         return
     import sys
     script = os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)
-    cmdline = " ".join(["/usr/bin/python3", script] + sys.argv[1:])
+    cmdline = shlex.join(["/usr/bin/python3", script] + sys.argv[1:])  # quoted: it must rerun as printed
     body = f"{title}\n\n{description}\n\n```\n{cmdline}\n```\n\n{table}\n"
     if summary:
         body += f"\n{summary}\n"

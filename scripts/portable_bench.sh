@@ -4,10 +4,13 @@
 # the model configs, a prepared corpus, and run.sh, which unpacks nowhere but its own folder.
 #
 #   scripts/portable_bench.sh build [LEVEL...]   configure + build build-portable-LEVEL/ (default
-#                                                x86-64-v4-bf16: x86-64-v4 plus AVX512-BF16, what
-#                                                every CPU with bf16 dot products has; x86-64-v3 for
-#                                                AVX2 hosts). oneDNN picks AMX or AVX512-BF16 for
-#                                                its GEMMs at run time either way.
+#                                                x86-64-v3: AVX2 + FMA, Zen 3 and Haswell on; the
+#                                                binary's own attention kernels switch to their
+#                                                AVX-512 and AVX512-BF16 tiers at run time where
+#                                                the CPU has them, as oneDNN picks AMX or
+#                                                AVX512-BF16 for its GEMMs). x86-64-v4-bf16
+#                                                (x86-64-v4 plus AVX512-BF16) and x86-64-v4 compile
+#                                                everything for those CPUs.
 #   scripts/portable_bench.sh pack OUT.tar.gz [--binary PATH:LEVEL]... [--data DIR] [--no-mpi]
 #                                                the tarball (default binaries: the build folders
 #                                                above that exist); --no-mpi leaves the bundled
@@ -30,7 +33,7 @@ march_flags() {
 
 build() {
   local levels=("$@")
-  [ ${#levels[@]} -gt 0 ] || levels=(x86-64-v4-bf16)
+  [ ${#levels[@]} -gt 0 ] || levels=(x86-64-v3)
   for level in "${levels[@]}"; do
     local flags
     flags=$(march_flags "$level")
@@ -139,5 +142,5 @@ case "$cmd" in
   build) build "$@" ;;
   pack) pack "$@" ;;
   all) out=${1:?all OUT.tar.gz}; shift; build; pack "$out" "$@" ;;
-  *) sed -n '2,18p' "$0"; exit 2 ;;
+  *) sed -n '2,21p' "$0"; exit 2 ;;
 esac

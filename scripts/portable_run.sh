@@ -3,10 +3,13 @@
 # its run.sh): nothing installed, nothing written outside a temporary folder.
 #
 #   run.sh [--steps 8] [--warmup 2] [--models bench] [--cores C] [--mpi auto|host|bundled|none]
-#          [--variant LEVEL] [--no-sweep] [--no-plan] [--keep DIR]
+#          [--variant LEVEL] [--max-cpu-isa base|avx512|avx512_bf16] [--no-sweep] [--no-plan] [--keep DIR]
 #
-# 1. Picks the binary for this CPU (x86-64-v4-bf16 where /proc/cpuinfo has AVX-512 and
-#    avx512_bf16, else x86-64-v3 where packed); LD_LIBRARY_PATH is this folder's lib/ only.
+# 1. Picks the binary for this CPU: the highest ISA level packed that /proc/cpuinfo's flags cover
+#    (x86-64-v4-bf16: AVX-512 and avx512_bf16; x86-64-v4; x86-64-v3: AVX2, FMA, BMI2, MOVBE,
+#    F16C), or --variant's; LD_LIBRARY_PATH is this folder's lib/ only. An x86-64-v3 binary
+#    still runs its attention kernels' AVX-512 / AVX512-BF16 tiers where the CPU has them (the
+#    log says which); --max-cpu-isa caps that tier (FIVEFOLD_MAX_CPU_ISA), to compare them.
 # 2. MPI: the host's own mpirun and libmpi when it has them (auto), else the bundled Open MPI
 #    (OPAL_PREFIX=mpi/); without either, one rank only.
 # 3. Serial runs of each model in fp32 and bf16 on every core; the ranks x threads sweep (R ranks
@@ -15,7 +18,7 @@
 # 4. One table: run, ranks x threads, precision, tokens/s (timed tokens over timed seconds).
 set -euo pipefail
 HERE="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
-steps=8 warmup=2 models=bench cores=$(nproc) mpi=auto variant="" sweep=1 plan=1 keep=""
+steps=8 warmup=2 models=bench cores=$(nproc) mpi=auto variant="" max_isa="" sweep=1 plan=1 keep=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -24,10 +27,11 @@ while [ $# -gt 0 ]; do
     --cores) cores=$2; shift 2 ;;
     --mpi) mpi=$2; shift 2 ;;
     --variant) variant=$2; shift 2 ;;
+    --max-cpu-isa) max_isa=$2; shift 2 ;;
     --no-sweep) sweep=0; shift ;;
     --no-plan) plan=0; shift ;;
     --keep) keep=$2; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (run.sh --help)" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +64,11 @@ if [ -z "$variant" ]; then
 fi
 ff="$HERE/bin/fivefold.$variant"
 [ -x "$ff" ] || die "no binary for --variant $variant in $HERE/bin"
+case "$max_isa" in
+  "") ;;
+  base | avx512 | avx512_bf16) export FIVEFOLD_MAX_CPU_ISA=$max_isa ;;
+  *) die "--max-cpu-isa is base, avx512 or avx512_bf16 (got '$max_isa')" ;;
+esac
 
 # MPI: the host's (its mpirun and the libmpi beside it), the bundled one, or none.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -124,7 +133,9 @@ train() {  # model ranks threads precision [layout]
     die "$model at $ranks x $threads ($precision) failed; its log: $out.log (--keep DIR keeps it)"
   fi
   rows+=("| $model | $ranks x $threads | $precision | $(tokens_per_s "$out") |")
+  [ -n "$kernels" ] || kernels=$(grep -m1 "attention kernels:" "$out.log" || echo "the build's own target")
 }
+kernels=""
 
 echo "fivefold $variant on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $cores cores," \
   "MPI: $mpi${mpirun:+ ($mpirun)}; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -147,6 +158,7 @@ for model in ${models//,/ }; do
     picks+=("$model: plan's pick on $cores cores: $pick")
   fi
 done
+echo "kernels: $kernels" >&2
 echo
 echo "| model | ranks x threads | precision | tokens/s |"
 echo "|---|---|---|---|"

@@ -7,10 +7,15 @@ over rounds, and each build's ratio to the first. Beside it, the CPU seconds eac
 neighbours while the CPU a run needs does not, so at --threads 1 (no threads waiting on each
 other) the CPU ratio is the comparison of the code the two ISA levels compiled.
 
-usage: /usr/bin/python3 bench/serial/isa_levels.py [--build native=build/fivefold]
-           [--build x86-64-v4-bf16=build-portable-x86-64-v4-bf16/fivefold] [--rounds 3 --steps 8
-           --warmup 2 --threads 1] [--data data/kjv] [--write]
-scripts/portable_bench.sh build makes the second.
+A build given as NAME=PATH@TIER runs with FIVEFOLD_MAX_CPU_ISA=TIER (kernels/cpu_isa.h): the
+x86-64-v3 binary with its attention kernels held to their base tier is what an AVX2 CPU (Zen 3)
+runs, here beside the same binary on the AVX-512 / AVX512-BF16 tiers it picks on this CPU.
+
+usage: /usr/bin/python3 bench/serial/isa_levels.py [--build NAME=PATH[@TIER]]... [--rounds 3
+           --steps 8 --warmup 2 --threads 1] [--data data/kjv] [--write]
+The default builds: native = build/fivefold, x86-64-v3 = build-portable-x86-64-v3/fivefold, the
+same @base, and x86-64-v4-bf16 = build-portable-x86-64-v4-bf16/fivefold where it exists;
+`scripts/portable_bench.sh build x86-64-v3 x86-64-v4-bf16` makes the portable ones.
 """
 import argparse
 import os
@@ -27,9 +32,21 @@ import benchlib  # noqa: E402
 from bf16_speed import fivefold_precision_round  # noqa: E402
 
 
+def tier_wrapper(spec, path):
+    """The binary of PATH[@TIER]: PATH itself, or a script running it under FIVEFOLD_MAX_CPU_ISA=TIER."""
+    binary, _, tier = spec.partition("@")
+    binary = os.path.abspath(binary)
+    if not tier:
+        return binary
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nFIVEFOLD_MAX_CPU_ISA={tier} exec "{binary}" "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--build", action="append", default=None, help="NAME=PATH of a fivefold binary")
+    ap.add_argument("--build", action="append", default=None, help="NAME=PATH[@TIER] of a fivefold binary (TIER: FIVEFOLD_MAX_CPU_ISA)")
     ap.add_argument("--data", default=os.path.join(ROOT, "data/kjv"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
@@ -37,17 +54,22 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--write", action="store_true", help="replace the section in bench/RESULTS.md")
     a = ap.parse_args()
+    v3 = os.path.join(ROOT, "build-portable-x86-64-v3/fivefold")
+    v4 = os.path.join(ROOT, "build-portable-x86-64-v4-bf16/fivefold")
     builds = dict(b.split("=", 1) for b in (a.build or [
-        f"native={os.path.join(ROOT, 'build/fivefold')}",
-        f"x86-64-v4-bf16={os.path.join(ROOT, 'build-portable-x86-64-v4-bf16/fivefold')}"]))
+        f"native={os.path.join(ROOT, 'build/fivefold')}", f"x86-64-v3={v3}", f"x86-64-v3 base tier={v3}@base"]
+        + ([f"x86-64-v4-bf16={v4}"] if os.path.exists(v4) else [])))
     a.batch, a.seq = 8, 256  # configs/bench.toml
+    benchlib.ensure_kjv(os.path.abspath(next(iter(builds.values())).partition("@")[0]), a.data)
     load_start = os.getloadavg()
     runs = {(name, p): [] for name in builds for p in ("fp32", "bf16")}
     with tempfile.TemporaryDirectory() as workdir:
+        binaries = {name: tier_wrapper(spec, os.path.join(workdir, f"tier-{i}.sh"))
+                    for i, (name, spec) in enumerate(builds.items())}
         for r in range(a.rounds):
             for (name, precision), results in runs.items():
                 b = argparse.Namespace(**vars(a))
-                b.fivefold = os.path.abspath(builds[name])
+                b.fivefold = binaries[name]
                 os.makedirs(os.path.join(workdir, name), exist_ok=True)
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 tokens_per_s = fivefold_precision_round(b, os.path.join(workdir, name), precision)["tokens_per_s"]

@@ -15,6 +15,7 @@
 #include "kernels/simd.h"
 
 namespace ff::attn16 {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 struct GradOut {
   float *dq = nullptr, *dk = nullptr, *dv = nullptr;
@@ -63,4 +64,5 @@ FF_WIDE inline void store_kv_row(const GradOut& o, long off, float* dk_row, cons
   }
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::attn16

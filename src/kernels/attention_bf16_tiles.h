@@ -19,6 +19,7 @@
 #include "kernels/simd.h"
 
 namespace ff::attn16 {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 using simd::kLanes;
 using Word = uint32_t;
@@ -73,7 +74,7 @@ inline float to_f32(uint16_t x) { return from_bits(Word(x) << 16); }
 
 // acc + a.lo b.lo + a.hi b.hi on every lane, a broadcast.
 FF_WIDE inline RegF dot2(RegF acc, Word a, const RegW& b) {
-#if defined(__AVX512BF16__)  // implies AVX-512: RegF is a 64-byte __m512
+#if FF_ISA_LEVEL >= 2  // AVX512-BF16 (isa_tier.h), so AVX-512: RegF is a 64-byte __m512
   const __m512i av = _mm512_set1_epi32(static_cast<int>(a));
   const __m512 r =
       _mm512_dpbf16_ps(reinterpret_cast<const __m512&>(acc), reinterpret_cast<const __m512bh&>(av),
@@ -239,4 +240,5 @@ FF_WIDE inline void tile_to_pairs(Word* dst, const float* T, int rows, Word* lo 
     }
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::attn16

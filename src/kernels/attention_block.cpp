@@ -10,9 +10,20 @@
 #include "kernels/attention_pack.h"
 #include "kernels/attention_softmax.h"
 #include "kernels/attention_tiles.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
 #include "kernels/scratch.h"
 
 namespace ff {
+
+// The float block kernels of one ISA tier: this file compiled for the build's target, and again
+// by tiers/attention_block_avx512.cpp where that target lacks AVX-512 (cpu_isa.h, KernelIsa).
+struct AttentionBlockTier {
+  double (*forward)(float* out, float* lse, const float* q, const float* k, const float* v, const AttentionBlock& s);
+  double (*backward)(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                     const float* v, const float* out, const float* lse, const AttentionBlock& s);
+};
+
 namespace {
 
 using attn::Band;
@@ -246,6 +257,25 @@ double backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, cons
 
 }  // namespace
 
+namespace FF_ISA_TAG {
+extern const AttentionBlockTier attention_block_tier;
+const AttentionBlockTier attention_block_tier = {&forward<float>, &backward<float>};
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+namespace isa_avx512 {
+extern const AttentionBlockTier attention_block_tier;
+}  // namespace isa_avx512
+
+namespace {
+const AttentionBlockTier& attention_block_for_cpu() {
+#if FF_ISA_LEVEL < 1
+  if (kernel_isa() >= KernelIsa::avx512) return isa_avx512::attention_block_tier;
+#endif
+  return FF_ISA_TAG::attention_block_tier;
+}
+}  // namespace
+
 int attention_block_key_end(const AttentionBlock& s, int i) {
   switch (s.mask) {
     case AttentionMask::full: return s.Tk;
@@ -299,7 +329,7 @@ double block_backward_flops(const AttentionBlock& s) {
 
 double attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                                const AttentionBlock& s) {
-  return forward(out, lse, q, k, v, s);
+  return attention_block_for_cpu().forward(out, lse, q, k, v, s);
 }
 double attention_block_forward(double* out, double* lse, const double* q, const double* k, const double* v,
                                const AttentionBlock& s) {
@@ -316,12 +346,14 @@ void attention_merge(double* out, double* lse, const MergeLayout& acc, const dou
 double attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                 const float* k, const float* v, const float* out, const float* lse,
                                 const AttentionBlock& s) {
-  return backward(dq, dk, dv, dout, q, k, v, out, lse, s);
+  return attention_block_for_cpu().backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
 double attention_block_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
                                 const double* k, const double* v, const double* out, const double* lse,
                                 const AttentionBlock& s) {
   return backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

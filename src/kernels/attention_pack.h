@@ -7,6 +7,7 @@
 #include "kernels/simd.h"
 
 namespace ff::attn {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 // dst (rows_pad x ld_dst) = scale * src (rows x cols), zero elsewhere: padding keeps the tile
 // loops free of edge cases and contributes exact zeros to every product.
@@ -48,4 +49,5 @@ inline void pack_transposed(T* dst, int ld_dst, const T* src, size_t ld_src, int
   }
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::attn

@@ -11,6 +11,7 @@
 #include "kernels/simd.h"
 
 namespace ff::attn {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 constexpr int kSoftmaxTile = 64;
 
@@ -90,4 +91,5 @@ FF_WIDE void probabilities(T* P, const T* L, int rows4, const int* ncols, const 
   }
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::attn

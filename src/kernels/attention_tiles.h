@@ -9,6 +9,7 @@
 #include "kernels/simd.h"
 
 namespace ff::attn {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 using simd::kLanes;
 
@@ -130,4 +131,5 @@ FF_WIDE void tile_acc(T* Out, int ldo, const T* A, int ai, int ak, const T* B, i
   }
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::attn

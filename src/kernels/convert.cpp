@@ -1,11 +1,11 @@
 #include "kernels/convert.h"
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "kernels/cpu_isa.h"
 
 namespace ff {
 namespace {
@@ -37,10 +37,9 @@ void from_bf16(float* dst, const uint16_t* src, size_t n) {
 
 // F16C/AVX-512's vcvtps2ph rounds to nearest even, keeps subnormals and quiets NaNs exactly as
 // f32_to_f16 does (the masked forms: GCC 12's unmasked ones warn on an uninitialised
-// pass-through); the scalar function covers the tail and builds without AVX-512.
-void to_f16(uint16_t* dst, const float* src, size_t n) {
-  size_t done = 0;
-#if defined(__AVX512F__)
+// pass-through). Compiled for AVX-512 whatever the build targets and run where the CPU has it
+// (kernel_isa); each returns how many leading elements it converted, the scalar functions do the rest.
+__attribute__((target("avx512f"))) size_t to_f16_avx512(uint16_t* dst, const float* src, size_t n) {
   const size_t blocks = n / 16;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (size_t b = 0; b < blocks; ++b) {
@@ -48,22 +47,28 @@ void to_f16(uint16_t* dst, const float* src, size_t n) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * 16),
                         _mm512_maskz_cvtps_ph(0xffff, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
-  done = blocks * 16;
-#endif
-  for (size_t i = done; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+  return blocks * 16;
 }
 
-void from_f16(float* dst, const uint16_t* src, size_t n) {
-  size_t done = 0;
-#if defined(__AVX512F__)
+__attribute__((target("avx512f"))) size_t from_f16_avx512(float* dst, const uint16_t* src, size_t n) {
   const size_t blocks = n / 16;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (size_t b = 0; b < blocks; ++b) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + b * 16));
     _mm512_storeu_ps(dst + b * 16, _mm512_maskz_cvtph_ps(0xffff, h));
   }
-  done = blocks * 16;
-#endif
+  return blocks * 16;
+}
+
+bool f16_avx512_runs() { return build_kernel_isa() >= KernelIsa::avx512 || kernel_isa() >= KernelIsa::avx512; }
+
+void to_f16(uint16_t* dst, const float* src, size_t n) {
+  const size_t done = f16_avx512_runs() ? to_f16_avx512(dst, src, n) : 0;
+  for (size_t i = done; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+void from_f16(float* dst, const uint16_t* src, size_t n) {
+  const size_t done = f16_avx512_runs() ? from_f16_avx512(dst, src, n) : 0;
   for (size_t i = done; i < n; ++i) dst[i] = f16_to_f32(src[i]);
 }
 

@@ -1,5 +1,9 @@
 #include "kernels/cpu_isa.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -10,6 +14,7 @@
 #endif
 
 #include "kernels/gemm.h"
+#include "kernels/isa_tier.h"
 
 namespace ff {
 namespace {
@@ -37,6 +42,20 @@ bool onednn_reaches(bool amx) {
   return false;
 #endif
 }
+
+// AVX-512 as x86-64-v4 has it; libgcc's check includes the OS saving the zmm and mask registers.
+bool cpu_has_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
+constexpr KernelIsa kTiers[] = {KernelIsa::base, KernelIsa::avx512, KernelIsa::avx512_bf16};
 
 }  // namespace
 
@@ -78,6 +97,42 @@ std::string f16_path_description() {
   if (native_16bit_gemm(DType::f16)) return "fp16 GEMMs: oneDNN f16 matmul, fp32 accumulation";
   return "fp16 GEMMs: oneDNN has no f16 matmul for this CPU: operands rounded to fp16, widened and multiplied "
          "in fp32 (products of two fp16 values are exact in fp32, so the numbers are fp16's; the speed is fp32's)";
+}
+
+KernelIsa pick_kernel_isa(bool avx512, bool avx512_bf16, const char* max_cpu_isa) {
+  const KernelIsa cpu = !avx512 ? KernelIsa::base : avx512_bf16 ? KernelIsa::avx512_bf16 : KernelIsa::avx512;
+  if (!max_cpu_isa || !*max_cpu_isa) return cpu;
+  for (KernelIsa t : kTiers)
+    if (std::strcmp(max_cpu_isa, kernel_isa_name(t)) == 0) return std::min(cpu, t);
+  throw std::invalid_argument(std::string("FIVEFOLD_MAX_CPU_ISA=") + max_cpu_isa +
+                              " names no kernel tier: set it to base, avx512 or avx512_bf16, or unset it "
+                              "for the best this CPU runs");
+}
+
+KernelIsa kernel_isa() {
+  // Found once: the CPU does not change while the process runs, nor does its environment variable.
+  static const KernelIsa isa =
+      pick_kernel_isa(cpu_has_avx512(), cpuid_bit(1, 0, 5), std::getenv("FIVEFOLD_MAX_CPU_ISA"));
+  return isa;
+}
+
+const char* kernel_isa_name(KernelIsa t) {
+  switch (t) {
+    case KernelIsa::base: return "base";
+    case KernelIsa::avx512: return "avx512";
+    case KernelIsa::avx512_bf16: return "avx512_bf16";
+  }
+  return "?";
+}
+
+KernelIsa build_kernel_isa() { return KernelIsa(FF_ISA_LEVEL); }
+
+std::string kernel_isa_description() {
+  const KernelIsa build = build_kernel_isa(), run = std::max(build, kernel_isa());
+  if (run == build) return "";
+  return std::string("fivefold's attention kernels: the ") + kernel_isa_name(run) +
+         " tier, picked for this CPU at run time (the build targets " + kernel_isa_name(build) +
+         "; FIVEFOLD_MAX_CPU_ISA lowers the pick)";
 }
 
 }  // namespace ff

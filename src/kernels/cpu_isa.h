@@ -1,6 +1,7 @@
 #pragma once
 // Which hardware runs a 16-bit GEMM here, found at run time (cpuid and oneDNN's dispatcher), never
-// assumed from the build: the same binary may meet AMX, AVX512-BF16 or neither.
+// assumed from the build: the same binary may meet AMX, AVX512-BF16 or neither. And which ISA tier
+// of fivefold's own attention kernels runs here, found the same way.
 #include <string>
 
 namespace ff {
@@ -13,5 +14,26 @@ const char* bf16_path_name(Bf16Path p);  // "AMX", "AVX512-BF16", "emulated"
 std::string bf16_path_description();
 // The same for f16 (oneDNN native, or widened to fp32: exact products at fp32 speed).
 std::string f16_path_description();
+
+// The ISA tiers fivefold's own vector kernels are compiled for (kernels/isa_tier.h): the build's
+// own target, and where that lacks them, AVX-512 (x86-64-v4) and AVX-512 with AVX512-BF16
+// (kernels/tiers/). A binary built for x86-64-v3 thus runs the AVX-512 and vdpbf16ps paths on a
+// CPU that has them. The tiers compute the same functions; the rounding of their sums differs.
+enum class KernelIsa { base = 0, avx512 = 1, avx512_bf16 = 2 };
+
+// The highest tier this CPU runs (cpuid, the OS's saved vector state included), lowered to
+// FIVEFOLD_MAX_CPU_ISA where that is set (base, avx512 or avx512_bf16, as ONEDNN_MAX_CPU_ISA
+// lowers oneDNN's): found once per process. Throws, naming the variable and its values, on any
+// other value. A kernel runs the highest tier compiled at or below it, or the build's own
+// target where that is higher (a binary never runs code below the target it was built for).
+KernelIsa kernel_isa();
+// The same from given CPU facts and the variable's value (null: unset): what kernel_isa() does.
+KernelIsa pick_kernel_isa(bool avx512, bool avx512_bf16, const char* max_cpu_isa);
+const char* kernel_isa_name(KernelIsa t);  // "base", "avx512", "avx512_bf16"
+// The tier compiled as the build's own target (the other tiers exist only above it).
+KernelIsa build_kernel_isa();
+// One start-up line where the attention kernels run a tier above the build's own target (which
+// one, and what the build targets); empty where they run the build's own code.
+std::string kernel_isa_description();
 
 }  // namespace ff

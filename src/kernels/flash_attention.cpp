@@ -9,9 +9,20 @@
 
 #include "kernels/attention_pack.h"
 #include "kernels/attention_tiles.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
 #include "kernels/scratch.h"
 
 namespace ff {
+
+// The float kernels of one ISA tier: this file compiled for the build's target, and again by
+// tiers/flash_attention_avx512.cpp where that target lacks AVX-512 (cpu_isa.h, KernelIsa).
+struct FlashAttentionTier {
+  void (*forward)(float* out, float* lse, const float* q, const float* k, const float* v, const AttentionShape& s);
+  void (*backward)(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                   const float* v, const float* out, const float* lse, const AttentionShape& s);
+};
+
 namespace {
 
 using attn::Band;
@@ -272,6 +283,25 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
 
 }  // namespace
 
+namespace FF_ISA_TAG {
+extern const FlashAttentionTier flash_attention_tier;
+const FlashAttentionTier flash_attention_tier = {&forward<float>, &backward<float>};
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+namespace isa_avx512 {
+extern const FlashAttentionTier flash_attention_tier;
+}  // namespace isa_avx512
+
+namespace {
+const FlashAttentionTier& flash_attention_for_cpu() {
+#if FF_ISA_LEVEL < 1
+  if (kernel_isa() >= KernelIsa::avx512) return isa_avx512::flash_attention_tier;
+#endif
+  return FF_ISA_TAG::flash_attention_tier;
+}
+}  // namespace
+
 AttentionBlock block_of_shape(const AttentionShape& s) {
   AttentionBlock b = contiguous_block(s.B, s.T, s.T, s.H, s.Hkv, s.D, s.q_stride, s.kv_stride);
   b.q_doc = b.k_doc = s.doc;
@@ -282,12 +312,12 @@ AttentionBlock block_of_shape(const AttentionShape& s) {
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s) {
-  forward(out, lse, q, k, v, s);
+  flash_attention_for_cpu().forward(out, lse, q, k, v, s);
 }
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                         const float* k, const float* v, const float* out, const float* lse,
                         const AttentionShape& s) {
-  backward(dq, dk, dv, dout, q, k, v, out, lse, s);
+  flash_attention_for_cpu().backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
 void attention_forward(double* out, double* lse, const double* q, const double* k, const double* v,
                        const AttentionShape& s) {
@@ -298,5 +328,7 @@ void attention_backward(double* dq, double* dk, double* dv, const double* dout, 
                         const AttentionShape& s) {
   backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

@@ -10,9 +10,24 @@
 #include "kernels/attention_bf16_grad_out.h"
 #include "kernels/attention_bf16_tiles.h"
 #include "kernels/attention_softmax.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
 #include "kernels/scratch.h"
 
 namespace ff {
+
+// The entry points of one ISA tier: this file compiled for the build's target, and again by
+// tiers/flash_attention_bf16_avx512*.cpp where that target lacks AVX-512 or AVX512-BF16
+// (cpu_isa.h, KernelIsa).
+struct FlashAttentionBf16Tier {
+  decltype(&attention_forward_bf16) forward;
+  decltype(&attention_backward_bf16) backward;
+  decltype(&attention_backward_bf16_into) backward_into;
+  decltype(&attention_backward_bf16_rope_rounded) backward_rope_rounded;
+  decltype(&attention_block_forward_bf16) block_forward;
+  decltype(&attention_block_backward_bf16) block_backward;
+};
+
 // A named namespace inside the anonymous one: the unity build (the sanitizer job) compiles this file
 // with the fp32 kernels, whose helpers (kTile, Geometry, forward, ...) have the same names.
 namespace {
@@ -363,6 +378,8 @@ uint16_t* bf16_out(TypedPtr p, const char* what) {
 }  // namespace flash_bf16
 }  // namespace
 
+namespace FF_ISA_TAG {
+
 void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
                             const AttentionShape& s) {
   flash_bf16::forward(out, lse, {q, k, v, {}, {}}, flash_bf16::block_of(s));
@@ -402,9 +419,68 @@ double attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTyped
   return s.mask == AttentionMask::none ? 0 : block_backward_flops(s);
 }
 
+extern const FlashAttentionBf16Tier flash_attention_bf16_tier;
+const FlashAttentionBf16Tier flash_attention_bf16_tier = {
+    &attention_forward_bf16,        &attention_backward_bf16,      &attention_backward_bf16_into,
+    &attention_backward_bf16_rope_rounded, &attention_block_forward_bf16, &attention_block_backward_bf16};
+
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+namespace isa_avx512 {
+extern const FlashAttentionBf16Tier flash_attention_bf16_tier;
+}  // namespace isa_avx512
+namespace isa_avx512_bf16 {
+extern const FlashAttentionBf16Tier flash_attention_bf16_tier;
+}  // namespace isa_avx512_bf16
+
+namespace {
+const FlashAttentionBf16Tier& flash_attention_bf16_for_cpu() {
+#if FF_ISA_LEVEL < 2
+  if (kernel_isa() >= KernelIsa::avx512_bf16) return isa_avx512_bf16::flash_attention_bf16_tier;
+#endif
+#if FF_ISA_LEVEL < 1
+  if (kernel_isa() >= KernelIsa::avx512) return isa_avx512::flash_attention_bf16_tier;
+#endif
+  return FF_ISA_TAG::flash_attention_bf16_tier;
+}
+}  // namespace
+
+void attention_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
+                            const AttentionShape& s) {
+  flash_attention_bf16_for_cpu().forward(out, lse, q, k, v, s);
+}
+void attention_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                             ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                             const AttentionShape& s, DsTerms ds) {
+  flash_attention_bf16_for_cpu().backward(dq, dk, dv, dout, q, k, v, out, lse, s, ds);
+}
+void attention_backward_bf16_into(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                  ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                  const AttentionShape& s) {
+  flash_attention_bf16_for_cpu().backward_into(dq, dk, dv, dout, q, k, v, out, lse, s);
+}
+void attention_backward_bf16_rope_rounded(TypedPtr dq, TypedPtr dk, TypedPtr dv, ConstTypedPtr dout,
+                                          ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out,
+                                          const float* lse, const AttentionShape& s, const float* cos,
+                                          const float* sin) {
+  flash_attention_bf16_for_cpu().backward_rope_rounded(dq, dk, dv, dout, q, k, v, out, lse, s, cos, sin);
+}
+double attention_block_forward_bf16(TypedPtr out, float* lse, ConstTypedPtr q, ConstTypedPtr k, ConstTypedPtr v,
+                                    const AttentionBlock& s) {
+  return flash_attention_bf16_for_cpu().block_forward(out, lse, q, k, v, s);
+}
+double attention_block_backward_bf16(float* dq, float* dk, float* dv, ConstTypedPtr dout, ConstTypedPtr q,
+                                     ConstTypedPtr k, ConstTypedPtr v, ConstTypedPtr out, const float* lse,
+                                     const AttentionBlock& s, DsTerms ds) {
+  return flash_attention_bf16_for_cpu().block_backward(dq, dk, dv, dout, q, k, v, out, lse, s, ds);
+}
+
 AttentionScratchFloats attention_bf16_scratch_floats(int Tq, int Tk, int D) {
   const flash_bf16::Geometry g(Tq, Tk, D);
   return {g.forward_floats(), g.backward_floats()};
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

@@ -1,9 +1,10 @@
 #pragma once
 // Flash attention with bf16 operands and fp32 softmax state, as FlashAttention-2 runs in mixed
 // precision: the six tile products (Q K^T, P V; backward Q K^T again, dO V^T, dS K, dS^T Q, P^T dO)
-// multiply bf16 values and accumulate in fp32 (AVX512-BF16's vdpbf16ps where the build targets
-// it, else widened to fp32); the scores, the running max and sum, the log-sum-exp, P and dS are
-// fp32, P and dS rounded to bf16 only as the inputs of the next product. dq, dk, dv, lse are fp32.
+// multiply bf16 values and accumulate in fp32 (AVX512-BF16's vdpbf16ps where the CPU has it, in
+// the tier picked at run time, kernels/cpu_isa.h; else widened to fp32); the scores, the running
+// max and sum, the log-sum-exp, P and dS are fp32, P and dS rounded to bf16 only as the inputs of
+// the next product. dq, dk, dv, lse are fp32.
 //
 // Operands: q, k, v are bf16 (a caller that stores them so) or fp32, which is rounded to bf16
 // (nearest even) as the kernel copies it into its tiles: each element once per call and layout,

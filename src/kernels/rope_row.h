@@ -4,9 +4,11 @@
 // rotates a row's heads, so every caller gets the very same products.
 #include <cstddef>
 
+#include "kernels/isa_tier.h"
 #include "kernels/round_store.h"
 
 namespace ff::rope_detail {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 // Rotate-half of one row's `heads` heads: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin), into y
 // (x itself, or a 16-bit copy through Store). The backward applies the transpose, i.e. the same
@@ -28,4 +30,5 @@ inline void rotate_row(typename Store::type* y, const T* x, const T* c, const T*
   }
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::rope_detail

@@ -7,8 +7,10 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "kernels/isa_tier.h"
 
 namespace ff::detail {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 // Branch-free, so a simd loop storing through it stays vectorised.
 inline uint16_t bf16_bits(float f) {
@@ -75,4 +77,5 @@ void with_store(TypedPtr y, F&& f) {
   }
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::detail

@@ -10,9 +10,9 @@
 #include <type_traits>
 #include <utility>
 
-#if defined(__AVX512F__)
 #include <immintrin.h>
-#endif
+
+#include "kernels/isa_tier.h"
 
 // GCC's Sapphire Rapids tuning prefers 256-bit vectors for auto-vectorized loops; the tile
 // loops of attention are compute bound and want full AVX-512 width.
@@ -23,6 +23,7 @@
 #endif
 
 namespace ff::simd {
+inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 // 16 floats fill one AVX-512 register; 16 doubles take two, which the compiler splits.
 constexpr int kLanes = 16;
@@ -40,7 +41,7 @@ using Vec = typename VecOf<T>::type;
 // products never hold one there. Their blocks are narrower there too: kBlockVecs 16-lane groups
 // per block row. AVX-512 keeps a 4 x 64 block in 16 of its 32 registers; AVX2 has 16 registers
 // of 8 floats, so its block is 4 x 16 (8 registers, 2 more for the row of B).
-#if defined(__AVX512F__)
+#if FF_ISA_LEVEL >= 1  // AVX-512 (isa_tier.h)
 constexpr int kRegBytes = 64;
 constexpr int kBlockVecs = 4;
 #else
@@ -148,7 +149,7 @@ inline Vec<T> exp_vec(const Vec<T>& x) {
   for (int i = 0; i < kLanes; ++i) y[i] = exp_fast(x[i]);
   return y;
 }
-#if defined(__AVX512F__)
+#if FF_ISA_LEVEL >= 1  // AVX-512 (isa_tier.h)
 // The masked forms with an explicit source (all lanes enabled) are used throughout: the plain
 // intrinsics pass an undefined register through, which GCC 12 reports as uninitialized.
 template <>
@@ -200,4 +201,5 @@ inline T reduce_add(const Vec<T>& v) {
   return a[0];
 }
 
+}  // namespace FF_ISA_TAG
 }  // namespace ff::simd

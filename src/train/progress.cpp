@@ -88,6 +88,7 @@ void ProgressReport::start(ParallelModel& par, const std::string& memory_line, b
               cfg_.pp, cfg_.zero, recompute_name(cfg_.recompute), cfg_.threads, precision_name(cfg_.precision),
               gemm_backend_name());
   std::printf("model: %s\n", describe_model_shape(m).c_str());
+  if (const std::string isa = kernel_isa_description(); !isa.empty()) std::printf("%s\n", isa.c_str());
   std::printf("%s\n", memory_line.c_str());
   std::printf("run folder: %s (the full resolved config is its config.toml; --print-config prints it here)\n",
               fs::absolute(out_dir_).lexically_normal().c_str());
