@@ -8,18 +8,9 @@
 set -euo pipefail
 old=$(realpath "$1") new=$(realpath "$2") rate=${3:-1gbit} rounds=${4:-2}
 cd "$(dirname "$0")/../.."
-H=tests/support/netns_nodes.sh
-export FF_NODES_PREFIX=${FF_NODES_PREFIX:-ffo} FF_NODES_OWNER=$$ OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$H" check
-work=$(mktemp -d)
-trap '"$H" down; rm -rf "$work"' EXIT
+export FF_NODES_PREFIX=${FF_NODES_PREFIX:-ffo}
 data=${5:-}
-if [ -z "$data" ]; then
-  bible -f Gen1:1-Rev22:21 >"$work/kjv.txt"
-  "$new" prepare --text "$work/kjv.txt" --one-doc-per-line --vocab 4096 --out "$work/kjv" >/dev/null
-  data=$work/kjv
-fi
-"$H" up 2 "$rate" >/dev/null
+source bench/multinode/nodes_and_corpus.sh
 echo "link $rate; CPU: $(lscpu | sed -n 's/^Model name: *//p')"
 for round in $(seq "$rounds"); do
   for ff in "$old" "$new"; do

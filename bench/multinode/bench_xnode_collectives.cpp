@@ -1,5 +1,5 @@
 // Time per call of all-reduce, reduce-scatter and all-gather across nodes: Comm's flat pairwise
-// algorithm, Comm's hierarchical all-reduce (inside the node, across, inside again) and MPI's own
+// algorithm, Comm's hierarchical (node-first) form of each and MPI's own
 // collective on the same communicator (the `coll` component mpirun selected: tuned by default,
 // han with --mca coll_han_priority 100). The variants alternate within each repetition, in a
 // rotating order, so machine load hits them alike; the slowest rank's time counts, median of reps.
@@ -45,16 +45,15 @@ double time_calls(const ff::Comm& world, const std::function<void()>& call, int 
   return t;
 }
 
-void flat(const ff::Comm& world) {
+// Every node-first threshold at `min_bytes`: SIZE_MAX is the flat algorithm, 0 the hierarchical.
+void node_first_from(const ff::Comm& world, size_t min_bytes) {
   ff::CommOptions o = world.options();
-  o.hierarchical_min_bytes = SIZE_MAX;
+  o.hierarchical_min_bytes = o.hierarchical_reduce_scatter_min_bytes = o.hierarchical_all_gather_min_bytes =
+      min_bytes;
   world.set_options(o);
 }
-void hierarchical(const ff::Comm& world) {
-  ff::CommOptions o = world.options();
-  o.hierarchical_min_bytes = 0;
-  world.set_options(o);
-}
+void flat(const ff::Comm& world) { node_first_from(world, SIZE_MAX); }
+void hierarchical(const ff::Comm& world) { node_first_from(world, 0); }
 
 std::string size_text(size_t bytes) {
   return bytes >= (1u << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
@@ -78,7 +77,8 @@ int main(int argc, char** argv) {
     std::printf("| op | size | Comm flat | Comm hierarchical | %s | best |\n|---|---|---|---|---|---|\n",
                 label.c_str());
   }
-  for (size_t bytes : {size_t(64) << 10, size_t(1) << 20, size_t(4) << 20, size_t(16) << 20, size_t(64) << 20}) {
+  for (size_t bytes : {size_t(64) << 10, size_t(1) << 20, size_t(2) << 20, size_t(4) << 20, size_t(8) << 20,
+                        size_t(16) << 20, size_t(64) << 20}) {
     size_t n = bytes / sizeof(float);
     size_t chunk = n / size_t(p);  // the sizes divide by every rank count used here
     std::vector<float> full(n, 1.0f), reduced(n), part(chunk, 1.0f);
@@ -92,11 +92,13 @@ int main(int argc, char** argv) {
              // Out of place: han's in-place all-reduce crashed here (Open MPI 4.1.4).
              MPI_Allreduce(full.data(), reduced.data(), int(n), MPI_FLOAT, MPI_SUM, c); }); }}}},
         {"reduce_scatter",
-         {{"flat", [&] { world.reduce_scatter(full.data(), part.data(), n); }},
+         {{"flat", [&] { flat(world); world.reduce_scatter(full.data(), part.data(), n); }},
+          {"hier", [&] { hierarchical(world); world.reduce_scatter(full.data(), part.data(), n); }},
           {"mpi", [&] { native([&](MPI_Comm c) {
              MPI_Reduce_scatter_block(full.data(), part.data(), int(chunk), MPI_FLOAT, MPI_SUM, c); }); }}}},
         {"all_gather",
-         {{"flat", [&] { world.all_gather(part.data(), full.data(), n); }},
+         {{"flat", [&] { flat(world); world.all_gather(part.data(), full.data(), n); }},
+          {"hier", [&] { hierarchical(world); world.all_gather(part.data(), full.data(), n); }},
           {"mpi", [&] { native([&](MPI_Comm c) {
              MPI_Allgather(part.data(), int(chunk), MPI_FLOAT, full.data(), int(chunk), MPI_FLOAT, c); }); }}}},
     };

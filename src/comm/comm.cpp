@@ -53,6 +53,14 @@ CommType same_type(ConstCommPtr in, CommPtr out, const char* op) {
   return in.type();
 }
 
+// Across nodes, buffers of at least min_bytes go node first (hierarchical*.cpp) in a group with
+// equally many ranks (two or more) on each node. Not reductions of 16-bit floats: their sum is
+// rounded once, and two stages would round twice.
+bool node_first(const detail::CommState& s, size_t n, CommType type, bool reduces, size_t min_bytes) {
+  return s.spans_nodes_evenly && !(reduces && reduces_in_f32(type)) && n >= size_t(s.size) &&
+         n * comm_type_size(type) >= min_bytes;
+}
+
 }  // namespace
 
 CommRequest::~CommRequest() { wait(); }
@@ -140,10 +148,7 @@ CommRequest Comm::start_all_reduce(CommPtr buf, size_t n, ReduceOp op, bool bloc
   count(CommOpKind::all_reduce, n * comm_type_size(type));
   uint64_t seq = s.next_seq++;
   if (s.size == 1 || n == 0) return {};
-  // Across nodes, large buffers go node-first (hierarchical.cpp). Not for 16-bit floats: their
-  // sum is rounded once, and two stages would round twice.
-  if (s.spans_nodes_evenly && !reduces_in_f32(type) && n >= size_t(s.size) &&
-      n * comm_type_size(type) >= s.options.hierarchical_min_bytes) {
+  if (node_first(s, n, type, true, s.options.hierarchical_min_bytes)) {
     detail::node_hierarchy(state_);  // on first use a collective of its own: before the op is made
     return launch(detail::make_hierarchical_all_reduce(state_, data, n, type, op), blocking);
   }
@@ -167,6 +172,10 @@ CommRequest Comm::start_reduce_scatter(ConstCommPtr in_buf, CommPtr out_buf, siz
     return {};
   }
   if (n_total == 0) return {};
+  if (node_first(s, n_total, type, true, s.options.hierarchical_reduce_scatter_min_bytes)) {
+    detail::node_hierarchy(state_);  // on first use a collective of its own: before the op is made
+    return launch(detail::make_hierarchical_reduce_scatter(state_, in, out, n_total, type, op), blocking);
+  }
   return launch(detail::make_pairwise(detail::PairwiseMode::reduce_scatter,
                                                      state_, in, out, n_total, type, op, seq),
                 blocking);
@@ -188,6 +197,10 @@ CommRequest Comm::start_all_gather(ConstCommPtr in_buf, CommPtr out_buf, size_t 
     return {};
   }
   if (n_total == 0) return {};
+  if (node_first(s, n_total, type, false, s.options.hierarchical_all_gather_min_bytes)) {
+    detail::node_hierarchy(state_);
+    return launch(detail::make_hierarchical_all_gather(state_, in, out, n_total, type), blocking);
+  }
   return launch(detail::make_pairwise(detail::PairwiseMode::all_gather, state_,
                                                      in, out, n_total, type, ReduceOp::sum, seq),
                 blocking);

@@ -97,6 +97,13 @@ struct CommOptions {
   // per rank crosses the link (hierarchical.cpp; the size measured in bench/RESULTS.md).
   // Groups on one node never do. SIZE_MAX: always the flat pairwise algorithm.
   size_t hierarchical_min_bytes = size_t(16) << 20;
+  // The same for reduce_scatter and all_gather, by the whole buffer's bytes (reduce_scatter's
+  // input, all_gather's output): node first from this size on (hierarchical_reduce_scatter.cpp,
+  // hierarchical_all_gather.cpp), so 1/(ranks per node) of the flat bytes cross the link. 8 MiB:
+  // from there it won at 1 and 10 Gbit/s and unlimited; at 1 Gbit/s already from 2 MiB.
+  // 16-bit floats reduce-scatter flat (one rounding); their all-gather (copies) may go node first.
+  size_t hierarchical_reduce_scatter_min_bytes = size_t(8) << 20;
+  size_t hierarchical_all_gather_min_bytes = size_t(8) << 20;
 };
 
 // Rank `index` of `parts` owns elements [offset, offset + count) of an n-element buffer:

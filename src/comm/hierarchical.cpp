@@ -22,46 +22,6 @@
 namespace ff::detail {
 namespace {
 
-// Runs its stages one after another: the next starts once the previous has finished.
-class StagedOp final : public Op {
- public:
-  StagedOp(std::shared_ptr<CommState> comm, CommOpKind kind, std::vector<std::shared_ptr<Op>> stages,
-           std::string what)
-      : Op(std::move(comm), kind), stages_(std::move(stages)), what_(std::move(what)) {}
-
-  void start() override {
-    stages_[0]->start();
-    advance();
-  }
-  bool progress() override {
-    bool moved = stages_[current_]->progress();
-    return advance() || moved;
-  }
-  std::string describe() const override {
-    return what_ + " (stage " + std::to_string(current_ + 1) + " of " + std::to_string(stages_.size()) +
-           ": " + (current_ < stages_.size() ? stages_[current_]->describe() : std::string("done")) + ")";
-  }
-  void release() override {
-    for (size_t i = current_; i < stages_.size(); ++i) stages_[i]->release();
-  }
-
- private:
-  bool advance() {
-    bool moved = false;
-    while (current_ < stages_.size() && stages_[current_]->finished()) {
-      stages_[current_]->release();
-      if (++current_ < stages_.size()) stages_[current_]->start();
-      moved = true;
-    }
-    finished_ = current_ == stages_.size();
-    return moved;
-  }
-
-  std::vector<std::shared_ptr<Op>> stages_;
-  size_t current_ = 0;
-  std::string what_;
-};
-
 // Group ranks of each node, in group-rank order, nodes in order of their lowest group rank.
 std::vector<std::vector<int>> ranks_by_node(const CommState& s) {
   const std::vector<int>& node_of_world = Engine::instance().rank_nodes();
@@ -95,6 +55,7 @@ NodeHierarchy& node_hierarchy(const std::shared_ptr<CommState>& s) {
   size_t place = size_t(std::find(mine.begin(), mine.end(), s->rank) - mine.begin());
   for (const auto& node : nodes) peers.push_back(node[place]);
   auto h = std::make_unique<NodeHierarchy>();
+  h->ranks = nodes;
   h->inside = member_group(s, mine, kInternalKeyInsideNode);
   h->across = member_group(s, peers, kInternalKeyAcrossNodes);
   // Their messages are this group's traffic: count them in its cross-node bytes too.
@@ -102,6 +63,20 @@ NodeHierarchy& node_hierarchy(const std::shared_ptr<CommState>& s) {
   h->across->counts_into = s.get();
   s->hierarchy = std::move(h);
   return *s->hierarchy;
+}
+
+ChunkRange block_piece(size_t n, int parts, int owner, int blocks, int block) {
+  const ChunkRange chunk = chunk_range(n, parts, owner);
+  const ChunkRange piece = chunk_range(chunk.count, blocks, block);
+  return {chunk.offset + piece.offset, piece.count};
+}
+
+// Blocks of about 4 MiB of the whole buffer: enough of them in flight for one block's transfer
+// across nodes to overlap another's inside the node, each small enough that a reduce-scatter
+// block's scratch (about its own size) stays a few MiB.
+int node_first_blocks(size_t bytes) {
+  constexpr size_t kBlockBytes = size_t(4) << 20;
+  return int(std::clamp<size_t>(bytes / kBlockBytes, 1, size_t(1) << 20));
 }
 
 namespace {
@@ -118,51 +93,8 @@ std::shared_ptr<Op> block_chain(const std::shared_ptr<CommState>& comm, NodeHier
                                  h.across->next_seq++));
   stages.push_back(make_pairwise(PairwiseMode::all_gather, h.inside, own, base, n, type, op,
                                  h.inside->next_seq++));
-  return std::make_shared<StagedOp>(comm, CommOpKind::all_reduce, std::move(stages), "block");
+  return make_staged(comm, CommOpKind::all_reduce, std::move(stages), "block");
 }
-
-// Independent operations driven together; done when all are. Each part's scratch goes back as
-// soon as it finishes.
-class ConcurrentOp final : public Op {
- public:
-  ConcurrentOp(std::shared_ptr<CommState> comm, std::vector<std::shared_ptr<Op>> parts, std::string what)
-      : Op(std::move(comm), CommOpKind::all_reduce), parts_(std::move(parts)), released_(parts_.size(), 0),
-        what_(std::move(what)) {}
-  void start() override {
-    for (auto& p : parts_) p->start();
-    retire();
-  }
-  bool progress() override {
-    bool moved = false;
-    for (auto& p : parts_)
-      if (!p->finished() && p->progress()) moved = true;
-    retire();
-    return moved;
-  }
-  std::string describe() const override {
-    size_t done = 0;
-    for (auto r : released_) done += r;
-    return what_ + " (" + std::to_string(done) + " of " + std::to_string(parts_.size()) + " blocks done)";
-  }
-  void release() override {
-    for (size_t i = 0; i < parts_.size(); ++i)
-      if (!released_[i]) parts_[i]->release(), released_[i] = 1;
-  }
-
- private:
-  void retire() {
-    bool all = true;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      if (parts_[i]->finished() && !released_[i]) parts_[i]->release(), released_[i] = 1;
-      all = all && released_[i];
-    }
-    finished_ = all;
-  }
-  std::vector<std::shared_ptr<Op>> parts_;
-  std::vector<uint8_t> released_;
-  std::string what_;
-};
-
 }  // namespace
 
 // The buffer is cut into blocks of about kBlockBytes, each running its three stages on its own:
@@ -182,7 +114,8 @@ std::shared_ptr<Op> make_hierarchical_all_reduce(const std::shared_ptr<CommState
   }
   std::string what = "hierarchical all_reduce of " + std::to_string(n) + " " + comm_type_name(type) +
                      " on a group of " + std::to_string(comm->size);
-  return std::make_shared<ConcurrentOp>(comm, std::move(parts), std::move(what));
+  const size_t window = parts.size();
+  return make_concurrent(comm, CommOpKind::all_reduce, std::move(parts), window, std::move(what));
 }
 
 }  // namespace ff::detail

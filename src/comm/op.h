@@ -3,6 +3,7 @@
 // tags and counters), MPI error checks, the Op state machine the engine drives, the request set an
 // Op tests with one MPI call, and the makers of the operations, each defined beside its algorithm:
 // collectives.cpp (reduce-scatter, all-gather, all-reduce; their arithmetic in reduce.cpp),
+// hierarchical*.cpp (their node-first forms across nodes, built with composite_ops.cpp),
 // exchange.cpp (send, recv, all-to-all(v), MPI's nonblocking broadcast and barrier), groups.cpp
 // (split, subgroup).
 //
@@ -38,10 +39,13 @@ constexpr int kInternalKeyAcrossNodes = kSubgroupKeys + 1;
 constexpr int kTagsNeeded = kSubgroupTagBase + kSubgroupKeys + 2;  // checked against MPI_TAG_UB
 
 struct CommState;
-// The two groups a hierarchical all-reduce runs on (hierarchical.cpp): the group's ranks on this
+// The two groups the node-first collectives run on (hierarchical.cpp): the group's ranks on this
 // node, and this rank's peers at the same place on every node.
 struct NodeHierarchy {
   std::shared_ptr<CommState> inside, across;
+  // ranks[k][i]: the parent group's rank at place i on node k (nodes in the order of `across`,
+  // places in the order of `inside`: this rank is ranks[across->rank][inside->rank]).
+  std::vector<std::vector<int>> ranks;
 };
 
 struct CommState {
@@ -76,7 +80,7 @@ struct CommState {
 
   // spans_nodes_evenly(*this), found once at construction.
   bool spans_nodes_evenly = false;
-  // Made on the first hierarchical all-reduce (hierarchical.cpp); null until then.
+  // Made on the first node-first collective (hierarchical.cpp); null until then.
   std::unique_ptr<NodeHierarchy> hierarchy;
 };
 
@@ -215,7 +219,7 @@ std::shared_ptr<Op> make_pairwise(PairwiseMode mode, std::shared_ptr<CommState> 
                                   void* out, size_t n_total, CommType type, ReduceOp op, uint64_t seq);
 
 // hierarchical.cpp. Whether the group has ranks on two or more nodes and equally many (two or
-// more) on each: the shape the hierarchical all-reduce needs.
+// more) on each: the shape the node-first collectives need.
 bool group_spans_nodes_evenly(const CommState& s);
 // The group's node hierarchy, made on first use: a blocking collective over the group, so it is
 // called from the caller's thread in the order of the collectives (every rank alike).
@@ -223,6 +227,20 @@ NodeHierarchy& node_hierarchy(const std::shared_ptr<CommState>& s);
 // Reduce-scatter inside the node, all-reduce across nodes, all-gather inside the node.
 std::shared_ptr<Op> make_hierarchical_all_reduce(const std::shared_ptr<CommState>& comm, void* data,
                                                  size_t n, CommType type, ReduceOp op);
+// The node-first reduce-scatter and all-gather cut every chunk of chunk_range(n, parts, owner)
+// into `blocks` pieces alike; piece `block` of the owner's chunk, in the whole buffer.
+ChunkRange block_piece(size_t n, int parts, int owner, int blocks, int block);
+// How many such blocks a buffer of `bytes` is cut into, and how many of them run at once.
+int node_first_blocks(size_t bytes);
+constexpr size_t kNodeFirstWindow = 4;
+// hierarchical_all_gather.cpp: each rank's chunk across to its peers on the other nodes, then
+// every chunk a rank holds to the other ranks of its node. Bitwise the flat result.
+std::shared_ptr<Op> make_hierarchical_all_gather(const std::shared_ptr<CommState>& comm, const void* in,
+                                                 void* out, size_t n, CommType type);
+// hierarchical_reduce_scatter.cpp: the node's sum of the chunks owned by a rank's peers on every
+// node, reduced inside the node onto that rank, then those sums across to their owners.
+std::shared_ptr<Op> make_hierarchical_reduce_scatter(const std::shared_ptr<CommState>& comm, const void* in,
+                                                     void* out, size_t n, CommType type, ReduceOp op);
 
 // reduce.cpp. Elementwise reductions used by the collectives, dst[i] = a[i] (op) b[i]. dst may
 // alias a (the in-place accumulate of all_reduce). The order of operands is fixed by the
@@ -250,6 +268,16 @@ std::shared_ptr<Op> make_exchange(std::shared_ptr<CommState> comm, CommOpKind ki
 using NbcPoster = std::function<void(MPI_Comm, std::vector<MPI_Request>&)>;
 std::shared_ptr<Op> make_nbc(std::shared_ptr<CommState> comm, CommOpKind kind, NbcPoster post,
                              std::string what);
+
+// composite_ops.cpp. Operations made of operations: `stages` one after another; `parts` side by
+// side, started in order with at most `window` unfinished at once; `work` on local memory alone
+// (a reduction of received data), done when started.
+std::shared_ptr<Op> make_staged(std::shared_ptr<CommState> comm, CommOpKind kind,
+                                std::vector<std::shared_ptr<Op>> stages, std::string what);
+std::shared_ptr<Op> make_concurrent(std::shared_ptr<CommState> comm, CommOpKind kind,
+                                    std::vector<std::shared_ptr<Op>> parts, size_t window, std::string what);
+std::shared_ptr<Op> make_local(std::shared_ptr<CommState> comm, CommOpKind kind, std::function<void()> work,
+                               std::string what);
 
 // groups.cpp. Blocking: run through the engine and waited for.
 std::shared_ptr<CommState> split_group(const std::shared_ptr<CommState>& parent, int color, int key);

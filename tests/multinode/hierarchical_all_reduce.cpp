@@ -13,24 +13,13 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/nodes.h"
+#include "collective_checks.h"
 
 using namespace ff;
 
 namespace {
 
-// Rank r's value at i: varied signs and magnitudes, so the order of the sums shows in the low bits.
-float value(int rank, size_t i) {
-  double x = std::sin(0.37 * double(i) + 1.3 * rank) * std::pow(10.0, double((i + size_t(rank)) % 5) - 2);
-  return float(x);
-}
-
-int failures = 0;
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    std::fprintf(stderr, "rank %d: FAIL: %s\n", comm_world().rank(), what.c_str());
-    ++failures;
-  }
-}
+testkit::CheckTally check;
 
 // One all-reduce of n floats with the given hierarchical threshold; `path` names it in messages.
 // Returns the cross-node bytes this rank's Comm counted for it.
@@ -39,7 +28,7 @@ uint64_t run_case(const Comm& world, size_t n, size_t min_bytes, bool async, con
   options.hierarchical_min_bytes = min_bytes;
   world.set_options(options);
   std::vector<float> x(n);
-  for (size_t i = 0; i < n; ++i) x[i] = value(world.rank(), i);
+  for (size_t i = 0; i < n; ++i) x[i] = testkit::rank_value(world.rank(), i);
   world.reset_stats();
   if (async) {
     CommRequest req = world.all_reduce_async(x.data(), n);
@@ -49,23 +38,9 @@ uint64_t run_case(const Comm& world, size_t n, size_t min_bytes, bool async, con
   }
   uint64_t crossed = world.stats().cross_node_bytes;
 
-  // fp32 rounding: each of the p-1 additions rounds to within half an ulp of its partial sum, each
-  // bounded by the sum of magnitudes.
-  const int p = world.size();
-  size_t worst = 0;
-  double worst_excess = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double exact = 0, magnitude = 0;
-    for (int r = 0; r < p; ++r) {
-      exact += double(value(r, i));
-      magnitude += std::fabs(double(value(r, i)));
-    }
-    double bound = double(p - 1) * magnitude * std::ldexp(1.0, -24) + 1e-45;
-    double excess = std::fabs(double(x[i]) - exact) / bound;
-    if (excess > worst_excess) worst_excess = excess, worst = i;
-  }
-  check(worst_excess <= 1.0, path + " n=" + std::to_string(n) + ": element " + std::to_string(worst) +
-                                 " is " + std::to_string(worst_excess) + "x the fp32 rounding bound off the double sum");
+  const testkit::WorstElement worst = testkit::worst_against_double_sum(x.data(), 0, n, world.size());
+  check(worst.excess <= 1.0, path + " n=" + std::to_string(n) + ": element " + std::to_string(worst.index) +
+                                 " is " + std::to_string(worst.excess) + "x the fp32 rounding bound off the double sum");
 
   // Bitwise the same everywhere: rank 0's result against every rank's.
   std::vector<float> first(x);
@@ -80,11 +55,7 @@ uint64_t run_case(const Comm& world, size_t n, size_t min_bytes, bool async, con
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   const Comm& world = comm_world();
-  if (world.size() != 4 || node_count() != 2) {
-    std::fprintf(stderr, "needs 2 nodes x 2 ranks (on_nodes.sh 2 2 RATE), got %d ranks on %d nodes\n",
-                 world.size(), node_count());
-    return 2;
-  }
+  if (!testkit::two_nodes_of_two_ranks(world)) return 2;
   // Odd lengths (no piece or chunk divides evenly), the larger one cut into several blocks.
   for (size_t n : {size_t(1000003), size_t(262144), size_t(5000011)}) {
     uint64_t flat = run_case(world, n, SIZE_MAX, false, "flat");
@@ -102,11 +73,5 @@ int main(int argc, char** argv) {
     check(2 * hier < flat + 64, "hierarchical did not halve the cross-node bytes (flat " + std::to_string(flat) +
                                     ", hierarchical " + std::to_string(hier) + ")");
   }
-  int total = failures;
-  world.set_options(CommOptions{});
-  world.all_reduce(&total, 1);
-  if (world.rank() == 0) {
-    if (total == 0) std::printf("hierarchical all-reduce: double-sum, bitwise-equal and cross-node byte checks pass\n");
-  }
-  return total == 0 ? 0 : 1;
+  return check.verdict(world, "hierarchical all-reduce: double-sum, bitwise-equal and cross-node byte checks pass");
 }
