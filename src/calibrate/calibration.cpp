@@ -208,17 +208,23 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
 // large as a step's gradient buckets (a segment each, up to millions of floats), so the slope
 // includes the memory traffic beyond the caches they meet. Across nodes an all-reduce that large
 // goes node-first (comm/hierarchical.cpp), with half the bytes on the link of the direct exchange
-// that DDP's 4 MiB buckets and tp's activations take: there the all-reduce is fitted below that
-// size (it had made the link look 1.7x faster for all-reduce than for the other collectives).
+// that DDP's 4 MiB buckets, tp's activations and ZeRO's segments take: there each collective is
+// fitted at half its node-first size (the all-reduce fitted at 16 MiB had made the link look 1.7x
+// faster for it than for the other collectives).
 std::vector<LinkFit> fit_link_class(const Comm& group, LinkClass& link, int p2p_peer, bool spans_nodes) {
   const int n = group.size();
   const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
   const size_t large = size_t(1) << 22;
-  const size_t flat_limit = group.options().hierarchical_min_bytes / sizeof(float) / 2;
+  const CommOptions& o = group.options();
+  // Per-rank element counts below which each stays flat: all-reduce's buffer is the count,
+  // reduce-scatter's input and all-gather's output are n counts.
+  auto flat = [&](size_t node_first_bytes, int per_count) {
+    return spans_nodes ? std::min(large, node_first_bytes / sizeof(float) / size_t(per_count) / 2) : large;
+  };
   std::vector<LinkFit> fits;
-  fits.push_back(fit_link(group, "all_reduce", ar, 256, spans_nodes ? std::min(large, flat_limit) : large));
-  fits.push_back(fit_link(group, "all_gather", other, 256, large));
-  fits.push_back(fit_link(group, "reduce_scatter", other, 256, large));
+  fits.push_back(fit_link(group, "all_reduce", ar, 256, flat(o.hierarchical_min_bytes, 1)));
+  fits.push_back(fit_link(group, "all_gather", other, 256, flat(o.hierarchical_all_gather_min_bytes, n)));
+  fits.push_back(fit_link(group, "reduce_scatter", other, 256, flat(o.hierarchical_reduce_scatter_min_bytes, n)));
   fits.push_back(fit_link(group, "all_to_all", other, 256, large));
   fits.push_back(fit_link(group, "p2p", 1.0, 256, large, p2p_peer));
   const Coll ops[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
