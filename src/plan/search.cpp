@@ -50,7 +50,9 @@ bool schedule_valid(const ModelConfig& c, const LayoutSpec& L) {
   } catch (const std::exception&) {
     return false;
   }
-  return true;
+  // The trainer also refuses 1F1B with fewer micro-batches than stages (train_config.cpp): a
+  // layout it would refuse must not be the one the planner recommends.
+  return L.schedule != PipeSchedule::one_f_one_b || L.grad_accum >= L.pp;
 }
 
 bool cp_valid(const ModelConfig& c, const LayoutSpec& L) {
