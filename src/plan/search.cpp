@@ -45,14 +45,13 @@ bool tp_valid(const ModelConfig& c, const LayoutSpec& L, bool engine) {
 bool schedule_valid(const ModelConfig& c, const LayoutSpec& L) {
   if (L.pp == 1) return true;
   if (L.pp * L.chunks > c.n_layers) return false;
+  const PipeScheduleSpec spec{L.schedule, L.pp, L.grad_accum, L.chunks};
   try {
-    validate_schedule_spec({L.schedule, L.pp, L.grad_accum, L.chunks});
+    validate_schedule_spec(spec);
   } catch (const std::exception&) {
     return false;
   }
-  // The trainer also refuses 1F1B with fewer micro-batches than stages (train_config.cpp): a
-  // layout it would refuse must not be the one the planner recommends.
-  return L.schedule != PipeSchedule::one_f_one_b || L.grad_accum >= L.pp;
+  return schedule_fills_pipeline(spec);  // what the trainer would refuse is never recommended
 }
 
 bool cp_valid(const ModelConfig& c, const LayoutSpec& L) {

@@ -437,7 +437,7 @@ void validate_train_config(const TrainConfig& c) {
                                            "chunks = {}): {}", c.pp, pipe_schedule_names().name(c.schedule),
                                            c.grad_accum, c.chunks, e.what()));
     }
-    need(c.schedule != PipeSchedule::one_f_one_b || c.grad_accum >= c.pp,
+    need(schedule_fills_pipeline({c.schedule, c.pp, c.grad_accum, c.chunks}),
          fmt::format("the 1f1b schedule needs grad_accum (micro-batches, {}) >= pp ({}) to fill the pipeline; "
                      "raise grad_accum or use schedule = gpipe", c.grad_accum, c.pp));
     need(c.model.n_layers >= c.pp * c.chunks,

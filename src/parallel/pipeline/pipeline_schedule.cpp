@@ -62,6 +62,10 @@ void validate_schedule_spec(const PipeScheduleSpec& s) {
     fail("needs microbatches (" + m + ") >= stages (" + p + ")");
 }
 
+bool schedule_fills_pipeline(const PipeScheduleSpec& s) {
+  return s.kind != PipeSchedule::one_f_one_b || s.microbatches >= s.stages;
+}
+
 namespace {
 
 // Emits compute with its adjacent communication. With p >= 2 the neighbour of every virtual stage

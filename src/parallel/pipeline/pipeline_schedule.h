@@ -46,6 +46,12 @@ struct PipeScheduleSpec {
 // Throws std::invalid_argument whose message names the offending numbers.
 void validate_schedule_spec(const PipeScheduleSpec& spec);
 
+// What a training run asks beyond a valid spec: 1F1B with at least as many micro-batches as
+// stages. With fewer, 1F1B never reaches its steady state and is GPipe under another name; the
+// generators still make it (the schedule tests walk it), but the trainer refuses it and the
+// planner does not propose it.
+bool schedule_fills_pipeline(const PipeScheduleSpec& spec);
+
 // One action list per rank. Each recv sits directly before the compute that consumes it and each
 // send directly after the compute that produces it, so an executor can post them asynchronously.
 std::vector<std::vector<PipeAction>> make_schedule(const PipeScheduleSpec& spec);
