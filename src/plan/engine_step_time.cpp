@@ -249,8 +249,9 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
     // embedding's lookup and scatter cost next to nothing.
     const double share = rm.layout->segment_name(i) == "embedding" ? 0 : double(s.count);
     compute_params += share;
-    segments.push_back(SegmentComm{share, link.seconds(Coll::all_reduce, bytes, n),
-                                   link.seconds(Coll::all_gather, bytes, n), link.seconds(Coll::reduce_scatter, bytes, n)});
+    // (DDP's all-reduces are per bucket, below.)
+    segments.push_back(SegmentComm{share, 0, link.seconds(Coll::all_gather, bytes, n),
+                                   link.seconds(Coll::reduce_scatter, bytes, n)});
   }
   for (SegmentComm& s : segments) s.share /= std::max(1.0, compute_params);
   // DDP reduces buckets, not segments: backward's consecutive segments while they fit in the

@@ -172,7 +172,9 @@ TEST(PlanSearch, EnumeratesContextExpertParallelismAndPrecision) {
   // The layout string round-trips through parse_layout.
   for (const LayoutPrediction& p : r.ranked) ASSERT_EQ(parse_layout(p.layout.str()).str(), p.layout.str());
   // Nothing the trainer refuses: 1F1B needs at least as many micro-batches as stages.
-  for (const LayoutPrediction& p : r.ranked)
-    if (p.layout.pp > 1 && p.layout.schedule == PipeSchedule::one_f_one_b)
+  for (const LayoutPrediction& p : r.ranked) {
+    if (p.layout.pp > 1 && p.layout.schedule == PipeSchedule::one_f_one_b) {
       EXPECT_GE(p.layout.grad_accum, p.layout.pp) << p.layout.str();
+    }
+  }
 }
