@@ -338,18 +338,12 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   // One rank's threads against ranks sharing the node: rank 0 keeps every core of its machine busy
   // in groups of 1, 2, 4 ... threads while the others wait (their waits sleep after a short spin).
   world.barrier();
-  ThreadScaling scaling;
-  if (world.rank() == 0) scaling = measure_thread_scaling(cores, threads, sweeps);
-  else
-    for (WorkKind kind : {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer})
-      for (int t : scaling_thread_counts(cores)) scaling.curve(kind).points.emplace_back(t, 0);  // rank 0's shape
+  ThreadScaling scaling = world.rank() == 0 ? measure_thread_scaling(cores, threads, sweeps) : thread_scaling_shape(cores);
   std::vector<double> efficiencies;
-  for (WorkKind kind : {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer})
-    for (const auto& p : scaling.curve(kind).points) efficiencies.push_back(p.second);
+  for_each_efficiency(scaling, [&](double& e) { efficiencies.push_back(e); });
   world.broadcast(efficiencies.data(), efficiencies.size(), 0);
   size_t next = 0;
-  for (WorkKind kind : {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer})
-    for (auto& p : scaling.curve(kind).points) p.second = efficiencies[next++];
+  for_each_efficiency(scaling, [&](double& e) { e = efficiencies[next++]; });
   scaling.rates_threads = threads;
   if (world.rank() == 0) pack(true);
   int64_t count = int64_t(flat.size());

@@ -3,10 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <barrier>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 #include "calibrate/calibration.h"
@@ -22,10 +24,10 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// The work of one rank-sized group, built inside its own thread (so its buffers are first
-// touched there) and run once per timing.
-using Work = std::function<void()>;
-using MakeWork = std::function<Work()>;
+constexpr double kTimingSeconds = 0.05;
+constexpr WorkKind kWorkKinds[] = {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer};
+constexpr int kTimingsPerCount = 3;
+
 
 std::vector<float> filled(size_t n, float scale) {
   std::vector<float> v(n);
@@ -92,35 +94,48 @@ Work optimizer_work() {
   };
 }
 
-// Median wall seconds of `groups` groups of `threads` OpenMP threads each running its work at
-// once (a timing ends when the last group does); the first timing (page faults) is dropped.
-double concurrent_seconds(int groups, int threads, const MakeWork& make) {
-  const int reps = 6;
-  std::barrier sync(groups + 1);
-  std::vector<std::thread> pool;
-  for (int g = 0; g < groups; ++g)
-    pool.emplace_back([&] {
-      omp_set_num_threads(threads);  // this thread's team: a rank of `threads`
-      const Work work = make();
-      for (int r = 0; r < reps; ++r) {
-        sync.arrive_and_wait();
-        work();
-        sync.arrive_and_wait();
-      }
-    });
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    sync.arrive_and_wait();
-    const auto t0 = clock_type::now();
-    sync.arrive_and_wait();
-    if (r > 0) t.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
-  }
-  for (std::thread& th : pool) th.join();
-  std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
-  return t[t.size() / 2];
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
 }
 
 }  // namespace
+
+// Timing with std::barrier here gave impossible times (a round ending 0.01 ms after it began,
+// before any group could have worked), and those made 2 threads look 0.07 of two cores; hence a
+// mutex and condition variable for the start and each thread's own clock for its end.
+double concurrent_seconds(int groups, int threads, const MakeWork& make, int calls) {
+  std::mutex lock;
+  std::condition_variable changed;
+  int ready = 0;
+  bool go = false;
+  std::vector<clock_type::time_point> ends(static_cast<size_t>(groups));
+  std::vector<std::thread> pool;
+  for (int g = 0; g < groups; ++g)
+    pool.emplace_back([&, g] {
+      omp_set_num_threads(threads);  // this thread's team: a rank of `threads`
+      const Work work = make();
+      work();
+      {
+        std::unique_lock<std::mutex> hold(lock);
+        ++ready;
+        changed.notify_all();
+        changed.wait(hold, [&] { return go; });
+      }
+      for (int c = 0; c < calls; ++c) work();
+      ends[size_t(g)] = clock_type::now();
+    });
+  clock_type::time_point start;
+  {
+    std::unique_lock<std::mutex> hold(lock);
+    changed.wait(hold, [&] { return ready == groups; });
+    start = clock_type::now();
+    go = true;
+  }
+  changed.notify_all();
+  for (std::thread& th : pool) th.join();
+  return std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) - start).count();
+}
 
 std::vector<int> scaling_thread_counts(int cores) {
   std::vector<int> out;
@@ -130,31 +145,64 @@ std::vector<int> scaling_thread_counts(int cores) {
   return out;
 }
 
-ThreadScaling measure_thread_scaling(int cores, int rates_threads, int sweeps) {
+ThreadScaling thread_scaling_shape(int cores) {
   ThreadScaling s;
+  for (WorkKind kind : kWorkKinds) {
+    for (int t : scaling_thread_counts(cores)) s.curve(kind).points.emplace_back(t, 0);
+    for (int t : scaling_thread_counts(2 * std::max(1, cores))) s.curve(kind, true).points.emplace_back(t, 0);
+  }
+  return s;
+}
+
+void for_each_efficiency(ThreadScaling& s, const std::function<void(double&)>& visit) {
+  for (bool twice : {false, true})
+    for (WorkKind kind : kWorkKinds)
+      for (auto& p : s.curve(kind, twice).points) visit(p.second);
+}
+
+ThreadScaling measure_thread_scaling(int cores, int rates_threads, int sweeps) {
+  cores = std::max(1, cores);
+  ThreadScaling s = thread_scaling_shape(cores);
   s.rates_threads = rates_threads;
-  const std::vector<int> counts = scaling_thread_counts(cores);
   const std::pair<WorkKind, MakeWork> kinds[] = {{WorkKind::gemm, linear_work},
                                                  {WorkKind::attention, attention_work},
                                                  {WorkKind::elementwise, elementwise_work},
                                                  {WorkKind::optimizer, optimizer_work}};
   for (const auto& [kind, make] : kinds) {
-    // Per sweep, the efficiency at each count: one group's time at one thread over T times its
-    // time at T threads (cores / T groups at once either way).
+    // Every point of both curves: T threads per group, as many groups as fill the cores once
+    // (or twice over); the first is one-thread groups filling the cores once, the baseline.
+    struct Point {
+      RateCurve* curve;
+      size_t index;
+      int threads, groups;
+    };
+    std::vector<Point> points;
+    for (bool twice : {false, true}) {
+      RateCurve& c = s.curve(kind, twice);
+      for (size_t i = 0; i < c.points.size(); ++i) {
+        const int T = int(c.points[i].first);
+        points.push_back({&c, i, T, std::max(1, (twice ? 2 : 1) * cores / T)});
+      }
+    }
+    // Calls per timing: enough for about kTimingSeconds of one thread's work.
+    const double one_call = concurrent_seconds(1, 1, make, 1);
+    const int calls = int(std::clamp(std::ceil(kTimingSeconds / std::max(one_call, 1e-6)), 1.0, 1e4));
     std::vector<std::vector<double>> by_sweep;
     for (int sweep = 0; sweep < std::max(1, sweeps); ++sweep) {
+      // The points alternate within the sweep, so a slow moment falls on every point alike.
+      std::vector<std::vector<double>> seconds(points.size());
+      for (int timing = 0; timing < kTimingsPerCount; ++timing)
+        for (size_t i = 0; i < points.size(); ++i)
+          seconds[i].push_back(concurrent_seconds(points[i].groups, points[i].threads, make, calls));
+      // The node's throughput (groups x calls per second) over the baseline's: at T threads
+      // filling the cores once, one group's time at one thread over T times its time at T.
       std::vector<double> eff;
-      double one = 0;
-      for (int T : counts) {
-        const double t = concurrent_seconds(std::max(1, cores / T), T, make);
-        if (T == 1) one = t;
-        eff.push_back(one / (T * t));
-      }
+      const double base = median_of(seconds[0]) / points[0].groups;
+      for (size_t i = 0; i < points.size(); ++i) eff.push_back(base * points[i].groups / median_of(seconds[i]));
       by_sweep.push_back(std::move(eff));
     }
     const std::vector<double> eff = median_by_position(by_sweep);
-    RateCurve& c = s.curve(kind);
-    for (size_t i = 0; i < counts.size(); ++i) c.points.emplace_back(counts[i], std::max(1e-3, eff[i]));
+    for (size_t i = 0; i < points.size(); ++i) points[i].curve->points[points[i].index].second = std::max(1e-3, eff[i]);
   }
   return s;
 }

@@ -26,12 +26,13 @@ struct Costs {
   Precision gemm_precision;
   int threads;
   double gemm_threads, attention_threads, elementwise_threads, optimizer_threads;
-  Costs(const EngineRates& rates, Precision p, int t)
+  // oversubscribed: the node's ranks x threads exceed its cores.
+  Costs(const EngineRates& rates, Precision p, int t, bool oversubscribed)
       : r(rates), gemm_precision(p), threads(std::max(1, t)),
-        gemm_threads(rates.thread_scaling.effective_threads(WorkKind::gemm, threads)),
-        attention_threads(rates.thread_scaling.effective_threads(WorkKind::attention, threads)),
-        elementwise_threads(rates.thread_scaling.effective_threads(WorkKind::elementwise, threads)),
-        optimizer_threads(rates.thread_scaling.effective_threads(WorkKind::optimizer, threads)) {}
+        gemm_threads(rates.thread_scaling.effective_threads(WorkKind::gemm, threads, oversubscribed)),
+        attention_threads(rates.thread_scaling.effective_threads(WorkKind::attention, threads, oversubscribed)),
+        elementwise_threads(rates.thread_scaling.effective_threads(WorkKind::elementwise, threads, oversubscribed)),
+        optimizer_threads(rates.thread_scaling.effective_threads(WorkKind::optimizer, threads, oversubscribed)) {}
   // One linear over M rows (tokens), N x K weight; its backward's dgrad and wgrad do the same FLOPs.
   double gemm(double M, double N, double K) const {
     if (M <= 0 || N <= 0 || K <= 0) return 0;
@@ -308,10 +309,10 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
                   pp_link = axis_link(cl, L.tp * L.cp * L.dp, L.pp, world, per_node),
                   ep_link = axis_link(cl, L.tp, L.ep, world, per_node);
   const Groups g{&tp_link, &cp_link, &dp_link, &pp_link, &ep_link};
-  const Costs k(cl.rates, L.gemm, threads);
-  const double m = L.grad_accum;
   // Ranks beyond the cores share them: all ranks' CPU work over the cores bounds the step.
-  const double ranks_here = std::min(world, per_node) * double(k.threads);
+  const double ranks_here = std::min(world, per_node) * double(std::max(1, threads));
+  const Costs k(cl.rates, L.gemm, threads, cl.rates.cores > 0 && ranks_here > cl.rates.cores);
+  const double m = L.grad_accum;
   const double share = ranks_here / cl.rates.usable_cores(ranks_here);
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
   std::vector<RankCosts> costs;  // the same split as the schedule's timeline needs it

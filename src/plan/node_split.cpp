@@ -16,7 +16,9 @@ std::vector<NodeSplit> node_splits(const SplitRequest& r) {
   };
   // Filling the cores or fewer; then, where other work shares the machine (the scheduler gives a
   // job of more threads more of the cores), filling them twice over. On a quiet machine those
-  // splits only time-share the cores, at costs (switches, spinning waits) the model leaves out.
+  // splits only time-share the cores, at costs (switches, spinning waits) that calibrate's
+  // twice-over thread curves measure only in part (its kernels run long parallel regions, a
+  // step many short ones), so they are not searched there.
   for (int fill : r.oversubscribe ? std::vector<int>{cores, 2 * cores} : std::vector<int>{cores}) {
     const std::vector<int> ranks = r.ranks_per_node > 0 ? std::vector<int>{r.ranks_per_node} : divisors(fill);
     for (int R : ranks) {

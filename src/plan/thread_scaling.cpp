@@ -16,27 +16,31 @@ constexpr KindKey kKinds[] = {{WorkKind::gemm, "thread_gemm"},
                               {WorkKind::attention, "thread_attention"},
                               {WorkKind::elementwise, "thread_elementwise"},
                               {WorkKind::optimizer, "thread_optimizer"}};
+constexpr const char* kTwiceSuffix = "_twice";
 }  // namespace
 
-const RateCurve& ThreadScaling::curve(WorkKind k) const {
+const RateCurve& ThreadScaling::curve(WorkKind k, bool twice) const {
   switch (k) {
-    case WorkKind::gemm: return gemm;
-    case WorkKind::attention: return attention;
-    case WorkKind::elementwise: return elementwise;
-    case WorkKind::optimizer: return optimizer;
+    case WorkKind::gemm: return twice ? gemm_twice : gemm;
+    case WorkKind::attention: return twice ? attention_twice : attention;
+    case WorkKind::elementwise: return twice ? elementwise_twice : elementwise;
+    case WorkKind::optimizer: return twice ? optimizer_twice : optimizer;
   }
   return gemm;
 }
 
-double ThreadScaling::effective_threads(WorkKind k, int threads) const {
+double ThreadScaling::effective_threads(WorkKind k, int threads, bool oversubscribed) const {
   const RateCurve& c = curve(k);
   const double t = std::max(1, threads);
   if (c.empty()) return t;
-  return t * c.at(t) / c.at(std::max(1, rates_threads));
+  const RateCurve& at = oversubscribed && twice_known() ? curve(k, true) : c;
+  return t * at.at(t) / c.at(std::max(1, rates_threads));
 }
 
 bool is_thread_scaling_key(const std::string& key) {
-  return key == "threads" || std::any_of(std::begin(kKinds), std::end(kKinds), [&](const KindKey& k) { return key == k.key; });
+  return key == "threads" || std::any_of(std::begin(kKinds), std::end(kKinds), [&](const KindKey& k) {
+           return key == k.key || key == std::string(k.key) + kTwiceSuffix;
+         });
 }
 
 ThreadScaling read_thread_scaling(const toml::table& rates, const std::string& path) {
@@ -47,13 +51,20 @@ ThreadScaling read_thread_scaling(const toml::table& rates, const std::string& p
                                          "measured with, 1 or more (got {})",
                                          path, threads));
   s.rates_threads = int(threads);
-  for (const KindKey& k : kKinds) s.curve(k.kind) = read_rate_curve(rates.get(k.key), path, k.key);
-  const bool any = std::any_of(std::begin(kKinds), std::end(kKinds), [&](const KindKey& k) { return !s.curve(k.kind).empty(); });
-  if (any && !s.known())
-    throw std::runtime_error(fmt::format("cluster file '{}': [rates] has some of thread_gemm, thread_attention, "
-                                         "thread_elementwise, thread_optimizer but not all; write them together with "
-                                         "`fivefold calibrate` or remove them",
-                                         path));
+  for (bool twice : {false, true}) {
+    const std::string suffix = twice ? kTwiceSuffix : "";
+    for (const KindKey& k : kKinds) {
+      const std::string key = k.key + suffix;
+      s.curve(k.kind, twice) = read_rate_curve(rates.get(key), path, key.c_str());
+    }
+    const bool any = std::any_of(std::begin(kKinds), std::end(kKinds), [&](const KindKey& k) { return !s.curve(k.kind, twice).empty(); });
+    if (any && !(twice ? s.twice_known() && s.known() : s.known()))
+      throw std::runtime_error(fmt::format("cluster file '{}': [rates] has some of thread_gemm{}, thread_attention{}, "
+                                           "thread_elementwise{}, thread_optimizer{} but not all{}; write them together "
+                                           "with `fivefold calibrate` or remove them",
+                                           path, suffix, suffix, suffix, suffix,
+                                           twice ? " (or without the four curves they extend)" : ""));
+  }
   return s;
 }
 
@@ -63,6 +74,10 @@ std::string thread_scaling_toml(const ThreadScaling& s) {
   t += "# [threads, efficiency]: the node's throughput with groups of that many threads in one rank over its "
        "throughput with one-thread ranks, every core busy\n";
   for (const KindKey& k : kKinds) t += rate_curve_toml(k.key, s.curve(k.kind));
+  if (!s.twice_known()) return t;
+  t += "# the same with the cores filled twice over (2 x cores threads in groups of that many): 1 where "
+       "time-sharing costs nothing more\n";
+  for (const KindKey& k : kKinds) t += rate_curve_toml((std::string(k.key) + kTwiceSuffix).c_str(), s.curve(k.kind, true));
   return t;
 }
 

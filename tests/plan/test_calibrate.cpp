@@ -2,6 +2,7 @@
 // and `fivefold plan` plans with it.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <algorithm>
 #include <regex>
@@ -11,6 +12,7 @@
 
 #include "calibrate/calibration.h"
 #include "calibrate/shared_cores.h"
+#include "calibrate/thread_scaling_run.h"
 #include "calibrate/this_machine.h"
 #include "cli_runner.h"
 #include "plan/cluster.h"
@@ -30,6 +32,18 @@ TEST(Calibrate, EachRateIsTheMedianOverItsSweeps) {
 
 // Namespaced nodes on one host share its cores: the per-core rates are measured by as many of
 // the host's ranks as fill its cores, wherever the launcher's nodes are; separate hosts all measure.
+// A timing of groups running at once ends when the last group's work does: each call here sleeps
+// 3 ms, so 2 groups of 4 calls each cannot take less than 12 ms (a std::barrier once ended
+// rounds 0.01 ms after they began).
+TEST(Calibrate, AThreadGroupTimingEndsAfterEveryGroupsWork) {
+  const ff::MakeWork sleeper = [] { return ff::Work([] { std::this_thread::sleep_for(std::chrono::milliseconds(3)); }); };
+  for (int timing = 0; timing < 10; ++timing) {
+    const double seconds = ff::concurrent_seconds(2, 1, sleeper, 4);
+    EXPECT_GE(seconds, 0.012);
+    EXPECT_LT(seconds, 0.5);
+  }
+}
+
 TEST(Calibrate, RatesAreMeasuredByTheRanksThatFillEachMachinesCores) {
   using V = std::vector<bool>;
   const int64_t host = 7, other = 9;
@@ -98,6 +112,12 @@ TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
     EXPECT_EQ(c.points.front(), (std::pair<double, double>{1.0, 1.0})) << t;
     EXPECT_EQ(c.points.back().first, double(read_back.rates.cores)) << t;
     for (const auto& p : c.points) EXPECT_GT(p.second, 0.05) << t;
+    // The same with the cores filled twice over: up to twice the cores' threads in one group.
+    const ff::RateCurve& twice = read_back.rates.thread_scaling.curve(kind, true);
+    ASSERT_FALSE(twice.empty()) << t;
+    EXPECT_EQ(twice.points.front().first, 1.0) << t;
+    EXPECT_EQ(twice.points.back().first, 2.0 * read_back.rates.cores) << t;
+    for (const auto& p : twice.points) EXPECT_GT(p.second, 0.05) << t;
   }
   std::smatch cores;
   ASSERT_TRUE(std::regex_search(t, cores, std::regex(R"(available_cores = ([0-9.e+-]+))")));

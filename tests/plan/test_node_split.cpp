@@ -120,6 +120,35 @@ TEST(NodeSplit, SearchesTheSplitsThatFitTheCoresAndKeepsFixedOnes) {
   EXPECT_NE(w.find("4 threads on 2 cores"), std::string::npos) << w;
 }
 
+// Where other work shares the machine, more threads than cores win a larger share of them; the
+// curves measured with the cores filled twice over say what the threads' switches and waits cost
+// in return, and a cost larger than the share won keeps the pick within the cores.
+TEST(ThreadScaling, TheTwiceOverCurvesCostAnOversubscribedSplit) {
+  ClusterSpec cl = two_core_node();
+  cl.rates.thread_scaling = scaling(1.0, 1.0, 1.0, 1.0, 1);
+  // 2 busy threads got 1.9 of the 2 cores: 2 x 2 / 1.9 - 2 = 0.105 other runnable threads, so 4
+  // threads get 2 x 4 / 4.105 = 1.949 cores where 2 get 1.9 (2.6% more).
+  cl.rates.available_cores = 1.9, cl.rates.busy_threads = 2;
+  const NodeSplit time_shared = best_split(cl);
+  EXPECT_EQ(time_shared.ranks_per_node * time_shared.threads, 4);
+  const LayoutSpec L = parse_layout("mb=4,m=2");
+  const ClusterSpec one_rank = cluster_for_split(cl, 1);
+  const LayoutPrediction p = predict_layout(synthetic_model(), L, one_rank, 4);
+  // Every kind keeps 90% of its time-shared cores at 4 threads on 2: each term 1 / 0.9 as long.
+  for (WorkKind kind : {WorkKind::gemm, WorkKind::attention, WorkKind::elementwise, WorkKind::optimizer})
+    cl.rates.thread_scaling.curve(kind, true) = RateCurve{{{1, 0.9}, {2, 0.9}, {4, 0.9}}};
+  EXPECT_DOUBLE_EQ(cl.rates.thread_scaling.effective_threads(WorkKind::gemm, 4, true), 4 * 0.9);
+  EXPECT_DOUBLE_EQ(cl.rates.thread_scaling.effective_threads(WorkKind::gemm, 4, false), 4.0);
+  const LayoutPrediction q = predict_layout(synthetic_model(), L, cluster_for_split(cl, 1), 4);
+  EXPECT_NEAR(q.gemm, p.gemm / 0.9, 1e-9 * p.gemm);
+  EXPECT_NEAR(q.elementwise, p.elementwise / 0.9, 1e-9 * p.elementwise);
+  // Within the cores, the twice-over curves play no part.
+  EXPECT_DOUBLE_EQ(predict_layout(synthetic_model(), L, cluster_for_split(cl, 1), 2).gemm,
+                   predict_layout(synthetic_model(), L, one_rank, 2).gemm);
+  const NodeSplit costed = best_split(cl);
+  EXPECT_EQ(costed.ranks_per_node * costed.threads, 2);
+}
+
 TEST(NodeSplit, RanksShareTheNodesMemoryAndPeak) {
   ClusterSpec cl = two_core_node();
   cl.devices_per_node = 2, cl.memory_bytes = 3e9, cl.peak_flops = 5e10;  // as calibrated with 2 ranks
@@ -141,11 +170,28 @@ TEST(ThreadScaling, RoundTripsThroughTheClusterFileAndRefusesHalfOfIt) {
     std::fclose(f);
   };
   write(cluster_to_toml(cl));
-  const ThreadScaling back = load_cluster(path).rates.thread_scaling;
+  ThreadScaling back = load_cluster(path).rates.thread_scaling;
   EXPECT_EQ(back.rates_threads, 1);
   EXPECT_DOUBLE_EQ(back.elementwise.at(2), 0.5);
   EXPECT_DOUBLE_EQ(back.optimizer.at(2), 0.625);
+  EXPECT_FALSE(back.twice_known());  // not written where not measured
+  cl.rates.thread_scaling.gemm_twice = cl.rates.thread_scaling.attention_twice = RateCurve{{{1, 0.95}, {2, 0.9}, {4, 0.75}}};
+  cl.rates.thread_scaling.elementwise_twice = cl.rates.thread_scaling.optimizer_twice = RateCurve{{{1, 0.875}, {2, 0.8}, {4, 0.5}}};
+  write(cluster_to_toml(cl));
+  back = load_cluster(path).rates.thread_scaling;
+  EXPECT_DOUBLE_EQ(back.gemm_twice.at(4), 0.75);
+  EXPECT_DOUBLE_EQ(back.optimizer_twice.at(1), 0.875);
   std::string text = cluster_to_toml(cl);
+  const size_t twice = text.find("thread_optimizer_twice");
+  text.erase(twice, text.find('\n', twice) - twice);
+  write(text);
+  try {
+    load_cluster(path);
+    ADD_FAILURE() << "a file with three of the four twice-over curves was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("thread_optimizer_twice"), std::string::npos) << e.what();
+  }
+  text = cluster_to_toml(cl);
   const size_t at = text.find("thread_optimizer");
   text.erase(at, text.find('\n', at) - at);
   write(text);
