@@ -101,9 +101,10 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
-// Timing with std::barrier here gave impossible times (a round ending 0.01 ms after it began,
-// before any group could have worked), and those made 2 threads look 0.07 of two cores; hence a
-// mutex and condition variable for the start and each thread's own clock for its end.
+// The start is read before any group may begin, and each group reads its own end. A separate
+// timing thread once read both around a barrier: with the groups filling the cores it got a core
+// back only after they had worked, so some rounds "took" 0.01 ms, and the medians made 2 threads
+// look worth 0.07 of two cores.
 double concurrent_seconds(int groups, int threads, const MakeWork& make, int calls) {
   std::mutex lock;
   std::condition_variable changed;

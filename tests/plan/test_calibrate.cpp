@@ -33,8 +33,8 @@ TEST(Calibrate, EachRateIsTheMedianOverItsSweeps) {
 // Namespaced nodes on one host share its cores: the per-core rates are measured by as many of
 // the host's ranks as fill its cores, wherever the launcher's nodes are; separate hosts all measure.
 // A timing of groups running at once ends when the last group's work does: each call here sleeps
-// 3 ms, so 2 groups of 4 calls each cannot take less than 12 ms (a std::barrier once ended
-// rounds 0.01 ms after they began).
+// 3 ms, so 2 groups of 4 calls each cannot take less than 12 ms (a timing thread that read the
+// clock around a barrier once measured 0.01 ms: it got a core back only after the work).
 TEST(Calibrate, AThreadGroupTimingEndsAfterEveryGroupsWork) {
   const ff::MakeWork sleeper = [] { return ff::Work([] { std::this_thread::sleep_for(std::chrono::milliseconds(3)); }); };
   for (int timing = 0; timing < 10; ++timing) {
