@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <vector>
 
@@ -206,27 +207,27 @@ LinkFit fit_link(const Comm& world, const std::string& name, double bus_factor, 
 
 // The alpha-beta fit of every collective on `group` into `link`. The large size: 16 MiB per rank, as
 // large as a step's gradient buckets (a segment each, up to millions of floats), so the slope
-// includes the memory traffic beyond the caches they meet. Across nodes an all-reduce that large
-// goes node-first (comm/hierarchical.cpp), with half the bytes on the link of the direct exchange
-// that DDP's 4 MiB buckets, tp's activations and ZeRO's segments take: there each collective is
-// fitted at half its node-first size (the all-reduce fitted at 16 MiB had made the link look 1.7x
-// faster for it than for the other collectives).
-std::vector<LinkFit> fit_link_class(const Comm& group, LinkClass& link, int p2p_peer, bool spans_nodes) {
+// includes the memory traffic beyond the caches they meet. Across nodes Comm runs a collective
+// that large node first (comm/hierarchical.cpp); the fits are of the flat algorithm at every size
+// (node first off while they run), and the planner composes the node-first forms from them and
+// the same-node class (plan/cost_rates.h, NodeFirstForm). Fitting across a size where the
+// algorithm changes had made the link look 1.7x faster for all-reduce than for the others.
+std::vector<LinkFit> fit_link_class(const Comm& group, LinkClass& link, int p2p_peer) {
   const int n = group.size();
   const double ar = 2.0 * (n - 1) / n, other = double(n - 1) / n;
   const size_t large = size_t(1) << 22;
-  const CommOptions& o = group.options();
-  // Per-rank element counts below which each stays flat: all-reduce's buffer is the count,
-  // reduce-scatter's input and all-gather's output are n counts.
-  auto flat = [&](size_t node_first_bytes, int per_count) {
-    return spans_nodes ? std::min(large, node_first_bytes / sizeof(float) / size_t(per_count) / 2) : large;
-  };
+  const CommOptions kept = group.options();
+  CommOptions flat_only = kept;
+  flat_only.hierarchical_min_bytes = flat_only.hierarchical_reduce_scatter_min_bytes =
+      flat_only.hierarchical_all_gather_min_bytes = SIZE_MAX;
+  group.set_options(flat_only);
   std::vector<LinkFit> fits;
-  fits.push_back(fit_link(group, "all_reduce", ar, 256, flat(o.hierarchical_min_bytes, 1)));
-  fits.push_back(fit_link(group, "all_gather", other, 256, flat(o.hierarchical_all_gather_min_bytes, n)));
-  fits.push_back(fit_link(group, "reduce_scatter", other, 256, flat(o.hierarchical_reduce_scatter_min_bytes, n)));
+  fits.push_back(fit_link(group, "all_reduce", ar, 256, large));
+  fits.push_back(fit_link(group, "all_gather", other, 256, large));
+  fits.push_back(fit_link(group, "reduce_scatter", other, 256, large));
   fits.push_back(fit_link(group, "all_to_all", other, 256, large));
   fits.push_back(fit_link(group, "p2p", 1.0, 256, large, p2p_peer));
+  group.set_options(kept);
   const Coll ops[] = {Coll::all_reduce, Coll::all_gather, Coll::reduce_scatter, Coll::all_to_all, Coll::p2p};
   for (size_t i = 0; i < fits.size(); ++i) link.set_from_fit(ops[i], fits[i].alpha, fits[i].beta, n);
   return fits;
@@ -376,14 +377,14 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
     const Comm inside = spans ? world.split(my_node, world.rank()) : Comm{};
     const bool node_groups_even = spans && std::count(node_of.begin(), node_of.end(), node_of[0]) * node_count() == n;
     if (!spans) {
-      c.links = fit_link_class(world, cl.same_node, 1, false);
+      c.links = fit_link_class(world, cl.same_node, 1);
       cl.across_nodes = cl.same_node;
     } else {
       // Every node measures its own ranks at once; rank 0's node's numbers go in the file.
-      if (node_groups_even && inside.size() > 1) c.links = fit_link_class(inside, cl.same_node, 1, false);
+      if (node_groups_even && inside.size() > 1) c.links = fit_link_class(inside, cl.same_node, 1);
       const int other_node = int(std::find_if(node_of.begin(), node_of.end(), [&](int v) { return v != node_of[0]; }) -
                                  node_of.begin());
-      c.across_links = fit_link_class(world, cl.across_nodes, other_node, true);
+      c.across_links = fit_link_class(world, cl.across_nodes, other_node);
       if (node_groups_even) cl.across_nodes.fit_ranks = n, cl.across_nodes.fit_ranks_per_node = n / node_count();
     }
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.

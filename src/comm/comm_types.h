@@ -94,17 +94,23 @@ struct CommOptions {
   double timeout_s = 0;
   // all_reduce of a group with ranks on several nodes, equally many (>= 2) on each: from this
   // many bytes on it reduces inside each node first, so only 1/(ranks per node) of the buffer
-  // per rank crosses the link (hierarchical.cpp; the size measured in bench/RESULTS.md).
-  // Groups on one node never do. SIZE_MAX: always the flat pairwise algorithm.
-  size_t hierarchical_min_bytes = size_t(16) << 20;
+  // per rank crosses the link (hierarchical.cpp). Groups on one node never do. SIZE_MAX: always
+  // the flat pairwise algorithm. 1 MiB: on an idle machine node first won from 1 MiB at every
+  // rate measured, and training dp 4 across two nodes with it from 1 MiB instead of 16 ran 1.29x
+  // (DDP) and 1.43x (ZeRO-3) as fast over 1 Gbit/s, as fast at 10 (bench/RESULTS.md).
+  size_t hierarchical_min_bytes = size_t(1) << 20;
   // The same for reduce_scatter and all_gather, by the whole buffer's bytes (reduce_scatter's
   // input, all_gather's output): node first from this size on (hierarchical_reduce_scatter.cpp,
-  // hierarchical_all_gather.cpp), so 1/(ranks per node) of the flat bytes cross the link. 8 MiB:
-  // from there it won at 1 and 10 Gbit/s and unlimited; at 1 Gbit/s already from 2 MiB.
+  // hierarchical_all_gather.cpp), so 1/(ranks per node) of the flat bytes cross the link.
   // 16-bit floats reduce-scatter flat (one rounding); their all-gather (copies) may go node first.
-  size_t hierarchical_reduce_scatter_min_bytes = size_t(8) << 20;
-  size_t hierarchical_all_gather_min_bytes = size_t(8) << 20;
+  size_t hierarchical_reduce_scatter_min_bytes = size_t(1) << 20;
+  size_t hierarchical_all_gather_min_bytes = size_t(1) << 20;
 };
+
+// The blocks a node-first all_reduce, reduce_scatter or all_gather of `bytes` is cut into
+// (hierarchical*.cpp): about 4 MiB each; their stages overlap, one block crossing the link while
+// another moves inside the node. The planner costs the same pipeline (plan/node_first.h).
+int node_first_block_count(CommOpKind op, size_t bytes);
 
 // Rank `index` of `parts` owns elements [offset, offset + count) of an n-element buffer:
 // contiguous, near-equal, the first n % parts ranks one element longer. reduce_scatter leaves

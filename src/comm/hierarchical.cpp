@@ -74,10 +74,7 @@ ChunkRange block_piece(size_t n, int parts, int owner, int blocks, int block) {
 // Blocks of about 4 MiB of the whole buffer: enough of them in flight for one block's transfer
 // across nodes to overlap another's inside the node, each small enough that a reduce-scatter
 // block's scratch (about its own size) stays a few MiB.
-int node_first_blocks(size_t bytes) {
-  constexpr size_t kBlockBytes = size_t(4) << 20;
-  return int(std::clamp<size_t>(bytes / kBlockBytes, 1, size_t(1) << 20));
-}
+int node_first_blocks(size_t bytes) { return node_first_block_count(CommOpKind::reduce_scatter, bytes); }
 
 namespace {
 
@@ -97,16 +94,14 @@ std::shared_ptr<Op> block_chain(const std::shared_ptr<CommState>& comm, NodeHier
 }
 }  // namespace
 
-// The buffer is cut into blocks of about kBlockBytes, each running its three stages on its own:
-// the blocks drift apart, so one block's transfer across nodes overlaps another's inside the node
-// (run one after the other, the three stages left the link idle two thirds of the time).
+// The buffer is cut into blocks (node_first_block_count), each running its three stages on its
+// own: the blocks drift apart, so one block's transfer across nodes overlaps another's inside the
+// node (run one after the other, the three stages left the link idle two thirds of the time).
 std::shared_ptr<Op> make_hierarchical_all_reduce(const std::shared_ptr<CommState>& comm, void* data,
                                                  size_t n, CommType type, ReduceOp op) {
-  constexpr size_t kBlockBytes = size_t(4) << 20;
-  constexpr int kMaxBlocks = 4;  // each block holds its own reduce-scatter scratch (4 x 1 MiB)
   NodeHierarchy& h = node_hierarchy(comm);
   const size_t es = comm_type_size(type);
-  const int blocks = int(std::clamp<size_t>(n * es / kBlockBytes, 1, kMaxBlocks));
+  const int blocks = node_first_block_count(CommOpKind::all_reduce, n * es);
   std::vector<std::shared_ptr<Op>> parts;
   for (int b = 0; b < blocks; ++b) {
     ChunkRange block = chunk_range(n, blocks, b);
@@ -119,3 +114,15 @@ std::shared_ptr<Op> make_hierarchical_all_reduce(const std::shared_ptr<CommState
 }
 
 }  // namespace ff::detail
+
+namespace ff {
+
+int node_first_block_count(CommOpKind op, size_t bytes) {
+  constexpr size_t kBlockBytes = size_t(4) << 20;
+  // An all_reduce's blocks all run at once, each with its own reduce-scatter scratch: at most 4.
+  // The others' run kNodeFirstWindow at a time, so any number may be cut.
+  const size_t most = op == CommOpKind::all_reduce ? 4 : size_t(1) << 20;
+  return int(std::clamp<size_t>(bytes / kBlockBytes, 1, most));
+}
+
+}  // namespace ff

@@ -1,5 +1,7 @@
 #include "plan/cost_rates.h"
 
+#include "plan/node_first.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -95,6 +97,7 @@ double GemmTable::at(double rows, double width) const {
 }
 
 double LinkClass::seconds(Coll op, double bytes, int n) const {
+  if (node_first && node_first->applies(op, bytes, n)) return node_first->seconds(op, bytes);
   const int k = int(op);
   if (op == Coll::p2p) return alpha[k] + bytes / bandwidth[k];
   if (n <= 1) return 0;

@@ -4,6 +4,7 @@
 // peak) per input precision, attention seconds per unit of work by sequence length, memory
 // bandwidth by working-set size (caches vs DRAM), and per link class (same node, across nodes)
 // the alpha-beta of every collective normalised to one ring step, so a group of any size is costed.
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 namespace ff {
 
 enum class Coll { all_reduce, all_gather, reduce_scatter, all_to_all, p2p };
+struct NodeFirstForm;
 const char* coll_name(Coll op);
 
 // GEMM FLOP/s by shape class: rows (the tokens of a micro-batch) x width (the geometric mean of
@@ -51,6 +53,9 @@ struct LinkClass {
   // together): each bandwidth scaled by the node's bytes on the link in the fit over those here.
   // A direct exchange sends (n - g) / (n - 1) of a rank's bytes off its node.
   LinkClass shared_by(int n, int group_per_node, int busy_per_node) const;
+  // Set on the class one group spanning nodes sees (engine_step_time's axis_link): Comm's
+  // node-first forms from their sizes on (plan/node_first.h); seconds() then costs those.
+  std::shared_ptr<const NodeFirstForm> node_first;
 };
 
 struct EngineRates {

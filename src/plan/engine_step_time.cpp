@@ -10,6 +10,7 @@
 #include "parallel/model_state.h"
 #include "plan/dp_overlap.h"
 #include "plan/exchange_work.h"
+#include "plan/node_first.h"
 #include "plan/pipeline_timeline.h"
 
 namespace ff {
@@ -94,11 +95,13 @@ struct Groups {  // the link each group of the layout uses
 
 // The link a mesh axis's groups use (its ranks `stride` apart, n per group): the same-node class,
 // or across nodes the class as such a group sees it while every rank of a node sends across at
-// once (LinkClass::shared_by).
+// once (LinkClass::shared_by), with Comm's node-first forms where it has several ranks on each node.
 LinkClass axis_link(const ClusterSpec& cl, int stride, int n, int world, int per_node) {
   if (!group_spans_nodes(stride, n, world, per_node)) return cl.same_node;
   const int on_one_node = stride >= per_node ? 1 : std::min(n, per_node / stride);
-  return cl.across_nodes.shared_by(n, on_one_node, per_node);
+  LinkClass l = cl.across_nodes.shared_by(n, on_one_node, per_node);
+  l.node_first = node_first_form(cl.same_node, cl.across_nodes, n, on_one_node, per_node);
+  return l;
 }
 
 // One block's element-wise kernels, forward + backward, at their calibrated rates: two RMSNorms

@@ -9,6 +9,7 @@
 #include "model/model_config.h"
 #include "parallel/tensor/tensor_plan.h"
 #include "plan/cluster.h"
+#include "plan/node_first.h"
 #include "plan/search.h"
 #include "plan/step_time.h"
 
@@ -155,6 +156,41 @@ TEST(LinkClasses, RanksOfANodeShareItsLinkAcrossNodes) {
   EXPECT_EQ(back.fit_ranks_per_node, 2);
   toml::table bad = toml::parse("[across_nodes]\nfitted_on = [4]\n");
   EXPECT_THROW(read_link_class(bad["across_nodes"].as_table(), LinkClass{}, "x.toml", "across_nodes"), std::runtime_error);
+}
+
+// A group with 2 ranks on each of 2 nodes goes node first from Comm's sizes on (1 MiB): the stages
+// inside the node on the same-node link, across with half the buffer, the buffer cut into 4 MiB
+// blocks whose stages overlap (one block's stages, then the slowest once per further block).
+// Below the size, in another group size, or with one rank per node: the flat ring.
+TEST(LinkClasses, ACollectiveSpanningNodesGoesNodeFirstFromCommsSizes) {
+  const LinkClass same = LinkClass::uniform(1e-6, 1e9), across = LinkClass::uniform(1e-5, 1e8);
+  LinkClass group = across;
+  group.node_first = node_first_form(same, across, 4, 2, 2);
+  ASSERT_TRUE(group.node_first);
+  const double MiB = 1 << 20;
+  // Ring formulas over n ranks (cost_rates.h): all-reduce 2 ((n-1) a + (n-1)/n S / b), the others once.
+  auto ring = [](double passes, int n, double S, double a, double b) { return passes * ((n - 1) * a + (n - 1.0) / n * S / b); };
+  EXPECT_DOUBLE_EQ(group.seconds(Coll::all_reduce, 0.5 * MiB, 4), ring(2, 4, 0.5 * MiB, 1e-5, 1e8));
+  // 2 MiB all-reduce: one block; reduce-scatter inside, all-reduce of 1 MiB across, all-gather inside.
+  const double in2 = ring(1, 2, 2 * MiB, 1e-6, 1e9);
+  EXPECT_NEAR(group.seconds(Coll::all_reduce, 2 * MiB, 4), in2 + ring(2, 2, 1 * MiB, 1e-5, 1e8) + in2, 1e-15);
+  // 16 MiB: 4 blocks of 4 MiB; the across stage (2 MiB of each block) is the slowest.
+  const double in4 = ring(1, 2, 4 * MiB, 1e-6, 1e9), cross = ring(2, 2, 2 * MiB, 1e-5, 1e8);
+  EXPECT_NEAR(group.seconds(Coll::all_reduce, 16 * MiB, 4), in4 + cross + in4 + 3 * cross, 1e-15);
+  // Reduce-scatter of a 16 MiB input: the node's sums inside, then each across to its owner.
+  const double rs_cross = ring(1, 2, 2 * MiB, 1e-5, 1e8);
+  EXPECT_NEAR(group.seconds(Coll::reduce_scatter, 16 * MiB, 4), in4 + rs_cross + 3 * rs_cross, 1e-15);
+  // All-gather of a 2 MiB output: the own 1 MiB across, then 2 MiB inside.
+  EXPECT_NEAR(group.seconds(Coll::all_gather, 2 * MiB, 4), ring(1, 2, 1 * MiB, 1e-5, 1e8) + in2, 1e-15);
+  EXPECT_DOUBLE_EQ(group.seconds(Coll::all_reduce, 2 * MiB, 2), ring(2, 2, 2 * MiB, 1e-5, 1e8));  // another group
+  EXPECT_DOUBLE_EQ(group.seconds(Coll::all_to_all, 2 * MiB, 4), ring(1, 4, 2 * MiB, 1e-5, 1e8));  // never node first
+  EXPECT_FALSE(node_first_form(same, across, 2, 1, 2));  // one rank per node: nothing to reduce inside first
+  // The across stage's pairs share their node's link with the node's other ranks (shared_by):
+  // fitted on 4 ranks, 2 per node, a pair of one rank per node with both ranks crossing at once
+  // sees 1.5x less bandwidth (RanksOfANodeShareItsLinkAcrossNodes).
+  LinkClass fitted = across;
+  fitted.fit_ranks = 4, fitted.fit_ranks_per_node = 2;
+  EXPECT_DOUBLE_EQ(node_first_form(same, fitted, 4, 2, 2)->across.bandwidth[int(Coll::all_reduce)], 1e8 / 1.5);
 }
 
 TEST(PlanSearch, EnumeratesContextExpertParallelismAndPrecision) {
