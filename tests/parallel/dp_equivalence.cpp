@@ -1,6 +1,7 @@
 // Data parallelism against the serial spec, run under mpirun:
-//   dp_equivalence ZERO ACCUM
-// Every rank trains `tiny` for 20 steps with the given ZeRO stage and gradient accumulation
+//   dp_equivalence ZERO ACCUM [DIM]
+// Every rank trains `tiny` (its width DIM when given: 256 makes every gradient bucket and ZeRO
+// segment larger than 1 MiB, so across nodes they take Comm's node-first forms) for 20 steps with the given ZeRO stage and gradient accumulation
 // (micro-batch 4); rank 0 then trains the serial model on the same global batch (micro-batch
 // 4 x N, same accumulation) in-process and
 // compares per-step losses and gradient norms (1e-5 relative) and final weights (1e-4). Each rank also checks its
@@ -8,12 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/mesh.h"
+#include "comm/nodes.h"
 #include "core/memory.h"
 #include "train_fixtures.h"
 #include "shared_data.h"
@@ -25,8 +28,9 @@ using namespace ff;
 
 namespace {
 
-TrainConfig tiny(const std::string& data, int micro_batch, int accum, int dp, int zero) {
+TrainConfig tiny(const std::string& data, int micro_batch, int accum, int dp, int zero, int dim) {
   TrainConfig c = testkit::tiny_config(data);
+  if (dim > 0) c.model.dim = dim;
   c.micro_batch = micro_batch;
   c.grad_accum = accum;
   c.dp = dp;
@@ -52,10 +56,10 @@ double zero_formula_bytes(int zero, double psi, int n) {
 // every forward and again for every backward, less the segments still resident in its three
 // gather buffers (at tiny's 4 segments most stay resident, so the test bounds rather than pins
 // it). The loss (and, sharded, the gradient norm) adds one double each.
-int check_comm_volume(const Mesh& mesh, const std::string& data, int zero, int accum) {
+int check_comm_volume(const Mesh& mesh, const std::string& data, int zero, int accum, int dim) {
   const Comm& world = mesh.world();
   const int n = world.size(), steps = 3;
-  Trainer t(tiny(data, 4, accum, n, zero), testkit::temp_dir("volume"), &mesh);
+  Trainer t(tiny(data, 4, accum, n, zero, dim), testkit::temp_dir("volume"), &mesh);
   t.quiet = true;
   const double psi = double(t.model().layout().total()), shard_lo = std::floor(psi / n) * 4,
                shard_hi = std::ceil(psi / n) * 4;
@@ -90,19 +94,57 @@ int check_comm_volume(const Mesh& mesh, const std::string& data, int zero, int a
   return ok ? 0 : 1;
 }
 
+// Across nodes, a model this wide takes Comm's node-first forms (CommOptions: from 1 MiB): the
+// bytes this rank sends to other nodes are then half what the flat pairwise algorithm sends. The
+// flat figure from the operations' payloads (comm_types.h, CommStats): with L of the n ranks on
+// each node, a fraction f = (n - L) / (n - 1) of a rank's peers is off its node, and the flat
+// all-reduce sends 2 (n-1)/n S f, the reduce-scatter (n-1)/n S f, the all-gather (n-1) c f.
+int check_node_first(const Mesh& mesh, const std::string& data, int zero, int accum, int dim) {
+  const Comm& world = mesh.world();
+  const int n = world.size(), nodes = node_count(), steps = 3;
+  if (nodes < 2) return 0;  // one host: nothing crosses
+  Trainer t(tiny(data, 4, accum, n, zero, dim), testkit::temp_dir("node_first"), &mesh);
+  t.quiet = true;
+  const Comm& dense = mesh.group(MeshGroup::dp_cp);
+  const Comm& scalars = mesh.group({MeshAxis::dp, MeshAxis::cp});
+  testkit::reset_comm_stats({&dense, &scalars});
+  for (int i = 0; i < steps; ++i) t.train_step();
+  double sent_across = 0, flat = 0;
+  const double f = double(n - n / nodes) / (n - 1), m = double(n - 1) / n;
+  for (const Comm* c : std::set<const Comm*>{&dense, &scalars}) {
+    const CommStats& s = c->stats();
+    sent_across += double(s.cross_node_bytes);
+    flat += 2 * m * f * double(s.bytes_of(CommOpKind::all_reduce)) + m * f * double(s.bytes_of(CommOpKind::reduce_scatter)) +
+            (n - 1) * f * double(s.bytes_of(CommOpKind::all_gather));
+  }
+  // What goes node first: DDP's one bucket (all psi parameters, 3.2 MB) whole; under ZeRO each
+  // block's segment (its weights, about 1.3 MB) but not the embedding's or the head's (vocab x dim,
+  // 0.3 MB), which stay flat. So the share of the flat bytes sent is 0.5 for DDP and
+  // (0.5 B + (psi - B)) / psi under ZeRO, B the blocks' parameters (counted here from the shape).
+  const ModelConfig& mc = t.config().model;
+  const double head_dim = double(mc.dim) / mc.n_heads;
+  const double block = 2.0 * mc.dim * mc.dim + 2.0 * mc.dim * mc.n_kv_heads * head_dim + 3.0 * mc.dim * mc.ffn_dim + 2.0 * mc.dim;
+  const double psi = double(t.model().layout().total()), B = mc.n_layers * block;
+  const double expected = zero == 0 ? 0.5 : (0.5 * B + (psi - B)) / psi;
+  const bool ok = std::fabs(sent_across / flat - expected) < 0.05;
+  std::printf("rank %d zero=%d dim=%d: %.0f B per step to other nodes, %.3f of the flat algorithm's %.0f (expected %.3f): %s\n",
+              world.rank(), zero, dim, sent_across / steps, sent_across / flat, flat / steps, expected, ok ? "ok" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CommSession session(&argc, &argv);
   Comm& world = comm_world();
-  if (argc != 3) return std::fprintf(stderr, "usage: dp_equivalence ZERO ACCUM\n"), 2;
-  const int zero = std::atoi(argv[1]), accum = std::atoi(argv[2]), n = world.size();
+  if (argc != 3 && argc != 4) return std::fprintf(stderr, "usage: dp_equivalence ZERO ACCUM [DIM]\n"), 2;
+  const int zero = std::atoi(argv[1]), accum = std::atoi(argv[2]), n = world.size(), dim = argc == 4 ? std::atoi(argv[3]) : 0;
   const std::string data = testkit::shared_tiny_data_dir(world);
   const Mesh mesh(world, MeshDegrees{.dp = n});
   int failures = 0;
 
   auto before = MemoryLedger::instance().snapshot();
-  Trainer parallel(tiny(data, 4, accum, n, zero), testkit::temp_dir("dp"), &mesh);
+  Trainer parallel(tiny(data, 4, accum, n, zero, dim), testkit::temp_dir("dp"), &mesh);
   parallel.quiet = true;
   auto after = MemoryLedger::instance().snapshot();
   // Model-state bytes this rank holds, against the formula (10% slack for the uneven chunks).
@@ -123,14 +165,16 @@ int main(int argc, char** argv) {
   if (world.rank() == 0) {
     // Validation splits each evaluation batch over the ranks like a training batch.
     const testkit::SerialComparison s =
-        testkit::compare_with_serial(parallel, parallel_weights, parallel_val, tiny(data, 4 * n, accum, 1, 0));
+        testkit::compare_with_serial(parallel, parallel_weights, parallel_val, tiny(data, 4 * n, accum, 1, 0, dim));
     const bool ok = s.ok();
     std::printf("dp=%d zero=%d accum=%d: worst step-loss rel diff %.2e (tol 1e-5), worst grad-norm rel "
                 "diff %.2e (tol 1e-5), worst weight diff %.2e (tol 1e-4), val loss rel diff %.2e, model-state bytes %.0f vs formula %.0f: %s\n",
                 n, zero, accum, s.worst_loss, s.worst_grad_norm, s.worst_weight, s.val_diff, state_bytes, predicted, ok ? "ok" : "FAIL");
     failures += !ok;
   }
-  failures += check_comm_volume(mesh, data, zero, accum);
+  // The byte formulas below are the tiny model's; a wider one is here for the algorithms it takes.
+  if (dim == 0) failures += check_comm_volume(mesh, data, zero, accum, dim);
+  else failures += check_node_first(mesh, data, zero, accum, dim);
   world.all_reduce(&failures, 1);
   if (world.rank() == 0) std::printf("%d passed, %d failed\n", failures == 0 ? 1 : 0, failures == 0 ? 0 : 1);
   return failures == 0 ? 0 : 1;
