@@ -12,6 +12,7 @@
 
 #include "calibrate/hardware_peak.h"
 #include "calibrate/kernel_rates.h"
+#include "calibrate/link_cpu.h"
 #include "calibrate/shared_cores.h"
 #include "calibrate/this_machine.h"
 #include "calibrate/thread_scaling_run.h"
@@ -306,7 +307,8 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   // cores, all measuring at once, put every rate at half a core's, and the planner then charged the
   // ranks' sharing of the cores a second time (1.5-1.7x too slow a step).
   const int cores = machine_peak().cores;
-  const std::vector<bool> measuring_ranks = rate_measuring_ranks(machine_keys(world), cores, threads);
+  const std::vector<int64_t> machines = machine_keys(world);
+  const std::vector<bool> measuring_ranks = rate_measuring_ranks(machines, cores, threads);
   const bool measures = measuring_ranks[size_t(world.rank())];
   const bool all_measure = std::find(measuring_ranks.begin(), measuring_ranks.end(), false) == measuring_ranks.end();
   const Comm measuring = all_measure ? Comm{} : world.split(measures ? 1 : 0, world.rank());
@@ -386,6 +388,8 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
                                  node_of.begin());
       c.across_links = fit_link_class(world, cl.across_nodes, other_node);
       if (node_groups_even) cl.across_nodes.fit_ranks = n, cl.across_nodes.fit_ranks_per_node = n / node_count();
+      c.link_cpu = measure_link_cpu(world, machines);
+      cl.across_nodes.cpu_seconds_per_byte = c.link_cpu.cpu_seconds_per_byte;
     }
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;
@@ -425,6 +429,15 @@ std::string Calibration::toml() const {
     for (const LinkFit& l : *fits)
       t += fmt::format("{0}{1}_alpha = {2:.6g}  # s\n{0}{1}_beta = {3:.6g}  # s per byte\n{0}{1}_busbw = {4:.6g}  # bytes/s\n",
                        prefix, l.op, l.alpha, l.beta, l.busbw);
+  const LinkCpu& k = link_cpu;
+  if (k.bytes > 0)
+    t += fmt::format("# rank 0's machine while every rank exchanged with every rank of the other nodes: the wall "
+                     "seconds, the bytes its ranks sent and received across, its CPU seconds (user: with the ranks' "
+                     "polling; kernel: system + irq + softirq), and the same over idle windows as long\n"
+                     "across_nodes_exchange_seconds = {:.6g}\nacross_nodes_exchange_bytes = {:.6g}\n"
+                     "across_nodes_exchange_user_seconds = {:.6g}\nacross_nodes_exchange_kernel_seconds = {:.6g}\n"
+                     "across_nodes_idle_user_seconds = {:.6g}\nacross_nodes_idle_kernel_seconds = {:.6g}\n",
+                     k.seconds, k.bytes, k.user, k.kernel, k.idle_user, k.idle_kernel);
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/link_cpu.h"
 #include "comm/comm.h"
 #include "plan/cluster.h"
 
@@ -29,6 +30,7 @@ struct Calibration {
   double memory_bandwidth = 0;  // bytes/s, triad, this rank's threads
   std::vector<LinkFit> links;   // empty on one rank; across nodes: those of the ranks of one node
   std::vector<LinkFit> across_links;  // the world's across nodes (empty on one node)
+  LinkCpu link_cpu;  // the kernel's CPU per byte across nodes (not measured on one node)
   ClusterSpec cluster;
   std::string toml() const;     // the cluster keys, then a [measured] table of everything above
 };

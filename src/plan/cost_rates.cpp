@@ -131,6 +131,14 @@ LinkClass LinkClass::shared_by(int n, int group_per_node, int busy_per_node) con
   return l;
 }
 
+double LinkClass::off_node_bytes(Coll op, double bytes, int n, int group_per_node) const {
+  if (op == Coll::p2p) return bytes;
+  if (n <= 1) return 0;
+  const int g = std::clamp(group_per_node, 1, n);
+  const double flat = passes(op) * double(n - g) / n * bytes;
+  return node_first && node_first->applies(op, bytes, n) ? flat / node_first->per_node : flat;
+}
+
 double EngineRates::usable_cores(double threads) const {
   const double C = cores, got = available_cores > 0 ? available_cores : C;
   if (busy_threads <= 0 || available_cores <= 0) return got;
@@ -211,6 +219,17 @@ LinkClass read_link_class(const toml::table* t, const LinkClass& fallback, const
       l.fit_ranks = int(shape->get(0)->value_or(0)), l.fit_ranks_per_node = int(shape->get(1)->value_or(0));
       continue;
     }
+    if (key == "cpu_seconds_per_byte") {
+      const auto x = v.value<double>();
+      if (!x || !std::isfinite(*x) || *x < 0)
+        throw std::runtime_error(fmt::format("cluster file '{}': [{}] cpu_seconds_per_byte is a number >= 0, the "
+                                             "kernel's CPU seconds per byte a node sends or receives over the link "
+                                             "(`fivefold calibrate` across nodes measures it; 0 or absent: not "
+                                             "charged)",
+                                             path, name));
+      l.cpu_seconds_per_byte = *x;
+      continue;
+    }
     int op = -1;
     for (Coll c : kColls)
       if (key == coll_name(c)) op = int(c);
@@ -232,6 +251,10 @@ std::string link_class_to_toml(const LinkClass& l, const char* name) {
   if (l.fit_ranks > 0)
     s += fmt::format("fitted_on = [{}, {}]  # ranks, ranks per node (sharing its link) of the fits\n", l.fit_ranks,
                      l.fit_ranks_per_node);
+  if (l.cpu_seconds_per_byte > 0)
+    s += fmt::format("cpu_seconds_per_byte = {:.6g}  # the kernel's CPU (system + irq + softirq) per byte a node "
+                     "sends or receives over the link\n",
+                     l.cpu_seconds_per_byte);
   return s;
 }
 

@@ -56,7 +56,20 @@ struct LinkClass {
   // Set on the class one group spanning nodes sees (engine_step_time's axis_link): Comm's
   // node-first forms from their sizes on (plan/node_first.h); seconds() then costs those.
   std::shared_ptr<const NodeFirstForm> node_first;
+  // The CPU the kernel spends per byte a node sends to or receives from other nodes over this
+  // link (TCP, the driver, the qdisc, softirq), on the cores that node's ranks compute on: across
+  // nodes, calibrate measures it (machine-wide system + irq + softirq time over the bytes that
+  // crossed). 0: not measured (same-node links, hardware descriptions, older files): no charge.
+  double cpu_seconds_per_byte = 0;
+  // The bytes one rank of a group of n, group_per_node of them on its node, sends to other nodes
+  // in one collective of `bytes` (as seconds() takes them), and receives from them: every
+  // collective costed here is symmetric. Comm's flat pairwise exchange sends (n-1)/n of the buffer
+  // per phase (two for an all-reduce), (n - g)/(n - 1) of that to ranks off the node; its
+  // node-first forms (node_first) 1/g of that; a point-to-point its whole message (the caller
+  // counts it only when the pair spans nodes).
+  double off_node_bytes(Coll op, double bytes, int n, int group_per_node) const;
 };
+
 
 struct EngineRates {
   int cores = 0;                       // cores the ranks of one node share (0: rates unknown)

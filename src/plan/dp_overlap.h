@@ -10,6 +10,7 @@ namespace ff {
 struct SegmentComm {
   double share = 0;  // of the rank's compute (forward and backward alike); the embedding's is ~0
   double all_reduce = 0, all_gather = 0, reduce_scatter = 0;  // seconds each takes on the link
+  double bytes = 0;  // the buffer they were costed for
 };
 
 // DDP: backward makes the segments' gradients in reverse order, each at the end of its share of

@@ -93,12 +93,19 @@ struct Groups {  // the link each group of the layout uses
   const LinkClass *tp, *cp, *dp, *pp, *ep;
 };
 
-// The link a mesh axis's groups use (its ranks `stride` apart, n per group): the same-node class,
-// or across nodes the class as such a group sees it while every rank of a node sends across at
-// once (LinkClass::shared_by), with Comm's node-first forms where it has several ranks on each node.
+// A mesh axis's group (its ranks `stride` apart, n per group): its ranks on one node, all n where
+// it stays inside one.
+int ranks_on_one_node(int stride, int n, int world, int per_node) {
+  if (!group_spans_nodes(stride, n, world, per_node)) return n;
+  return stride >= per_node ? 1 : std::min(n, per_node / stride);
+}
+
+// The link a mesh axis's groups use: the same-node class, or across nodes the class as such a
+// group sees it while every rank of a node sends across at once (LinkClass::shared_by), with
+// Comm's node-first forms where it has several ranks on each node.
 LinkClass axis_link(const ClusterSpec& cl, int stride, int n, int world, int per_node) {
   if (!group_spans_nodes(stride, n, world, per_node)) return cl.same_node;
-  const int on_one_node = stride >= per_node ? 1 : std::min(n, per_node / stride);
+  const int on_one_node = ranks_on_one_node(stride, n, world, per_node);
   LinkClass l = cl.across_nodes.shared_by(n, on_one_node, per_node);
   l.node_first = node_first_form(cl.same_node, cl.across_nodes, n, on_one_node, per_node);
   return l;
@@ -238,8 +245,10 @@ MicroBatchCost micro_batch(const ModelConfig& c, const LayoutSpec& L, const Rank
 // Per step: the data-parallel (and ZeRO) collectives over dp x cp that the step waits for, and
 // AdamW on the local shard. forward, backward: one micro-batch's compute as the wall clock sees it,
 // which DDP's all-reduces and ZeRO's gathers and reduce-scatters hide behind (plan/dp_overlap.h).
-void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const LinkClass& link, double forward,
-              double backward, double& comm, double& optimizer) {
+// on_node: the dp x cp group's ranks on one node (all of them: no byte leaves it); hidden_bytes:
+// the bytes the rank sends off its node while the compute runs (receiving as many).
+void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const LinkClass& link, int on_node,
+              double forward, double backward, double& comm, double& optimizer, double& hidden_bytes) {
   const int n = L.dp * L.cp;
   double local = 0, compute_params = 0;
   std::vector<SegmentComm> segments;
@@ -255,7 +264,7 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
     compute_params += share;
     // (DDP's all-reduces are per bucket, below.)
     segments.push_back(SegmentComm{share, 0, link.seconds(Coll::all_gather, bytes, n),
-                                   link.seconds(Coll::reduce_scatter, bytes, n)});
+                                   link.seconds(Coll::reduce_scatter, bytes, n), bytes});
   }
   for (SegmentComm& s : segments) s.share /= std::max(1.0, compute_params);
   // DDP reduces buckets, not segments: backward's consecutive segments while they fit in the
@@ -269,7 +278,8 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
       SegmentComm c;
       for (size_t i = 0; i < layout_segments.size(); ++i)
         if (layout_segments[i].offset >= b->lo && layout_segments[i].offset < b->hi) c.share += segments[i].share;
-      c.all_reduce = link.seconds(Coll::all_reduce, double(b->hi - b->lo) * kF, n);
+      c.bytes = double(b->hi - b->lo) * kF;
+      c.all_reduce = link.seconds(Coll::all_reduce, c.bytes, n);
       buckets.push_back(c);
     }
   }
@@ -279,6 +289,7 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
     for (const SegmentComm& s : segments) sum += s.*of;
     return sum;
   };
+  hidden_bytes = 0;
   if (n > 1) {
     // DDP reduces the last micro-batch's gradients; ZeRO-2/3 reduce-scatter every micro-batch's
     // and ZeRO-3 gathers for each; ZeRO-1/2 gather the updated shards after the optimizer, and
@@ -288,6 +299,22 @@ void per_step(const LayoutSpec& L, const RankModel& rm, const Costs& k, const Li
     else if (L.zero == 3) comm = m * zero_exposed(segments, forward, backward, true, true);
     else if (L.zero == 2) comm = m * zero_exposed(segments, forward, backward, false, true) + total(&SegmentComm::all_gather);
     else comm = total(&SegmentComm::reduce_scatter) + total(&SegmentComm::all_gather);
+    // The same collectives' time on the link and bytes off the node. While the compute runs the
+    // link is busy for all but the exposed time (after backward, and where compute waits for a
+    // gather, the link is what it waits on), so that share of the bytes crosses hidden: by time,
+    // which is by bytes where the collectives share a bandwidth and their latencies are small.
+    double busy = 0, off_node = 0;
+    auto issued = [&](Coll op, double seconds, double bytes, double times) {
+      busy += times * seconds, off_node += times * link.off_node_bytes(op, bytes, n, on_node);
+    };
+    if (L.zero == 0)
+      for (const SegmentComm& b : buckets) issued(Coll::all_reduce, b.all_reduce, b.bytes, 1);
+    for (const SegmentComm& s : segments) {
+      if (L.zero == 3) issued(Coll::all_gather, s.all_gather, s.bytes, 2 * m);
+      if (L.zero == 1 || L.zero == 2) issued(Coll::all_gather, s.all_gather, s.bytes, 1);
+      if (L.zero > 0) issued(Coll::reduce_scatter, s.reduce_scatter, s.bytes, L.zero == 1 ? 1 : m);
+    }
+    if (busy > 0) hidden_bytes = off_node * std::clamp(1 - comm / busy, 0.0, 1.0);
   }
   // Calibrated: zeroing the gradients, their norm, the clip and AdamW per parameter, as the engine
   // runs them. Else as bytes: AdamW reads param, grad, m, v and writes param, m, v; the gradient
@@ -319,7 +346,8 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   const double share = ranks_here / cl.rates.usable_cores(ranks_here);
   std::vector<double> stage;  // per pipeline rank: one micro-batch's forward + backward
   std::vector<RankCosts> costs;  // the same split as the schedule's timeline needs it
-  double cpu = 0, comm_mb = 0, pp_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0;
+  double cpu = 0, comm_mb = 0, pp_mb = 0, fwd_share = 0, dp_comm = 0, optimizer = 0, hidden_bytes = 0;
+  const int dp_on_node = ranks_on_one_node(L.tp, L.dp * L.cp, world, per_node);
   EngineStepTime t;
   for (int r = 0; r < L.pp; ++r) {
     const RankModel rm = rank_model(c, L, r);
@@ -334,10 +362,11 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
     costs.push_back(RankCosts{mb.fwd, mb.bwd, mb.weight});
     fwd_share = std::max(fwd_share, mb.fwd / (mb.fwd + mb.bwd));
     comm_mb = std::max(comm_mb, mb.comm), pp_mb = std::max(pp_mb, mb.pp_comm);  // pp's is the same on every rank
-    double dc = 0, opt = 0;
+    double dc = 0, opt = 0, hidden = 0;
     const double wall = std::max(1.0, share);  // ranks sharing cores compute at 1 / share of one
-    per_step(L, rm, k, *g.dp, wall * mb.fwd, wall * mb.bwd, dc, opt);
+    per_step(L, rm, k, *g.dp, dp_on_node, wall * mb.fwd, wall * mb.bwd, dc, opt, hidden);
     dp_comm = std::max(dp_comm, dc), optimizer = std::max(optimizer, opt);
+    hidden_bytes = std::max(hidden_bytes, hidden);  // the busiest node's
     cpu += (m * (mean.fwd + mean.bwd + mb.ep_spin) + opt) / L.pp;  // the average rank's CPU work
   }
   t.optimizer = optimizer;
@@ -359,7 +388,19 @@ EngineStepTime engine_step_time(const ModelConfig& c, const LayoutSpec& L, const
   t.dp_comm = dp_comm;
   t.other = optimizer + cl.rates.step_overhead;
   const double critical = t.compute + t.bubble + blocking + t.dp_comm + optimizer;
-  const double busy = share > 1 ? std::max(critical, share * cpu + blocking + t.dp_comm) : critical;
+  double busy = share > 1 ? std::max(critical, share * cpu + blocking + t.dp_comm) : critical;
+  // The kernel's work for the bytes a node's ranks send across and receive (TCP, the driver, the
+  // qdisc, softirq) runs on the cores they compute on. Only the bytes the compute hides are
+  // charged: while the ranks wait on the link the kernel works on the cores they leave, and the
+  // link's fitted time (calibrate's ranks waited too) already holds whatever that costs. Hidden
+  // bytes take their CPU from the compute: it joins the node's CPU work over the cores the job's
+  // ranks and the kernel get together, so cores the ranks leave idle absorb it first. Collectives
+  // the ranks block on (tp, cp, ep, pp's sends) wait on the link: not charged.
+  t.link_cpu = g.dp->cpu_seconds_per_byte * 2 * std::min(world, per_node) * hidden_bytes;
+  if (t.link_cpu > 0) {
+    const double cores = cl.rates.usable_cores(std::max(ranks_here, double(cl.rates.cores)));
+    busy = std::max(busy, (ranks_here * cpu + t.link_cpu) / cores + blocking + t.dp_comm);
+  }
   t.core_sharing = busy - critical;
   t.step = busy + cl.rates.step_overhead;
   return t;

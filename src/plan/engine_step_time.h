@@ -10,7 +10,8 @@
 //  - a rank's T threads worth T x the measured efficiency of each kind of work at T threads
 //    (plan/thread_scaling.h) over the efficiency the rates were measured at;
 //  - ranks x threads beyond the cores the job gets (calibrated) time-share them: MPI waits yield, so the step is the
-//    larger of the critical path and all ranks' CPU work over the cores.
+//    larger of the critical path and all ranks' CPU work over the cores;
+//  - across nodes, the kernel's CPU for the data-parallel bytes the compute hides joins that work.
 #include "model/model_config.h"
 #include "plan/cluster.h"
 #include "plan/layout_spec.h"
@@ -20,7 +21,12 @@ namespace ff {
 struct EngineStepTime {
   double compute = 0, bubble = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, other = 0;  // seconds per step
   // tp_comm: the tp, cp and ep collectives; pp_comm: the stages' sends and receives.
-  double core_sharing = 0;  // what the step waits beyond its critical path for cores the ranks share
+  // What the step waits beyond its critical path for cores the ranks share, with each other, other
+  // work and the kernel's work for the link's hidden bytes (link_cpu).
+  double core_sharing = 0;
+  // CPU seconds per step a node's kernel spends on the data-parallel bytes its ranks send and
+  // receive across nodes while they compute (LinkClass::cpu_seconds_per_byte; 0: not measured).
+  double link_cpu = 0;
   // compute + other by kind, on the slowest pipeline stage: GEMMs, attention, element-wise
   // kernels (norms, RoPE, SwiGLU, the loss, embedding), and the optimizer's per-step work.
   double gemm = 0, attention = 0, elementwise = 0, optimizer = 0;

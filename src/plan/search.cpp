@@ -180,7 +180,7 @@ std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
   const LayoutPrediction& best = r.ranked.front();
   t += fmt::format("\n#1 per rank: {}\n", best.memory.describe());
   t += "step = compute + bubble + tp comm + pp comm + the dp comm the backward does not hide + the wait for cores "
-       "the ranks outnumber (cores); ";
+       "the ranks outnumber or the link's kernel work takes (cores); ";
   if (cl.engine) t += "tp comm counts cp's and ep's collectives too; ";
   t += "memory is the largest rank's peak (checkpoint read staging included).\n";
   bool ep = false;
@@ -211,6 +211,7 @@ std::string plan_json(const PlanResult& r, int k) {
                         {"dp_comm", p.dp_comm}, {"core_sharing", p.core_sharing}, {"peak_bytes", p.memory.peak()}, {"fits", p.fits},
                         {"largest_pp_rank", p.memory.pp_rank}};
     if (p.layout.threads > 0) j["threads"] = p.layout.threads, j["ranks"] = p.layout.ranks();  // a node split
+    if (p.link_cpu > 0) j["link_cpu"] = p.link_cpu;  // across nodes: the kernel's CPU for hidden link bytes
     for (int c = 0; c < kMemCategories; ++c) j["bytes"][mem_category_name(MemCategory(c))] = p.memory.bytes[size_t(c)];
     if (p.gemm > 0)  // engine clusters: the compute by kind (bench/plan/profile_terms.py compares it)
       j["terms"] = {{"gemm", p.gemm}, {"attention", p.attention}, {"elementwise", p.elementwise},

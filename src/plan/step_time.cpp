@@ -65,7 +65,7 @@ LayoutPrediction predict_layout(const ModelConfig& c, const LayoutSpec& L, const
   if (cl.engine && cl.rates.known()) {  // this engine on CPU ranks: the calibrated op-by-op model
     const EngineStepTime e = engine_step_time(c, L, cl, threads);
     r.compute = e.compute + e.other, r.bubble = e.bubble, r.tp_comm = e.tp_comm, r.pp_comm = e.pp_comm;
-    r.dp_comm = e.dp_comm, r.core_sharing = e.core_sharing;
+    r.dp_comm = e.dp_comm, r.core_sharing = e.core_sharing, r.link_cpu = e.link_cpu;
     r.gemm = e.gemm, r.attention = e.attention, r.elementwise = e.elementwise, r.optimizer = e.optimizer;
     r.step_seconds = e.step;
     r.tokens_per_s = tokens / r.step_seconds;

@@ -19,6 +19,7 @@ struct LayoutPrediction {
   // Seconds per step; step_seconds is their sum. tp_comm: tp's collectives (and cp's and ep's on
   // engine clusters); core_sharing: engine ranks waiting for the cores they outnumber.
   double compute = 0, bubble = 0, tp_comm = 0, pp_comm = 0, dp_comm = 0, core_sharing = 0;
+  double link_cpu = 0;  // engine clusters: a node's kernel CPU seconds for the link's hidden bytes (in core_sharing)
   double gemm = 0, attention = 0, elementwise = 0, optimizer = 0;  // engine clusters: compute by kind
   double step_seconds = 0, tokens_per_s = 0, mfu = 0;
   bool fits = false;

@@ -2,7 +2,8 @@
 # `fivefold calibrate` across two namespaced nodes x 2 ranks over a 1 Gbit/s link: the across-node
 # link class is measured over the link, not copied from shared memory. Its point-to-point bandwidth
 # must lie under the link's rate (tc's 1 Gbit/s = 125 MB/s, +5% for the token bucket's burst) and
-# above half of it, while the same-node class (shared memory) is several times faster; the planner
+# above half of it, while the same-node class (shared memory) is several times faster; the kernel's
+# CPU per byte across nodes is measured over bytes that crossed at the link's rate; the planner
 # reads the file.
 # Usage: calibrate_across_nodes.sh FIVEFOLD
 fivefold=$1
@@ -21,6 +22,23 @@ inside=$(value p2p_busbw)
 awk -v a="$across" -v i="$inside" 'BEGIN { link = 1e9 / 8; exit !(a <= 1.05 * link && a >= 0.5 * link && i >= 4 * a) }' ||
   fail "across-node p2p $across B/s is not within [0.5, 1.05] x 125 MB/s, or same-node $inside B/s is not 4x that"
 grep -q '^\[across_nodes\]' "$out/cluster.toml" || fail "no [across_nodes] table"
+# The kernel's CPU for the link's bytes. Both nodes live on this one machine, so the bytes through
+# its kernel (sent + received) are twice those that crossed, and those crossed at most at the
+# link's rate each way (2 x 125 MB/s, +5%) and, the exchange keeping both directions busy, at
+# least half of it: a miscounted byte total fails here. The kernel worked more during the
+# exchanges than over as long idle, and the per-byte figure is the one the planner reads.
+xbytes=$(value across_nodes_exchange_bytes)
+xseconds=$(value across_nodes_exchange_seconds)
+xkernel=$(value across_nodes_exchange_kernel_seconds)
+ikernel=$(value across_nodes_idle_kernel_seconds)
+per_byte=$(value cpu_seconds_per_byte)
+[ -n "$xbytes" ] && [ -n "$xseconds" ] && [ -n "$xkernel" ] && [ -n "$ikernel" ] ||
+  fail "no across_nodes_exchange_* / across_nodes_idle_* in [measured]"
+[ -n "$per_byte" ] || fail "no cpu_seconds_per_byte in [across_nodes]"
+awk -v b="$xbytes" -v s="$xseconds" 'BEGIN { r = b / 2 / s; both = 2 * 1e9 / 8; exit !(r <= 1.05 * both && r >= 0.5 * both) }' ||
+  fail "the exchange crossed $xbytes / 2 bytes in $xseconds s: not within [0.5, 1.05] x 250 MB/s"
+awk -v k="$xkernel" -v i="$ikernel" -v p="$per_byte" 'BEGIN { exit !(k > i && p > 0) }' ||
+  fail "the kernel's CPU during the exchanges ($xkernel s) is not above the idle windows' ($ikernel s), or cpu_seconds_per_byte ($per_byte) is not positive"
 "$fivefold" plan --config "$here/../../configs/tiny.toml" --vocab-size 320 --ranks 4 --layout dp=4,mb=1 \
   --cluster "$out/cluster.toml" >"$out/log" 2>&1 || fail "plan cannot read the cluster file"
-echo "across-node p2p $across B/s (link 125 MB/s), same-node $inside B/s"
+echo "across-node p2p $across B/s (link 125 MB/s), same-node $inside B/s; kernel CPU $per_byte s per byte sent or received"

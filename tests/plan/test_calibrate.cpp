@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "calibrate/calibration.h"
+#include "calibrate/link_cpu.h"
 #include "calibrate/shared_cores.h"
 #include "calibrate/thread_scaling_run.h"
 #include "calibrate/this_machine.h"
@@ -59,6 +60,28 @@ TEST(Calibrate, RatesAreMeasuredByTheRanksThatFillEachMachinesCores) {
   // The kernel's boot id names this machine: the same key for every call, never a fallback's.
   EXPECT_EQ(ff::machine_key(0), ff::machine_key(3));
   EXPECT_GE(ff::machine_key(0), 0);
+}
+
+// The kernel's CPU across nodes is machine-wide: /proc/stat's system + irq + softirq (user and
+// nice apart), over the bytes all ranks of the machine send and receive across.
+TEST(Calibrate, TheLinksKernelCpuIsCountedPerMachine) {
+  // user 100, nice 20, system 30, idle 4000, iowait 5, irq 6, softirq 7 ticks at 100 per second.
+  const ff::MachineCpu cpu = ff::parse_proc_stat_cpu("cpu  100 20 30 4000 5 6 7 0 0 0", 100);
+  EXPECT_DOUBLE_EQ(cpu.user, 1.2);
+  EXPECT_DOUBLE_EQ(cpu.kernel, 0.43);
+  EXPECT_THROW(ff::parse_proc_stat_cpu("cpu0 1 2 3 4 5 6 7", 100), std::runtime_error);  // a single CPU's line
+  EXPECT_THROW(ff::parse_proc_stat_cpu("cpu 1 2 3", 100), std::runtime_error);
+  const ff::MachineCpu now = ff::machine_cpu();
+  EXPECT_GT(now.user + now.kernel, 0);
+  // 2 nodes x 2 ranks, every rank sending B to each of the 2 ranks of the other node and receiving
+  // as much: 4 B through each rank. Two namespaced nodes on one machine: its kernel carries all 4
+  // ranks' (16 B); two machines: 8 B each. Three nodes of one rank on one machine: 3 x 2 x 2 B.
+  const double B = 1000;
+  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 0, 1, 1}, {7, 7, 7, 7}, B), (std::vector<double>(4, 16 * B)));
+  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 0, 1, 1}, {7, 7, 9, 9}, B), (std::vector<double>(4, 8 * B)));
+  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 1, 2}, {7, 7, 7}, B), (std::vector<double>(3, 12 * B)));
+  // A node of 3 ranks and one of 1 on their own machines: 3 x 1 and 1 x 3 peers, 2 B each.
+  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 0, 0, 1}, {7, 7, 7, 9}, B), (std::vector<double>{6 * B, 6 * B, 6 * B, 6 * B}));
 }
 
 TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
