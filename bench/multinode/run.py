@@ -59,13 +59,22 @@ def on_host(args):
     return sh(["mpirun", "--oversubscribe", "-np", "4"] + args)
 
 
+def kernel_seconds():
+    """This machine's system + irq + softirq CPU seconds so far (/proc/stat)."""
+    fields = open("/proc/stat").readline().split()
+    return (int(fields[3]) + int(fields[6]) + int(fields[7])) / os.sysconf("SC_CLK_TCK")
+
+
 def train_step_seconds(launch, a, layout, name):
+    """(median step seconds, the machine's kernel CPU seconds over the whole run)."""
     out = os.path.join(a.work, name)
     shutil.rmtree(out, ignore_errors=True)
+    k0 = kernel_seconds()
     launch([a.fivefold, "train", "--config", os.path.join(benchlib.ROOT, a.config), "--data", a.data, "--out", out,
             "--threads", "1", "--steps", str(a.steps), "--eval-every", "0", "--log-every", "1000", "--layout", layout])
+    kernel = kernel_seconds() - k0
     recs = [r for r in benchlib.read_metrics(out) if "step_seconds" in r]
-    return statistics.median(r["step_seconds"] for r in recs[2:])  # the first steps warm up
+    return statistics.median(r["step_seconds"] for r in recs[2:]), kernel  # the first steps warm up
 
 
 def without_link_cpu(cluster):
@@ -104,7 +113,7 @@ def link_cpu_per_byte(cluster):
 
 
 def predict(a, layout, cluster, quiet=False):
-    """(step, comm) seconds from `fivefold plan`. quiet: with the cores the ranks would get on an idle
+    """(step, comm, link_cpu) seconds from `fivefold plan`. quiet: with the cores the ranks would get on an idle
     machine (the 2 nodes share its cores, so cores / 2 per node) instead of calibrate's measured
     share, which other work on a shared machine pulls down."""
     if quiet:
@@ -118,15 +127,17 @@ def predict(a, layout, cluster, quiet=False):
     out = sh([a.fivefold, "plan", "--config", os.path.join(benchlib.ROOT, a.config), "--vocab-size", str(vocab),
               "--ranks", "4", "--layout", layout, "--threads", "1", "--json", "--cluster", cluster])
     p = [json.loads(x) for x in out.splitlines() if x.startswith("{")][0]
-    return p["step_seconds"], p.get("tp_comm", 0) + p.get("pp_comm", 0) + p.get("dp_comm", 0)
+    # link_cpu: a node's kernel CPU for the link's hidden bytes
+    return p["step_seconds"], p.get("tp_comm", 0) + p.get("pp_comm", 0) + p.get("dp_comm", 0), p.get("link_cpu", 0)
 
 
 def measure(a, rates):
     """Step times on one host and over the link at each rate, and a calibration per rate."""
-    m = {"load_start": open("/proc/loadavg").read().split()[:3], "host": {}, "nodes": {}, "steps": a.steps}
+    m = {"load_start": open("/proc/loadavg").read().split()[:3], "host": {}, "nodes": {}, "steps": a.steps,
+         "kernel_host": {}, "kernel_nodes": {}}
     t0 = time.time()
     for label, layout in LAYOUTS:
-        m["host"][label] = train_step_seconds(on_host, a, layout, "host")
+        m["host"][label], m["kernel_host"][label] = train_step_seconds(on_host, a, layout, "host")
         print("one host", label, m["host"][label], flush=True)
     harness("check")
     try:
@@ -137,7 +148,8 @@ def measure(a, rates):
                       os.path.join(a.work, f"cluster_{rate}.toml")])
             # Alternating order from rate to rate, so a slow stretch of the machine spreads over layouts.
             for label, layout in (LAYOUTS if i % 2 == 0 else LAYOUTS[::-1]):
-                m["nodes"][f"{rate}|{label}"] = train_step_seconds(on_nodes, a, layout, "nodes")
+                key = f"{rate}|{label}"
+                m["nodes"][key], m["kernel_nodes"][key] = train_step_seconds(on_nodes, a, layout, "nodes")
                 print(rate, label, m["nodes"][f"{rate}|{label}"], flush=True)
     finally:
         harness("down")
@@ -177,6 +189,8 @@ def main():
              "predicted comm (ms) | error | without link CPU (ms) | error | predicted, idle-machine cores (ms) | "
              "error |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     errors, bare_errors, quiet_errors, per_byte = [], [], [], []
+    kernel_table = ("| link | layout | kernel CPU per step over the link, measured (ms) | plan's link_cpu, both nodes "
+                    "(ms) |\n|---|---|---|---|\n")
     within = lambda errs: f"{sum(abs(e) <= 0.15 for e in errs)}/{len(errs)}"  # noqa: E731
     for rate in rates:
         cluster = os.path.join(a.work, f"cluster_{rate}.toml")
@@ -185,9 +199,12 @@ def main():
         per_byte.append(f"{rate} {1e9 * link_cpu_per_byte(cluster):.2f}")
         for label, layout in LAYOUTS:
             t, host = m["nodes"][f"{rate}|{label}"], m["host"][label]
-            pt, pcomm = predict(a, layout, cluster)
-            bt, _ = predict(a, layout, without_link_cpu(cluster))
-            qt, _ = predict(a, layout, cluster, quiet=True)
+            pt, pcomm, plink = predict(a, layout, cluster)
+            if m.get("kernel_nodes"):  # the machine's kernel CPU per step, over the link less on one host
+                extra = (m["kernel_nodes"][f"{rate}|{label}"] - m["kernel_host"][label]) / m["steps"]
+                kernel_table += f"| {rate} | {label} | {1e3 * extra:.0f} | {2e3 * plink:.0f} |\n"
+            bt = predict(a, layout, without_link_cpu(cluster))[0]
+            qt = predict(a, layout, cluster, quiet=True)[0]
             errors.append((pt - t) / t)
             bare_errors.append((bt - t) / t)
             quiet_errors.append((qt - t) / t)
@@ -210,6 +227,11 @@ def main():
             f"The last two columns: the same plan "
             f"with `available_cores` set to what an idle machine gives each node (its cores / 2) instead of the "
             f"share calibrate measured while other jobs ran.")
+    if m.get("kernel_nodes"):
+        summary += ("\n\nThe link's kernel CPU in the runs themselves: this machine's system + irq + softirq seconds "
+                    "over each run (start-up included) over the link less the same layout's on one host, per step; "
+                    "beside it the plan's `link_cpu` (the kernel's CPU for the data-parallel bytes the compute "
+                    "hides, a node's) for both nodes.\n\n" + kernel_table)
     benchlib.publish(SECTION, desc, table, summary, a.write)
 
 

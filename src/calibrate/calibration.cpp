@@ -389,7 +389,7 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
       c.across_links = fit_link_class(world, cl.across_nodes, other_node);
       if (node_groups_even) cl.across_nodes.fit_ranks = n, cl.across_nodes.fit_ranks_per_node = n / node_count();
       c.link_cpu = measure_link_cpu(world, machines);
-      cl.across_nodes.cpu_seconds_per_byte = c.link_cpu.cpu_seconds_per_byte;
+      cl.across_nodes.cpu_seconds_per_byte = c.link_cpu.cpu_seconds_per_byte();
     }
     // The step's own collectives (loss, gradient norm, token counts): a few scalar all-reduces.
     float x = 1;
@@ -429,15 +429,20 @@ std::string Calibration::toml() const {
     for (const LinkFit& l : *fits)
       t += fmt::format("{0}{1}_alpha = {2:.6g}  # s\n{0}{1}_beta = {3:.6g}  # s per byte\n{0}{1}_busbw = {4:.6g}  # bytes/s\n",
                        prefix, l.op, l.alpha, l.beta, l.busbw);
-  const LinkCpu& k = link_cpu;
-  if (k.bytes > 0)
-    t += fmt::format("# rank 0's machine while every rank exchanged with every rank of the other nodes: the wall "
-                     "seconds, the bytes its ranks sent and received across, its CPU seconds (user: with the ranks' "
-                     "polling; kernel: system + irq + softirq), and the same over idle windows as long\n"
-                     "across_nodes_exchange_seconds = {:.6g}\nacross_nodes_exchange_bytes = {:.6g}\n"
-                     "across_nodes_exchange_user_seconds = {:.6g}\nacross_nodes_exchange_kernel_seconds = {:.6g}\n"
-                     "across_nodes_idle_user_seconds = {:.6g}\nacross_nodes_idle_kernel_seconds = {:.6g}\n",
-                     k.seconds, k.bytes, k.user, k.kernel, k.idle_user, k.idle_kernel);
+  for (const auto& [mode, k] : {std::pair{"blocking", &link_cpu.blocking}, std::pair{"behind", &link_cpu.behind}}) {
+    if (!(k->bytes > 0)) continue;
+    t += fmt::format("# rank 0's machine while all ranks all-reduced 4 MiB across nodes ({}): the wall seconds, the "
+                     "bytes its ranks sent and received across, its CPU seconds (user: with the ranks' polling; "
+                     "kernel: system + irq + softirq), the same over idle windows as long, and the kernel's seconds "
+                     "per byte beyond the idle windows' (the machines' mean of their medians over rounds)\n",
+                     std::string(mode) == "blocking" ? "blocked in them" : "left to the comm thread, the caller asleep");
+    for (const auto& [key, value] : {std::pair{"seconds", k->seconds}, std::pair{"bytes", k->bytes},
+                                     std::pair{"user_seconds", k->user}, std::pair{"kernel_seconds", k->kernel},
+                                     std::pair{"idle_user_seconds", k->idle_user},
+                                     std::pair{"idle_kernel_seconds", k->idle_kernel},
+                                     std::pair{"cpu_seconds_per_byte", k->per_byte}})
+      t += fmt::format("across_nodes_link_cpu_{}_{} = {:.6g}\n", mode, key, value);
+  }
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -44,78 +45,90 @@ MachineCpu machine_cpu() {
   return parse_proc_stat_cpu(line, double(sysconf(_SC_CLK_TCK)));
 }
 
-std::vector<double> exchange_bytes_by_machine(const std::vector<int>& node_of_rank,
-                                              const std::vector<int64_t>& machine_of_rank, double bytes_per_peer) {
-  const size_t n = node_of_rank.size();
+std::vector<double> bytes_through_machine(const std::vector<double>& sent_by_rank,
+                                          const std::vector<int64_t>& machine_of_rank) {
   std::map<int64_t, double> through;
-  for (size_t r = 0; r < n; ++r) {
-    const auto peers =
-        std::count_if(node_of_rank.begin(), node_of_rank.end(), [&](int v) { return v != node_of_rank[r]; });
-    through[machine_of_rank.at(r)] += 2 * double(peers) * bytes_per_peer;  // sent and received
-  }
-  std::vector<double> out(n);
-  for (size_t r = 0; r < n; ++r) out[r] = through[machine_of_rank[r]];
+  for (size_t r = 0; r < sent_by_rank.size(); ++r) through[machine_of_rank.at(r)] += 2 * sent_by_rank[r];
+  std::vector<double> out(sent_by_rank.size());
+  for (size_t r = 0; r < out.size(); ++r) out[r] = through[machine_of_rank[r]];
   return out;
 }
 
-LinkCpu measure_link_cpu(const Comm& world, const std::vector<int64_t>& machine_of_rank) {
-  const std::vector<int>& node_of = world_rank_nodes();
-  const int n = world.size(), me = world.rank();
-  const auto off_node = std::count_if(node_of.begin(), node_of.end(), [&](int v) { return v != node_of[size_t(me)]; });
-  // 4 MiB to each peer (a DDP bucket's size), less with many peers: at most 32 MiB per rank each way.
-  const size_t per_peer =
-      std::clamp<size_t>((size_t(8) << 20) / size_t(std::max<long>(1, off_node)), size_t(1) << 16, size_t(1) << 20);
-  std::vector<size_t> counts(size_t(n), 0);
-  for (int r = 0; r < n; ++r)
-    if (node_of[size_t(r)] != node_of[size_t(me)]) counts[size_t(r)] = per_peer;
-  std::vector<float> in(per_peer * size_t(off_node), 1.0f), out(in.size());
-  auto exchange = [&] { world.all_to_allv(in.data(), counts, out.data(), counts); };
-  const double through = exchange_bytes_by_machine(node_of, machine_of_rank, 4.0 * double(per_peer))[size_t(me)];
-  // One reader per machine: its first rank.
-  const auto first_here = std::find(machine_of_rank.begin(), machine_of_rank.end(), machine_of_rank[size_t(me)]);
-  const bool reads = first_here - machine_of_rank.begin() == me;
+namespace {
 
-  exchange();  // connections and buffers set up before anything is counted
-  world.barrier();
-  auto t0 = clock_type::now();
-  exchange();
-  double one = since(t0);
-  world.all_reduce(&one, 1, ReduceOp::max);
-  const int reps = int(std::clamp(std::ceil(kWindowSeconds / std::max(one, 1e-6)), 1.0, 1000.0));
-
-  LinkCpu r;
+// kRounds windows of `reps` calls of `op`, each followed by an idle window as long (rank 0 sleeps
+// while the others wait for it in a barrier, their waits asleep after a short spin: what the
+// kernel does meanwhile is other work's, which the busy window holds as well).
+LinkCpuWindows measure_windows(const Comm& world, const std::vector<int64_t>& machine_of_rank, bool reads, int reps,
+                               const std::function<void()>& op) {
+  LinkCpuWindows w;
   std::vector<double> per_byte;
   for (int round = 0; round < kRounds; ++round) {
     world.barrier();
     const MachineCpu a = machine_cpu();
-    t0 = clock_type::now();
-    for (int i = 0; i < reps; ++i) exchange();
+    const uint64_t sent0 = cross_node_traffic().bytes;
+    auto t0 = clock_type::now();
+    for (int i = 0; i < reps; ++i) op();
     world.barrier();
     const double busy = since(t0);
     const MachineCpu b = machine_cpu();
-    // As long again without traffic: rank 0 sleeps while the others wait for it in a barrier
-    // (their waits sleep after a short spin, comm/engine.h); what the kernel does meanwhile is
-    // other work's, which the exchanges' window holds as well.
+    double sent = double(cross_node_traffic().bytes - sent0);
     t0 = clock_type::now();
-    if (me == 0) std::this_thread::sleep_for(std::chrono::duration<double>(busy));
+    if (world.rank() == 0) std::this_thread::sleep_for(std::chrono::duration<double>(busy));
     world.barrier();
     const double scale = busy / since(t0);
     const MachineCpu c = machine_cpu();
+    std::vector<double> sent_by_rank(size_t(world.size()));
+    world.all_gather(&sent, sent_by_rank.data(), sent_by_rank.size());
+    const double through = bytes_through_machine(sent_by_rank, machine_of_rank)[size_t(world.rank())];
     const double kernel = b.kernel - a.kernel, idle_kernel = (c.kernel - b.kernel) * scale;
-    per_byte.push_back(std::max(0.0, kernel - idle_kernel) / (through * reps));
-    r.seconds += busy, r.bytes += through * reps, r.kernel += kernel, r.idle_kernel += idle_kernel;
-    r.user += b.user - a.user, r.idle_user += (c.user - b.user) * scale;
+    per_byte.push_back(through > 0 ? std::max(0.0, kernel - idle_kernel) / through : 0.0);
+    w.seconds += busy, w.bytes += through, w.kernel += kernel, w.idle_kernel += idle_kernel;
+    w.user += b.user - a.user, w.idle_user += (c.user - b.user) * scale;
   }
   std::sort(per_byte.begin(), per_byte.end());
   double mine[2] = {reads ? per_byte[per_byte.size() / 2] : 0.0, reads ? 1.0 : 0.0};
   world.all_reduce(mine, 2);
-  r.cpu_seconds_per_byte = mine[0] / mine[1];
+  w.per_byte = mine[0] / mine[1];
   // The raw sums of rank 0's machine, for the file.
-  double* fields[] = {&r.seconds, &r.bytes, &r.kernel, &r.user, &r.idle_kernel, &r.idle_user};
+  double* fields[] = {&w.seconds, &w.bytes, &w.kernel, &w.user, &w.idle_kernel, &w.idle_user};
   double raw[std::size(fields)];
   for (size_t i = 0; i < std::size(fields); ++i) raw[i] = *fields[i];
   world.broadcast(raw, std::size(fields), 0);
   for (size_t i = 0; i < std::size(fields); ++i) *fields[i] = raw[i];
+  return w;
+}
+
+}  // namespace
+
+LinkCpu measure_link_cpu(const Comm& world, const std::vector<int64_t>& machine_of_rank) {
+  const int me = world.rank();
+  // 4 MiB, a DDP bucket: below the node-first all-reduce's threshold (comm/README.md), so the flat
+  // pairwise exchange DDP's buckets take. Zeros: the sums stay finite however often they repeat.
+  const size_t count = size_t(1) << 20;
+  std::vector<float> buf(count, 0.0f);
+  auto all_reduce = [&] { world.all_reduce(buf.data(), count); };
+  // One reader per machine: its first rank.
+  const auto first_here = std::find(machine_of_rank.begin(), machine_of_rank.end(), machine_of_rank[size_t(me)]);
+  const bool reads = first_here - machine_of_rank.begin() == me;
+
+  all_reduce();  // connections and buffers set up before anything is counted
+  world.barrier();
+  const auto t0 = clock_type::now();
+  all_reduce();
+  double one = since(t0);
+  world.all_reduce(&one, 1, ReduceOp::max);
+  const int reps = int(std::clamp(std::ceil(kWindowSeconds / std::max(one, 1e-6)), 1.0, 1000.0));
+  LinkCpu r;
+  r.blocking = measure_windows(world, machine_of_rank, reads, reps, all_reduce);
+  // The caller asleep for as long as the all-reduce took blocked, standing in for the compute a
+  // bucket's all-reduce hides behind: the comm thread moves the bytes (its polls back off to 1 ms
+  // sleeps between progress, comm/engine.h).
+  r.behind = measure_windows(world, machine_of_rank, reads, reps, [&] {
+    CommRequest pending = world.all_reduce_async(buf.data(), count);
+    std::this_thread::sleep_for(std::chrono::duration<double>(one));
+    pending.wait();
+  });
   return r;
 }
 

@@ -24,21 +24,21 @@ awk -v a="$across" -v i="$inside" 'BEGIN { link = 1e9 / 8; exit !(a <= 1.05 * li
 grep -q '^\[across_nodes\]' "$out/cluster.toml" || fail "no [across_nodes] table"
 # The kernel's CPU for the link's bytes. Both nodes live on this one machine, so the bytes through
 # its kernel (sent + received) are twice those that crossed, and those crossed at most at the
-# link's rate each way (2 x 125 MB/s, +5%) and, the exchange keeping both directions busy, at
+# link's rate each way (2 x 125 MB/s, +5%) and, the all-reduces keeping both directions busy, at
 # least half of it: a miscounted byte total fails here. The kernel worked more during the
-# exchanges than over as long idle, and the per-byte figure is the one the planner reads.
-xbytes=$(value across_nodes_exchange_bytes)
-xseconds=$(value across_nodes_exchange_seconds)
-xkernel=$(value across_nodes_exchange_kernel_seconds)
-ikernel=$(value across_nodes_idle_kernel_seconds)
+# all-reduces than over as long idle, and the per-byte figure is the one the planner reads.
+xbytes=$(value across_nodes_link_cpu_behind_bytes)
+xseconds=$(value across_nodes_link_cpu_behind_seconds)
+xkernel=$(value across_nodes_link_cpu_behind_kernel_seconds)
+ikernel=$(value across_nodes_link_cpu_behind_idle_kernel_seconds)
 per_byte=$(value cpu_seconds_per_byte)
 [ -n "$xbytes" ] && [ -n "$xseconds" ] && [ -n "$xkernel" ] && [ -n "$ikernel" ] ||
-  fail "no across_nodes_exchange_* / across_nodes_idle_* in [measured]"
+  fail "no across_nodes_link_cpu_behind_* in [measured]"
 [ -n "$per_byte" ] || fail "no cpu_seconds_per_byte in [across_nodes]"
 awk -v b="$xbytes" -v s="$xseconds" 'BEGIN { r = b / 2 / s; both = 2 * 1e9 / 8; exit !(r <= 1.05 * both && r >= 0.5 * both) }' ||
-  fail "the exchange crossed $xbytes / 2 bytes in $xseconds s: not within [0.5, 1.05] x 250 MB/s"
+  fail "the all-reduces crossed $xbytes / 2 bytes in $xseconds s: not within [0.5, 1.05] x 250 MB/s"
 awk -v k="$xkernel" -v i="$ikernel" -v p="$per_byte" 'BEGIN { exit !(k > i && p > 0) }' ||
-  fail "the kernel's CPU during the exchanges ($xkernel s) is not above the idle windows' ($ikernel s), or cpu_seconds_per_byte ($per_byte) is not positive"
+  fail "the kernel's CPU during the all-reduces ($xkernel s) is not above the idle windows' ($ikernel s), or cpu_seconds_per_byte ($per_byte) is not positive"
 "$fivefold" plan --config "$here/../../configs/tiny.toml" --vocab-size 320 --ranks 4 --layout dp=4,mb=1 \
   --cluster "$out/cluster.toml" >"$out/log" 2>&1 || fail "plan cannot read the cluster file"
 echo "across-node p2p $across B/s (link 125 MB/s), same-node $inside B/s; kernel CPU $per_byte s per byte sent or received"

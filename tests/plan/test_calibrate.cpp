@@ -73,15 +73,12 @@ TEST(Calibrate, TheLinksKernelCpuIsCountedPerMachine) {
   EXPECT_THROW(ff::parse_proc_stat_cpu("cpu 1 2 3", 100), std::runtime_error);
   const ff::MachineCpu now = ff::machine_cpu();
   EXPECT_GT(now.user + now.kernel, 0);
-  // 2 nodes x 2 ranks, every rank sending B to each of the 2 ranks of the other node and receiving
-  // as much: 4 B through each rank. Two namespaced nodes on one machine: its kernel carries all 4
-  // ranks' (16 B); two machines: 8 B each. Three nodes of one rank on one machine: 3 x 2 x 2 B.
-  const double B = 1000;
-  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 0, 1, 1}, {7, 7, 7, 7}, B), (std::vector<double>(4, 16 * B)));
-  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 0, 1, 1}, {7, 7, 9, 9}, B), (std::vector<double>(4, 8 * B)));
-  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 1, 2}, {7, 7, 7}, B), (std::vector<double>(3, 12 * B)));
-  // A node of 3 ranks and one of 1 on their own machines: 3 x 1 and 1 x 3 peers, 2 B each.
-  EXPECT_EQ(ff::exchange_bytes_by_machine({0, 0, 0, 1}, {7, 7, 7, 9}, B), (std::vector<double>{6 * B, 6 * B, 6 * B, 6 * B}));
+  // What each of 4 ranks sent across, received as much: on one machine (two namespaced nodes) its
+  // kernel carries all of it twice; on two machines each its own ranks' twice.
+  const std::vector<double> sent = {10, 20, 30, 40};
+  EXPECT_EQ(ff::bytes_through_machine(sent, {7, 7, 7, 7}), (std::vector<double>(4, 200)));
+  EXPECT_EQ(ff::bytes_through_machine(sent, {7, 7, 9, 9}), (std::vector<double>{60, 60, 140, 140}));
+  EXPECT_EQ(ff::bytes_through_machine(sent, {7, 9, 7, 9}), (std::vector<double>{80, 120, 80, 120}));
 }
 
 TEST(Calibrate, WritesEveryMeasurementAndPlanReadsIt) {
