@@ -431,10 +431,11 @@ std::string Calibration::toml() const {
                        prefix, l.op, l.alpha, l.beta, l.busbw);
   for (const auto& [mode, k] : {std::pair{"blocking", &link_cpu.blocking}, std::pair{"behind", &link_cpu.behind}}) {
     if (!(k->bytes > 0)) continue;
-    t += fmt::format("# rank 0's machine while all ranks all-reduced 4 MiB across nodes ({}): the wall seconds, the "
-                     "bytes its ranks sent and received across, its CPU seconds (user: with the ranks' polling; "
-                     "kernel: system + irq + softirq), the same over idle windows as long, and the kernel's seconds "
-                     "per byte beyond the idle windows' (the machines' mean of their medians over rounds)\n",
+    t += fmt::format("# rank 0's machine while the ranks at each place on the nodes all-reduced 4 MiB ({}): the "
+                     "wall seconds, the bytes its ranks sent and received across, its CPU seconds (user: with the "
+                     "ranks' polling; kernel: system + irq + softirq), the same over idle windows as long, and the "
+                     "kernel's seconds per byte beyond the idle windows' (the machines' mean of their medians over "
+                     "rounds)\n",
                      std::string(mode) == "blocking" ? "blocked in them" : "left to the comm thread, the caller asleep");
     for (const auto& [key, value] : {std::pair{"seconds", k->seconds}, std::pair{"bytes", k->bytes},
                                      std::pair{"user_seconds", k->user}, std::pair{"kernel_seconds", k->kernel},

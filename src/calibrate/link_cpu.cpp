@@ -103,11 +103,16 @@ LinkCpuWindows measure_windows(const Comm& world, const std::vector<int64_t>& ma
 
 LinkCpu measure_link_cpu(const Comm& world, const std::vector<int64_t>& machine_of_rank) {
   const int me = world.rank();
-  // 4 MiB, a DDP bucket: below the node-first all-reduce's threshold (comm/README.md), so the flat
-  // pairwise exchange DDP's buckets take. Zeros: the sums stay finite however often they repeat.
+  // The ranks at one place on every node all-reduce together (every such group at once, as dp
+  // across nodes does beside tp inside them): one rank per node, so every byte crosses the link
+  // and none goes through shared memory, whose copies can be the kernel's too (single-copy).
+  const std::vector<int>& node_of = world_rank_nodes();
+  const int place = int(std::count(node_of.begin(), node_of.begin() + me, node_of[size_t(me)]));
+  const Comm across = world.split(place, me);
+  // 4 MiB, a DDP bucket. Zeros: the sums stay finite however often they repeat.
   const size_t count = size_t(1) << 20;
   std::vector<float> buf(count, 0.0f);
-  auto all_reduce = [&] { world.all_reduce(buf.data(), count); };
+  auto all_reduce = [&] { across.all_reduce(buf.data(), count); };
   // One reader per machine: its first rank.
   const auto first_here = std::find(machine_of_rank.begin(), machine_of_rank.end(), machine_of_rank[size_t(me)]);
   const bool reads = first_here - machine_of_rank.begin() == me;
@@ -125,7 +130,7 @@ LinkCpu measure_link_cpu(const Comm& world, const std::vector<int64_t>& machine_
   // bucket's all-reduce hides behind: the comm thread moves the bytes (its polls back off to 1 ms
   // sleeps between progress, comm/engine.h).
   r.behind = measure_windows(world, machine_of_rank, reads, reps, [&] {
-    CommRequest pending = world.all_reduce_async(buf.data(), count);
+    CommRequest pending = across.all_reduce_async(buf.data(), count);
     std::this_thread::sleep_for(std::chrono::duration<double>(one));
     pending.wait();
   });

@@ -2,9 +2,9 @@
 // The CPU a machine's kernel spends on the bytes its ranks send to and receive from other nodes
 // (TCP, the NIC's or veth's driver, the qdisc, softirq), which the planner charges to the cores
 // those ranks compute on (plan/cost_rates.h: LinkClass::cpu_seconds_per_byte). Measured machine
-// wide from /proc/stat, by one rank per machine (a kernel: calibrate/shared_cores.h), while all
-// ranks all-reduce 4 MiB buffers as DDP's buckets do (Comm's flat pairwise exchange, its
-// cross-node bytes counted by comm/nodes.h); less the same counters over an idle window as long,
+// wide from /proc/stat, by one rank per machine (a kernel: calibrate/shared_cores.h), while the
+// ranks at each place on the nodes all-reduce 4 MiB buffers as DDP's buckets do (its cross-node
+// bytes counted by comm/nodes.h); less the same counters over an idle window as long,
 // in which the ranks wait without traffic (other work on the machine). Twice: with the ranks
 // blocked in the all-reduce (a waiting rank polls, comm/engine.h), and with the all-reduce left
 // to the comm thread while the caller sleeps as compute would run (how the bytes the planner
