@@ -5,9 +5,9 @@
 #
 #   scripts/portable_bench.sh build [LEVEL...]   configure + build build-portable-LEVEL/ (default
 #                                                x86-64-v3: AVX2 + FMA, Zen 3 and Haswell on; the
-#                                                binary's own attention kernels switch to their
-#                                                AVX-512 and AVX512-BF16 tiers at run time where
-#                                                the CPU has them, as oneDNN picks AMX or
+#                                                binary's own kernels (attention, element-wise)
+#                                                switch to their AVX-512 and AVX512-BF16 tiers
+#                                                at run time where the CPU has them, as oneDNN picks AMX or
 #                                                AVX512-BF16 for its GEMMs). x86-64-v4-bf16
 #                                                (x86-64-v4 plus AVX512-BF16) and x86-64-v4 compile
 #                                                everything for those CPUs.

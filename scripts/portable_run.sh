@@ -8,7 +8,7 @@
 # 1. Picks the binary for this CPU: the highest ISA level packed that /proc/cpuinfo's flags cover
 #    (x86-64-v4-bf16: AVX-512 and avx512_bf16; x86-64-v4; x86-64-v3: AVX2, FMA, BMI2, MOVBE,
 #    F16C), or --variant's; LD_LIBRARY_PATH is this folder's lib/ only. An x86-64-v3 binary
-#    still runs its attention kernels' AVX-512 / AVX512-BF16 tiers where the CPU has them (the
+#    still runs its own kernels' AVX-512 / AVX512-BF16 tiers where the CPU has them (the
 #    log says which); --max-cpu-isa caps that tier (FIVEFOLD_MAX_CPU_ISA), to compare them.
 # 2. MPI: the host's own mpirun and libmpi when it has them (auto), else the bundled Open MPI
 #    (OPAL_PREFIX=mpi/); without either, one rank only.
@@ -133,7 +133,7 @@ train() {  # model ranks threads precision [layout]
     die "$model at $ranks x $threads ($precision) failed; its log: $out.log (--keep DIR keeps it)"
   fi
   rows+=("| $model | $ranks x $threads | $precision | $(tokens_per_s "$out") |")
-  [ -n "$kernels" ] || kernels=$(grep -m1 "attention kernels:" "$out.log" || echo "the build's own target")
+  [ -n "$kernels" ] || kernels=$(grep -m1 "own kernels (attention" "$out.log" || echo "the build's own target")
 }
 kernels=""
 

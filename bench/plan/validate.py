@@ -27,21 +27,32 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import benchlib  # noqa: E402
 
 SMALL, MOE = "configs/small.toml", "bench/plan/small_moe.toml"
-LAYOUTS = [  # (ranks, model config, layout keys); 16 sequences of 128 tokens per step everywhere
-    (2, SMALL, "dp=2,mb=8,zero=0"), (2, SMALL, "dp=2,mb=8,zero=1"), (2, SMALL, "dp=2,mb=8,zero=2"),
-    (2, SMALL, "dp=2,mb=8,zero=3"), (2, SMALL, "dp=2,mb=8,zero=0,recompute=selective"),
-    (2, SMALL, "dp=2,mb=8,zero=0,recompute=full"), (2, SMALL, "dp=2,mb=8,zero=1,precision=bf16"),
-    (2, SMALL, "tp=2,mb=16"), (2, SMALL, "tp=2,sp,mb=16"), (2, SMALL, "pp=2,1f1b,mb=4,m=4"),
-    (2, SMALL, "pp=2,gpipe,mb=4,m=4"), (2, SMALL, "pp=2,zb-h1,mb=4,m=4"), (2, SMALL, "cp=2,cp_comm=ring,mb=16"),
-    (2, SMALL, "cp=2,cp_comm=a2a,mb=16"), (2, MOE, "dp=2,ep=2,mb=8"),
-    (4, SMALL, "dp=4,mb=4,zero=1"), (4, SMALL, "dp=2,tp=2,mb=8,zero=1"), (4, SMALL, "tp=2,pp=2,1f1b,mb=4,m=4"),
-    (4, SMALL, "dp=2,pp=2,1f1b,mb=4,m=2"), (4, SMALL, "dp=2,cp=2,cp_comm=allgather,mb=8"),
-    (4, SMALL, "dp=2,tp=2,sp,mb=8,precision=bf16"), (4, MOE, "dp=4,ep=4,mb=4"),
+LAYOUTS = [  # (ranks, model config, layout keys); 16 sequences of 128 tokens per step everywhere.
+    # Each names mb and m as the runs used them: plan would otherwise fill m in from the config's
+    # batch (its global batch kept over the layout's replicas), and predict other layouts than were timed.
+    (2, SMALL, "dp=2,mb=8,m=1,zero=0"), (2, SMALL, "dp=2,mb=8,m=1,zero=1"), (2, SMALL, "dp=2,mb=8,m=1,zero=2"),
+    (2, SMALL, "dp=2,mb=8,m=1,zero=3"), (2, SMALL, "dp=2,mb=8,m=1,zero=0,recompute=selective"),
+    (2, SMALL, "dp=2,mb=8,m=1,zero=0,recompute=full"), (2, SMALL, "dp=2,mb=8,m=1,zero=1,precision=bf16"),
+    (2, SMALL, "tp=2,mb=16,m=1"), (2, SMALL, "tp=2,sp,mb=16,m=1"), (2, SMALL, "pp=2,1f1b,mb=4,m=4"),
+    (2, SMALL, "pp=2,gpipe,mb=4,m=4"), (2, SMALL, "pp=2,zb-h1,mb=4,m=4"), (2, SMALL, "cp=2,cp_comm=ring,mb=16,m=1"),
+    (2, SMALL, "cp=2,cp_comm=a2a,mb=16,m=1"), (2, MOE, "dp=2,ep=2,mb=8,m=1"),
+    (4, SMALL, "dp=4,mb=4,m=1,zero=1"), (4, SMALL, "dp=2,tp=2,mb=8,m=1,zero=1"), (4, SMALL, "tp=2,pp=2,1f1b,mb=4,m=4"),
+    (4, SMALL, "dp=2,pp=2,1f1b,mb=4,m=2"), (4, SMALL, "dp=2,cp=2,cp_comm=allgather,mb=8,m=1"),
+    (4, SMALL, "dp=2,tp=2,sp,mb=8,m=1,precision=bf16"), (4, MOE, "dp=4,ep=4,mb=4,m=1"),
 ]
 KEYS = {"dp": "--dp", "tp": "--tp", "pp": "--pp", "mb": "--micro-batch", "m": "--grad-accum", "zero": "--zero",
         "recompute": "--recompute", "chunks": "--chunks", "cp": "--cp", "cp_comm": "--cp-comm", "ep": "--ep",
         "precision": "--precision"}
 FIVEFOLD = os.path.join(benchlib.ROOT, "build/fivefold")
+
+
+def check_layouts():
+    """Every layout names its micro-batch and micro-batch count, as its timed runs used them."""
+    for ranks, _, layout in LAYOUTS:
+        keys = {item.partition("=")[0] for item in layout.split(",")}
+        if not {"mb", "m"} <= keys:
+            sys.exit(f"validate.py: the layout {layout} ({ranks} ranks) must name mb= and m=: without them train "
+                     "takes the config's and plan fills m in from the config's global batch, and the two differ")
 
 
 def train_flags(layout):
@@ -227,6 +238,7 @@ def main():
     a = ap.parse_args()
     if a.only:
         LAYOUTS[:] = [x for x in LAYOUTS if a.only in x[2]]
+    check_layouts()
     if bool(a.measure) == bool(a.measured):
         sys.exit("give --measure OUT.json (timed runs) or --measured OUT.json (predictions)")
     measure(a) if a.measure else predict(a)

@@ -88,7 +88,8 @@ def source_files(binary):
     for line in syms.splitlines():
         f = line.split()
         if len(f) >= 8 and f[3] == "FILE":
-            cur = f[7]
+            # A kernel's ISA tier (kernels/tiers/X_avx512.cpp) is the same kernel as X.cpp.
+            cur = re.sub(r"_avx512(_bf16)?\.cpp$", ".cpp", f[7])
         elif len(f) >= 8 and f[3] == "FUNC" and f[4] == "LOCAL":
             names.append(f[7].split("._omp_fn")[0].split(".cold")[0])
             files.append(cur)

@@ -13,6 +13,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/isa_tier.h"
 #include "kernels/scratch.h"
+#include "kernels/tier_pick.h"
 
 namespace ff {
 
@@ -263,18 +264,7 @@ const AttentionBlockTier attention_block_tier = {&forward<float>, &backward<floa
 }  // namespace FF_ISA_TAG
 
 #if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
-namespace isa_avx512 {
-extern const AttentionBlockTier attention_block_tier;
-}  // namespace isa_avx512
-
-namespace {
-const AttentionBlockTier& attention_block_for_cpu() {
-#if FF_ISA_LEVEL < 1
-  if (kernel_isa() >= KernelIsa::avx512) return isa_avx512::attention_block_tier;
-#endif
-  return FF_ISA_TAG::attention_block_tier;
-}
-}  // namespace
+FF_TIER_PICK(AttentionBlockTier, attention_block_tier)
 
 int attention_block_key_end(const AttentionBlock& s, int i) {
   switch (s.mask) {
@@ -329,7 +319,7 @@ double block_backward_flops(const AttentionBlock& s) {
 
 double attention_block_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                                const AttentionBlock& s) {
-  return attention_block_for_cpu().forward(out, lse, q, k, v, s);
+  return attention_block_tier_for_cpu().forward(out, lse, q, k, v, s);
 }
 double attention_block_forward(double* out, double* lse, const double* q, const double* k, const double* v,
                                const AttentionBlock& s) {
@@ -346,7 +336,7 @@ void attention_merge(double* out, double* lse, const MergeLayout& acc, const dou
 double attention_block_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                                 const float* k, const float* v, const float* out, const float* lse,
                                 const AttentionBlock& s) {
-  return attention_block_for_cpu().backward(dq, dk, dv, dout, q, k, v, out, lse, s);
+  return attention_block_tier_for_cpu().backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
 double attention_block_backward(double* dq, double* dk, double* dv, const double* dout, const double* q,
                                 const double* k, const double* v, const double* out, const double* lse,

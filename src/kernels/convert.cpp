@@ -6,12 +6,25 @@
 #include <cstring>
 
 #include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
+#include "kernels/tier_pick.h"
 
 namespace ff {
-namespace {
 
+// The bf16 conversions of one ISA tier: this file compiled for the build's target, and again by
+// tiers/convert_avx512.cpp where that target lacks AVX-512 (cpu_isa.h, KernelIsa).
+struct ConvertTier {
+  void (*to_bf16)(uint16_t* dst, const float* src, size_t n);
+  void (*from_bf16)(float* dst, const uint16_t* src, size_t n);
+};
+
+namespace {
 // Below this many elements a parallel region costs more than the conversion (~1 ns/element).
 constexpr size_t kParallelMin = size_t(1) << 16;
+}  // namespace
+
+namespace FF_ISA_TAG {
+namespace {
 
 // The integer form of f32_to_bf16 on whole lanes: GCC vectorises it to AVX-512 compares and
 // blends. The hardware instruction (vcvtne2ps2bf16) would flush subnormal inputs to zero, which
@@ -34,6 +47,17 @@ void from_bf16(float* dst, const uint16_t* src, size_t n) {
     std::memcpy(dst + i, &u, 4);
   }
 }
+
+}  // namespace
+
+extern const ConvertTier convert_tier;
+const ConvertTier convert_tier = {&to_bf16, &from_bf16};
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+FF_TIER_PICK(ConvertTier, convert_tier)
+
+namespace {
 
 // F16C/AVX-512's vcvtps2ph rounds to nearest even, keeps subnormals and quiets NaNs exactly as
 // f32_to_f16 does (the masked forms: GCC 12's unmasked ones warn on an uninitialised
@@ -77,7 +101,7 @@ void from_f16(float* dst, const uint16_t* src, size_t n) {
 void convert_from_f32(TypedPtr dst, const float* src, size_t n) {
   switch (dst.dtype()) {
     case DType::f32: std::memcpy(dst.data(), src, n * sizeof(float)); return;
-    case DType::bf16: to_bf16(static_cast<uint16_t*>(dst.data()), src, n); return;
+    case DType::bf16: convert_tier_for_cpu().to_bf16(static_cast<uint16_t*>(dst.data()), src, n); return;
     case DType::f16: to_f16(static_cast<uint16_t*>(dst.data()), src, n); return;
   }
 }
@@ -85,7 +109,7 @@ void convert_from_f32(TypedPtr dst, const float* src, size_t n) {
 void convert_to_f32(float* dst, ConstTypedPtr src, size_t n) {
   switch (src.dtype()) {
     case DType::f32: std::memcpy(dst, src.data(), n * sizeof(float)); return;
-    case DType::bf16: from_bf16(dst, static_cast<const uint16_t*>(src.data()), n); return;
+    case DType::bf16: convert_tier_for_cpu().from_bf16(dst, static_cast<const uint16_t*>(src.data()), n); return;
     case DType::f16: from_f16(dst, static_cast<const uint16_t*>(src.data()), n); return;
   }
 }
@@ -101,5 +125,7 @@ void round_through(float* x, size_t n, DType t) {
     convert_to_f32(x + i, ConstTypedPtr(tmp, t), m);
   }
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

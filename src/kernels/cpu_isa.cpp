@@ -130,9 +130,9 @@ KernelIsa build_kernel_isa() { return KernelIsa(FF_ISA_LEVEL); }
 std::string kernel_isa_description() {
   const KernelIsa build = build_kernel_isa(), run = std::max(build, kernel_isa());
   if (run == build) return "";
-  return std::string("fivefold's attention kernels: the ") + kernel_isa_name(run) +
-         " tier, picked for this CPU at run time (the build targets " + kernel_isa_name(build) +
-         "; FIVEFOLD_MAX_CPU_ISA lowers the pick)";
+  return std::string("fivefold's own kernels (attention; the element-wise loops up to avx512): the ") +
+         kernel_isa_name(run) + " tier, picked for this CPU at run time (the build targets " +
+         kernel_isa_name(build) + "; FIVEFOLD_MAX_CPU_ISA lowers the pick)";
 }
 
 }  // namespace ff

@@ -1,7 +1,7 @@
 #pragma once
 // Which hardware runs a 16-bit GEMM here, found at run time (cpuid and oneDNN's dispatcher), never
 // assumed from the build: the same binary may meet AMX, AVX512-BF16 or neither. And which ISA tier
-// of fivefold's own attention kernels runs here, found the same way.
+// of fivefold's own vector kernels (attention, the element-wise loops) runs here, found the same way.
 #include <string>
 
 namespace ff {
@@ -17,8 +17,10 @@ std::string f16_path_description();
 
 // The ISA tiers fivefold's own vector kernels are compiled for (kernels/isa_tier.h): the build's
 // own target, and where that lacks them, AVX-512 (x86-64-v4) and AVX-512 with AVX512-BF16
-// (kernels/tiers/). A binary built for x86-64-v3 thus runs the AVX-512 and vdpbf16ps paths on a
-// CPU that has them. The tiers compute the same functions; the rounding of their sums differs.
+// (kernels/tiers/: the attention kernels in both, the element-wise loops in AVX-512, which has all
+// the instructions they use). A binary built for x86-64-v3 thus runs the AVX-512 and vdpbf16ps
+// paths on a CPU that has them. The tiers compute the same functions; the rounding of their sums
+// differs.
 enum class KernelIsa { base = 0, avx512 = 1, avx512_bf16 = 2 };
 
 // The highest tier this CPU runs (cpuid, the OS's saved vector state included), lowered to
@@ -32,8 +34,8 @@ KernelIsa pick_kernel_isa(bool avx512, bool avx512_bf16, const char* max_cpu_isa
 const char* kernel_isa_name(KernelIsa t);  // "base", "avx512", "avx512_bf16"
 // The tier compiled as the build's own target (the other tiers exist only above it).
 KernelIsa build_kernel_isa();
-// One start-up line where the attention kernels run a tier above the build's own target (which
-// one, and what the build targets); empty where they run the build's own code.
+// One start-up line where fivefold's kernels run a tier above the build's own target (which one,
+// and what the build targets); empty where they run the build's own code.
 std::string kernel_isa_description();
 
 }  // namespace ff

@@ -6,9 +6,22 @@
 #include <type_traits>
 
 #include "kernels/convert.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
 #include "kernels/simd.h"
+#include "kernels/tier_pick.h"
 
 namespace ff {
+
+// The fp32 loss of one ISA tier: this file compiled for the build's target, and again by
+// tiers/cross_entropy_avx512.cpp where that target lacks AVX-512 (cpu_isa.h, KernelIsa).
+struct CrossEntropyTier {
+  double (*forward_backward)(float* logits, float* losses, const int32_t* targets, int N, int V, float grad_scale,
+                             TypedPtr grad_rounded);
+  double (*forward)(const float* logits, float* losses, const int32_t* targets, int N, int V);
+};
+
+namespace FF_ISA_TAG {
 namespace {
 
 template <class T>
@@ -91,27 +104,44 @@ FF_WIDE double forward_only(const T* logits, T* losses, const int32_t* targets, 
   return sum_rows(losses, N);
 }
 
+double loss_forward_backward(float* logits, float* losses, const int32_t* targets, int N, int V, float grad_scale,
+                             TypedPtr grad_rounded) {
+  return forward_backward(logits, losses, targets, N, V, grad_scale, grad_rounded);
+}
+double loss_forward(const float* logits, float* losses, const int32_t* targets, int N, int V) {
+  return forward_only(logits, losses, targets, N, V);
+}
+
 }  // namespace
+
+extern const CrossEntropyTier cross_entropy_tier;
+const CrossEntropyTier cross_entropy_tier = {&loss_forward_backward, &loss_forward};
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+FF_TIER_PICK(CrossEntropyTier, cross_entropy_tier)
 
 double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N,
                                       int V, float grad_scale) {
-  return forward_backward(logits, losses, targets, N, V, grad_scale);
+  return cross_entropy_tier_for_cpu().forward_backward(logits, losses, targets, N, V, grad_scale, TypedPtr());
 }
 double cross_entropy_forward_backward(float* logits, float* losses, const int32_t* targets, int N, int V,
                                       float grad_scale, TypedPtr grad_rounded) {
-  return forward_backward(logits, losses, targets, N, V, grad_scale, grad_rounded);
+  return cross_entropy_tier_for_cpu().forward_backward(logits, losses, targets, N, V, grad_scale, grad_rounded);
 }
 double cross_entropy_forward(const float* logits, float* losses, const int32_t* targets, int N,
                              int V) {
-  return forward_only(logits, losses, targets, N, V);
+  return cross_entropy_tier_for_cpu().forward(logits, losses, targets, N, V);
 }
 double cross_entropy_forward_backward(double* logits, double* losses, const int32_t* targets, int N,
                                       int V, double grad_scale) {
-  return forward_backward(logits, losses, targets, N, V, grad_scale);
+  return FF_ISA_TAG::forward_backward(logits, losses, targets, N, V, grad_scale);
 }
 double cross_entropy_forward(const double* logits, double* losses, const int32_t* targets, int N,
                              int V) {
-  return forward_only(logits, losses, targets, N, V);
+  return FF_ISA_TAG::forward_only(logits, losses, targets, N, V);
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

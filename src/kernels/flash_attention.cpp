@@ -12,6 +12,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/isa_tier.h"
 #include "kernels/scratch.h"
+#include "kernels/tier_pick.h"
 
 namespace ff {
 
@@ -289,18 +290,7 @@ const FlashAttentionTier flash_attention_tier = {&forward<float>, &backward<floa
 }  // namespace FF_ISA_TAG
 
 #if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
-namespace isa_avx512 {
-extern const FlashAttentionTier flash_attention_tier;
-}  // namespace isa_avx512
-
-namespace {
-const FlashAttentionTier& flash_attention_for_cpu() {
-#if FF_ISA_LEVEL < 1
-  if (kernel_isa() >= KernelIsa::avx512) return isa_avx512::flash_attention_tier;
-#endif
-  return FF_ISA_TAG::flash_attention_tier;
-}
-}  // namespace
+FF_TIER_PICK(FlashAttentionTier, flash_attention_tier)
 
 AttentionBlock block_of_shape(const AttentionShape& s) {
   AttentionBlock b = contiguous_block(s.B, s.T, s.T, s.H, s.Hkv, s.D, s.q_stride, s.kv_stride);
@@ -312,12 +302,12 @@ AttentionBlock block_of_shape(const AttentionShape& s) {
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s) {
-  flash_attention_for_cpu().forward(out, lse, q, k, v, s);
+  flash_attention_tier_for_cpu().forward(out, lse, q, k, v, s);
 }
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                         const float* k, const float* v, const float* out, const float* lse,
                         const AttentionShape& s) {
-  flash_attention_for_cpu().backward(dq, dk, dv, dout, q, k, v, out, lse, s);
+  flash_attention_tier_for_cpu().backward(dq, dk, dv, dout, q, k, v, out, lse, s);
 }
 void attention_forward(double* out, double* lse, const double* q, const double* k, const double* v,
                        const AttentionShape& s) {

@@ -6,9 +6,24 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
 #include "kernels/round_store.h"
+#include "kernels/tier_pick.h"
 
 namespace ff {
+
+// The fp32 kernels of one ISA tier: this file compiled for the build's target, and again by
+// tiers/rmsnorm_avx512.cpp where that target lacks AVX-512 (cpu_isa.h, KernelIsa).
+struct RmsNormTier {
+  void (*forward)(TypedPtr y, float* rstd, const float* x, const float* w, int N, int C, float eps);
+  void (*backward)(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                   int N, int C);
+  void (*backward_rounded)(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x,
+                           const float* w, const float* rstd, int N, int C);
+};
+
+namespace FF_ISA_TAG {
 namespace {
 
 // dw is reduced over rows. Splitting it by column blocks, each summing its rows in order, makes
@@ -78,37 +93,58 @@ void backward(T* dx, T* dw, const T* dy, const T* x, const T* w, const T* rstd, 
   }
 }
 
-}  // namespace
-
-void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int N, int C,
-                     float eps) {
-  forward(y, rstd, x, w, N, C, eps);
-}
-void rmsnorm_forward(TypedPtr y, float* rstd, const float* x, const float* w, int N, int C, float eps) {
+void norm_forward(TypedPtr y, float* rstd, const float* x, const float* w, int N, int C, float eps) {
   detail::with_store(y, [&]<class Store>(typename Store::type* out) {
     forward<float, Store>(out, rstd, x, w, N, C, eps);
   });
 }
-void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
-                      const float* rstd, int N, int C) {
+void norm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd, int N,
+                   int C) {
   backward(dx, dw, dy, x, w, rstd, N, C);
 }
-void rmsnorm_backward(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x,
-                      const float* w, const float* rstd, int N, int C) {
-  if (dx_rounded.dtype() == DType::f32)
-    throw std::logic_error("rmsnorm_backward: the rounded copy of dx must be 16-bit");
+void norm_backward_rounded(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x,
+                           const float* w, const float* rstd, int N, int C) {
   detail::with_store(dx_rounded, [&]<class Store>(typename Store::type*) {
     if constexpr (!std::is_same_v<Store, detail::StoreF32>)
       backward<float, Store>(dx, dw, dy, x, w, rstd, N, C, dx_rounded.data());
   });
 }
+
+}  // namespace
+
+extern const RmsNormTier rmsnorm_tier;
+const RmsNormTier rmsnorm_tier = {&norm_forward, &norm_backward, &norm_backward_rounded};
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+FF_TIER_PICK(RmsNormTier, rmsnorm_tier)
+
+void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int N, int C,
+                     float eps) {
+  rmsnorm_tier_for_cpu().forward(TypedPtr(y), rstd, x, w, N, C, eps);
+}
+void rmsnorm_forward(TypedPtr y, float* rstd, const float* x, const float* w, int N, int C, float eps) {
+  rmsnorm_tier_for_cpu().forward(y, rstd, x, w, N, C, eps);
+}
+void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
+                      const float* rstd, int N, int C) {
+  rmsnorm_tier_for_cpu().backward(dx, dw, dy, x, w, rstd, N, C);
+}
+void rmsnorm_backward(float* dx, TypedPtr dx_rounded, float* dw, const float* dy, const float* x,
+                      const float* w, const float* rstd, int N, int C) {
+  if (dx_rounded.dtype() == DType::f32)
+    throw std::logic_error("rmsnorm_backward: the rounded copy of dx must be 16-bit");
+  rmsnorm_tier_for_cpu().backward_rounded(dx, dx_rounded, dw, dy, x, w, rstd, N, C);
+}
 void rmsnorm_forward(double* y, double* rstd, const double* x, const double* w, int N, int C,
                      double eps) {
-  forward(y, rstd, x, w, N, C, eps);
+  FF_ISA_TAG::forward(y, rstd, x, w, N, C, eps);
 }
 void rmsnorm_backward(double* dx, double* dw, const double* dy, const double* x, const double* w,
                       const double* rstd, int N, int C) {
-  backward(dx, dw, dy, x, w, rstd, N, C);
+  FF_ISA_TAG::backward(dx, dw, dy, x, w, rstd, N, C);
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

@@ -6,10 +6,23 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
 #include "kernels/rope_row.h"
 #include "kernels/round_store.h"
+#include "kernels/tier_pick.h"
 
 namespace ff {
+
+// The fp32 rotations of one ISA tier: this file compiled for the build's target, and again by
+// tiers/rope_avx512.cpp where that target lacks AVX-512 (cpu_isa.h, KernelIsa).
+struct RopeTier {
+  void (*forward)(float* x, const float* cos, const float* sin, int B, int T, int heads, int D, int row_stride);
+  void (*backward)(float* dx, const float* cos, const float* sin, int B, int T, int heads, int D, int row_stride);
+  void (*backward_rounded)(TypedPtr out, const float* dx, const float* cos, const float* sin, int B, int T,
+                           int heads, int kv_heads, int D, int row_stride);
+};
+
 namespace {
 
 // Follows HF's rotary embedding in the kernel's precision: inv_freq = 1 / theta^(2i/D), then the
@@ -48,6 +61,11 @@ void tables(T* cos, T* sin, int Tn, int D, T theta, const RopeScaling& s) {
     }
   }
 }
+
+}  // namespace
+
+namespace FF_ISA_TAG {
+namespace {
 
 // One inline body (rope_row.h) for every caller, so the rounded copy gets the very products of the
 // in-place rotation.
@@ -89,7 +107,27 @@ void backward_rounded(typename Store::type* out, const float* dx, const float* c
   }
 }
 
+void rotate_forward(float* x, const float* cos, const float* sin, int B, int Tn, int heads, int D, int row_stride) {
+  rotate(x, cos, sin, B, Tn, heads, D, row_stride, 1.0f);
+}
+void rotate_backward(float* dx, const float* cos, const float* sin, int B, int Tn, int heads, int D, int row_stride) {
+  rotate(dx, cos, sin, B, Tn, heads, D, row_stride, -1.0f);
+}
+void rotate_back_rounded(TypedPtr out, const float* dx, const float* cos, const float* sin, int B, int Tn, int heads,
+                         int kv_heads, int D, int row_stride) {
+  detail::with_store(out, [&]<class Store>(typename Store::type* y) {
+    backward_rounded<Store>(y, dx, cos, sin, B, Tn, heads, kv_heads, D, row_stride);
+  });
+}
+
 }  // namespace
+
+extern const RopeTier rope_tier;
+const RopeTier rope_tier = {&rotate_forward, &rotate_backward, &rotate_back_rounded};
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+FF_TIER_PICK(RopeTier, rope_tier)
 
 void rope_inverse_frequencies(float* inv_freq, int D, float theta, const RopeScaling& scaling) {
   inverse_frequencies(inv_freq, D, theta, scaling);
@@ -102,30 +140,30 @@ void rope_tables(float* cos, float* sin, int T, int D, float theta, const RopeSc
 }
 void rope_forward(float* x, const float* cos, const float* sin, int B, int T, int heads, int D,
                   int row_stride) {
-  rotate(x, cos, sin, B, T, heads, D, row_stride, 1.0f);
+  rope_tier_for_cpu().forward(x, cos, sin, B, T, heads, D, row_stride);
 }
 void rope_backward(float* dx, const float* cos, const float* sin, int B, int T, int heads, int D,
                    int row_stride) {
-  rotate(dx, cos, sin, B, T, heads, D, row_stride, -1.0f);
+  rope_tier_for_cpu().backward(dx, cos, sin, B, T, heads, D, row_stride);
 }
 void rope_backward_rounded(TypedPtr out, const float* dx, const float* cos, const float* sin, int B, int T,
                            int heads, int kv_heads, int D, int row_stride) {
   if (out.dtype() == DType::f32)
     throw std::logic_error("rope_backward_rounded: out must be a 16-bit type (fp32: rope_backward in place)");
-  detail::with_store(out, [&]<class Store>(typename Store::type* y) {
-    backward_rounded<Store>(y, dx, cos, sin, B, T, heads, kv_heads, D, row_stride);
-  });
+  rope_tier_for_cpu().backward_rounded(out, dx, cos, sin, B, T, heads, kv_heads, D, row_stride);
 }
 void rope_tables(double* cos, double* sin, int T, int D, double theta, const RopeScaling& scaling) {
   tables(cos, sin, T, D, theta, scaling);
 }
 void rope_forward(double* x, const double* cos, const double* sin, int B, int T, int heads, int D,
                   int row_stride) {
-  rotate(x, cos, sin, B, T, heads, D, row_stride, 1.0);
+  FF_ISA_TAG::rotate(x, cos, sin, B, T, heads, D, row_stride, 1.0);
 }
 void rope_backward(double* dx, const double* cos, const double* sin, int B, int T, int heads, int D,
                    int row_stride) {
-  rotate(dx, cos, sin, B, T, heads, D, row_stride, -1.0);
+  FF_ISA_TAG::rotate(dx, cos, sin, B, T, heads, D, row_stride, -1.0);
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

@@ -4,10 +4,23 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "kernels/cpu_isa.h"
+#include "kernels/isa_tier.h"
 #include "kernels/round_store.h"
 #include "kernels/simd.h"
+#include "kernels/tier_pick.h"
 
 namespace ff {
+
+// The fp32 kernels of one ISA tier: this file compiled for the build's target, and again by
+// tiers/swiglu_avx512.cpp where that target lacks AVX-512 (cpu_isa.h, KernelIsa).
+struct SwiGluTier {
+  void (*forward)(TypedPtr h, ConstTypedPtr gate_up, int N, int F);
+  void (*forward_rounding)(TypedPtr h, TypedPtr gate_up_kept, const float* gate_up, int N, int F);
+  void (*backward)(TypedPtr d_gate_up, const float* dh, ConstTypedPtr gate_up, int N, int F);
+};
+
+namespace FF_ISA_TAG {
 namespace {
 
 // h in T, or in a 16-bit type through Store; gate_up in T, or 16-bit widened through Load
@@ -80,19 +93,14 @@ FF_WIDE void backward(typename Store::type* d_gate_up, const T* dh, const typena
   }
 }
 
-}  // namespace
-
-void swiglu_forward(float* h, const float* gate_up, int N, int F) { forward<float>(h, gate_up, N, F); }
-void swiglu_forward(TypedPtr h, ConstTypedPtr gate_up, int N, int F) {
+void glu_forward(TypedPtr h, ConstTypedPtr gate_up, int N, int F) {
   detail::with_store(h, [&]<class Store>(typename Store::type* out) {
     detail::with_load(gate_up, [&]<class Load>(const typename Load::type* in) {
       forward<float, Store, Load>(out, in, N, F);
     });
   });
 }
-void swiglu_forward_rounding(TypedPtr h, TypedPtr gate_up_kept, const float* gate_up, int N, int F) {
-  if (gate_up_kept.dtype() == DType::f32)
-    throw std::logic_error("swiglu_forward_rounding: the kept gate_up must be 16-bit");
+void glu_forward_rounding(TypedPtr h, TypedPtr gate_up_kept, const float* gate_up, int N, int F) {
   detail::with_store(h, [&]<class Store>(typename Store::type* out) {
     detail::with_store(gate_up_kept, [&]<class Round>(typename Round::type* kept) {
       if constexpr (!std::is_same_v<Round, detail::StoreF32>)
@@ -100,19 +108,43 @@ void swiglu_forward_rounding(TypedPtr h, TypedPtr gate_up_kept, const float* gat
     });
   });
 }
-void swiglu_backward(TypedPtr d_gate_up, const float* dh, ConstTypedPtr gate_up, int N, int F) {
+void glu_backward(TypedPtr d_gate_up, const float* dh, ConstTypedPtr gate_up, int N, int F) {
   detail::with_store(d_gate_up, [&]<class Store>(typename Store::type* out) {
     detail::with_load(gate_up, [&]<class Load>(const typename Load::type* in) {
       backward<float, Load, Store>(out, dh, in, N, F);
     });
   });
 }
+
+}  // namespace
+
+extern const SwiGluTier swiglu_tier;
+const SwiGluTier swiglu_tier = {&glu_forward, &glu_forward_rounding, &glu_backward};
+}  // namespace FF_ISA_TAG
+
+#if !defined(FF_KERNEL_TIER_TU)  // the entry points, once: in the build's own compilation
+FF_TIER_PICK(SwiGluTier, swiglu_tier)
+
+void swiglu_forward(float* h, const float* gate_up, int N, int F) {
+  swiglu_tier_for_cpu().forward(TypedPtr(h), ConstTypedPtr(gate_up), N, F);
+}
+void swiglu_forward(TypedPtr h, ConstTypedPtr gate_up, int N, int F) { swiglu_tier_for_cpu().forward(h, gate_up, N, F); }
+void swiglu_forward_rounding(TypedPtr h, TypedPtr gate_up_kept, const float* gate_up, int N, int F) {
+  if (gate_up_kept.dtype() == DType::f32)
+    throw std::logic_error("swiglu_forward_rounding: the kept gate_up must be 16-bit");
+  swiglu_tier_for_cpu().forward_rounding(h, gate_up_kept, gate_up, N, F);
+}
+void swiglu_backward(TypedPtr d_gate_up, const float* dh, ConstTypedPtr gate_up, int N, int F) {
+  swiglu_tier_for_cpu().backward(d_gate_up, dh, gate_up, N, F);
+}
 void swiglu_backward(float* d_gate_up, const float* dh, const float* gate_up, int N, int F) {
-  backward<float>(d_gate_up, dh, gate_up, N, F);
+  swiglu_tier_for_cpu().backward(TypedPtr(d_gate_up), dh, ConstTypedPtr(gate_up), N, F);
 }
-void swiglu_forward(double* h, const double* gate_up, int N, int F) { forward<double>(h, gate_up, N, F); }
+void swiglu_forward(double* h, const double* gate_up, int N, int F) { FF_ISA_TAG::forward<double>(h, gate_up, N, F); }
 void swiglu_backward(double* d_gate_up, const double* dh, const double* gate_up, int N, int F) {
-  backward<double>(d_gate_up, dh, gate_up, N, F);
+  FF_ISA_TAG::backward<double>(d_gate_up, dh, gate_up, N, F);
 }
+
+#endif  // !FF_KERNEL_TIER_TU
 
 }  // namespace ff

@@ -13,6 +13,8 @@ FF_TIER_BEGIN_AVX512
 #endif
 #define FF_KERNEL_TIER_TU
 #define FF_TIER_TARGET_LEVEL FF_TIER_WANTED
+// First of the tagged headers, so the check below holds for sources that do not include it.
+#include "kernels/simd.h"
 #include FF_TIER_SOURCE
 static_assert(ff::simd::kRegBytes == 64,
               "the tier's headers were compiled before its target pragma (tier_prelude.h)");

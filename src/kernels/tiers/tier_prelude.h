@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <numbers>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -23,12 +24,19 @@
 
 #include "core/dtype.h"
 #include "core/memory.h"
+#include "kernels/adamw.h"
 #include "kernels/attention_block.h"
+#include "kernels/convert.h"
 #include "kernels/cpu_isa.h"
+#include "kernels/cross_entropy.h"
 #include "kernels/flash_attention.h"
 #include "kernels/flash_attention_bf16.h"
 #include "kernels/isa_tier.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
 #include "kernels/scratch.h"
+#include "kernels/swiglu.h"
+#include "kernels/tier_pick.h"
 
 // The tiers' targets. prefer-vector-width=512: GCC's generic tuning would auto-vectorize at
 // 256 bits even with AVX-512 enabled, and the tile loops want the full width (simd.h, FF_WIDE).
