@@ -144,7 +144,10 @@ def measure(a, rates):
         harness("up", "2", rates[0])
         for i, rate in enumerate(rates):
             harness("rate", rate)
-            on_nodes([a.fivefold, "calibrate", "--threads", "1", "--sweeps", "1", "--out",
+            # calibrate's default 3 sweeps, each rate their median: one sweep's GEMM rates at one
+            # link rate came out 15-25% below the next rate's in the same run, and moved the
+            # prediction by as much.
+            on_nodes([a.fivefold, "calibrate", "--threads", "1", "--out",
                       os.path.join(a.work, f"cluster_{rate}.toml")])
             # Alternating order from rate to rate, so a slow stretch of the machine spreads over layouts.
             for label, layout in (LAYOUTS if i % 2 == 0 else LAYOUTS[::-1]):
