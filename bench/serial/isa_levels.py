@@ -148,3 +148,7 @@ def reading(med, cpu, first):
         parts.append(f"{n}: {ratio(n, first, 'fp32'):.2f}x the {first} build in fp32, {ratio(n, first, 'bf16'):.2f}x "
                      f"in bf16 (CPU seconds {cpu_ratio(n, first, 'fp32'):.2f}x and {cpu_ratio(n, first, 'bf16'):.2f}x)")
     return ("Reading it (medians): " + "; ".join(parts) + ".") if parts else ""
+
+
+if __name__ == "__main__":
+    main()
