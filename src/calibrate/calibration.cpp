@@ -16,6 +16,7 @@
 #include "calibrate/shared_cores.h"
 #include "calibrate/this_machine.h"
 #include "calibrate/thread_scaling_run.h"
+#include "calibrate/wall_clock.h"
 #include "comm/nodes.h"
 #include "core/memory.h"
 #include "kernels/bf16_peak.h"
@@ -28,7 +29,6 @@ namespace ff {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
 // The median of several timings, each on its own copy of the operands, so they arrive from
 // beyond the core's L2 as a training step's weights and activations do.
@@ -46,7 +46,7 @@ double time_gemm(GemmClass& g, DType inputs = DType::f32) {
     const auto t0 = clock_type::now();
     gemm_run_precision(gemm, false, false, g.M, g.N, g.K, 1.0f, a.data() + k * na, g.K, b.data() + k * nb, g.N, 0.0f,
                        c.data() + k * nc, g.N);
-    if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
+    if (rep > 0) t.push_back(seconds_since(t0));  // the first pays for page faults
   }
   std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
   return g.flops = 2.0 * g.M * g.N * double(g.K) / t[t.size() / 2];
@@ -72,7 +72,7 @@ double time_linear(int rows, int width, DType inputs, const Comm* sync, CacheFlu
     matmul_xwt(gemm, y, x, W, rows, width, width);
     matmul_dyw(gemm, dx, y, W, rows, width, width);
     accumulate_dw(gemm, dW, y, x, rows, width, width);
-    if (rep > 0) t.push_back(since(t0));  // the first pays for page faults
+    if (rep > 0) t.push_back(seconds_since(t0));  // the first pays for page faults
   }
   std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
   return 6.0 * rows * double(width) * width / t[t.size() / 2];
@@ -90,7 +90,7 @@ double triad_bandwidth(size_t n) {
     const float *pb = b.data(), *pc = c.data();
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; ++i) pa[i] = pb[i] + 0.5f * pc[i];
-    if (rep > 0) best = std::min(best, since(t0));
+    if (rep > 0) best = std::min(best, seconds_since(t0));
   }
   return 3.0 * n * sizeof(float) / best;
 }
@@ -109,7 +109,7 @@ double attention_seconds_per_unit(int T) {
     attention_forward(o.data(), lse.data(), q.data(), k.data(), v.data(), s);
     attention_backward(d.data(), d.data() + qn, d.data() + 2 * qn, o.data(), q.data(), k.data(), v.data(), o.data(),
                        lse.data(), s);
-    if (rep > 0) best = std::min(best, since(t0));
+    if (rep > 0) best = std::min(best, seconds_since(t0));
   }
   return best / (double(B) * H * T * double(T) * D);
 }
@@ -124,12 +124,12 @@ double busy_cpu_share(const Comm& world) {
 #pragma omp parallel
   {
     volatile double x = 1;  // every thread of the rank spins
-    while (since(t0) < 0.5)
+    while (seconds_since(t0) < 0.5)
       for (int i = 0; i < 100000; ++i) x = x * 1.0000001 + 1e-9;
   }
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
   const double cpu = double(c1.tv_sec - c0.tv_sec) + 1e-9 * double(c1.tv_nsec - c0.tv_nsec);
-  return cpu / since(t0);  // cores' worth this rank's threads got
+  return cpu / seconds_since(t0);  // cores' worth this rank's threads got
 }
 
 // Best of several timings of one collective of `floats` per rank (every rank starts together;
@@ -141,7 +141,7 @@ double time_op(const Comm& world, F&& op) {
     world.barrier();
     const auto t0 = clock_type::now();
     op();
-    double t = since(t0);
+    double t = seconds_since(t0);
     world.all_reduce(&t, 1, ReduceOp::max);  // the collective ends when its slowest rank does
     if (rep > 0) best = std::min(best, t);
   }
@@ -166,7 +166,7 @@ double collective_overhead(const Comm& world, const LinkClass& link) {
       const auto t0 = clock_type::now();
       for (int g = 0; g < 4; ++g) matmul_xwt(fp32, y.data(), x.data(), W.data(), rows, width, width);  // overwrites y
       if (collective) world.all_reduce(y.data(), y.size());
-      if (it > 0) t.push_back(since(t0));
+      if (it > 0) t.push_back(seconds_since(t0));
     }
     std::nth_element(t.begin(), t.begin() + long(t.size() / 2), t.end());
     return t[t.size() / 2];

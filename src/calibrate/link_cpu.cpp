@@ -13,13 +13,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "calibrate/wall_clock.h"
 #include "comm/nodes.h"
 
 namespace ff {
 
 namespace {
 using clock_type = std::chrono::steady_clock;
-double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
 // Each round's exchanges last about this long: /proc/stat counts in ticks of 10 ms per CPU, so a
 // window of tens of ticks of kernel work resolves it to a few percent.
@@ -70,13 +70,13 @@ LinkCpuWindows measure_windows(const Comm& world, const std::vector<int64_t>& ma
     auto t0 = clock_type::now();
     for (int i = 0; i < reps; ++i) op();
     world.barrier();
-    const double busy = since(t0);
+    const double busy = seconds_since(t0);
     const MachineCpu b = machine_cpu();
     double sent = double(cross_node_traffic().bytes - sent0);
     t0 = clock_type::now();
     if (world.rank() == 0) std::this_thread::sleep_for(std::chrono::duration<double>(busy));
     world.barrier();
-    const double scale = busy / since(t0);
+    const double scale = busy / seconds_since(t0);
     const MachineCpu c = machine_cpu();
     std::vector<double> sent_by_rank(size_t(world.size()));
     world.all_gather(&sent, sent_by_rank.data(), sent_by_rank.size());
@@ -121,7 +121,7 @@ LinkCpu measure_link_cpu(const Comm& world, const std::vector<int64_t>& machine_
   world.barrier();
   const auto t0 = clock_type::now();
   all_reduce();
-  double one = since(t0);
+  double one = seconds_since(t0);
   world.all_reduce(&one, 1, ReduceOp::max);
   const int reps = int(std::clamp(std::ceil(kWindowSeconds / std::max(one, 1e-6)), 1.0, 1000.0));
   LinkCpu r;
