@@ -1,7 +1,6 @@
 #include "plan/node_first.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace ff {
 
@@ -21,14 +20,18 @@ double NodeFirstForm::seconds(Coll op, double bytes) const {
                                                        : CommOpKind::all_gather;
   const int blocks = node_first_block_count(kind, size_t(bytes));
   const double block = bytes / blocks, piece = block / per_node;  // a block; its 1/L that crosses
-  std::vector<double> stages;
-  if (op == Coll::all_reduce)  // reduce-scatter inside, all-reduce of the own piece across, all-gather inside
-    stages = {inside.seconds(Coll::reduce_scatter, block, per_node), across.seconds(Coll::all_reduce, piece, nodes),
-              inside.seconds(Coll::all_gather, block, per_node)};
-  else if (op == Coll::reduce_scatter)  // the node's sums of the peers' chunks, then each to its owner
-    stages = {inside.seconds(Coll::reduce_scatter, block, per_node), across.seconds(Coll::reduce_scatter, piece, nodes)};
-  else  // the own chunk across to the peers, then every chunk held to the node's other ranks
-    stages = {across.seconds(Coll::all_gather, piece, nodes), inside.seconds(Coll::all_gather, block, per_node)};
+  double stages[3] = {0, 0, 0};  // an op's stages in order; the reduce-scatter and all-gather have two
+  if (op == Coll::all_reduce) {  // reduce-scatter inside, all-reduce of the own piece across, all-gather inside
+    stages[0] = inside.seconds(Coll::reduce_scatter, block, per_node);
+    stages[1] = across.seconds(Coll::all_reduce, piece, nodes);
+    stages[2] = inside.seconds(Coll::all_gather, block, per_node);
+  } else if (op == Coll::reduce_scatter) {  // the node's sums of the peers' chunks, then each to its owner
+    stages[0] = inside.seconds(Coll::reduce_scatter, block, per_node);
+    stages[1] = across.seconds(Coll::reduce_scatter, piece, nodes);
+  } else {  // the own chunk across to the peers, then every chunk held to the node's other ranks
+    stages[0] = across.seconds(Coll::all_gather, piece, nodes);
+    stages[1] = inside.seconds(Coll::all_gather, block, per_node);
+  }
   double sum = 0, slowest = 0;
   for (double t : stages) sum += t, slowest = std::max(slowest, t);
   return sum + (blocks - 1) * slowest;
