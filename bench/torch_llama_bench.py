@@ -53,8 +53,14 @@ def parse_args(argv=None):
     # foreach vs the per-tensor loop. On CPU the loop measured faster on the bench config
     # (26 ms vs 35 ms per step, 2 threads): 1.13's CPU foreach kernels are per-tensor loops
     # anyway and the foreach path materialises extra temporaries.
-    ap.add_argument("--adamw", choices=("for-loop", "foreach"), default="for-loop",
-                    help="AdamW implementation (default for-loop, the faster one here)")
+    ap.add_argument("--adamw", choices=("for-loop", "foreach", "fused"), default="for-loop",
+                    help="AdamW implementation (default for-loop, the faster one on 1.13; fused needs "
+                         "torch >= 2.4 on the CPU)")
+    ap.add_argument("--sdpa", action="store_true",
+                    help="attention through F.scaled_dot_product_attention (torch >= 2.0: its fused CPU "
+                         "flash kernel) instead of the explicit (B, H, T, T) softmax")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the model (torch >= 2.0; the compile falls in the warm-up steps)")
     ap.add_argument("--json", action="store_true", help="print one JSON line on stdout")
     ap.add_argument("--autocast-bf16", action="store_true",
                     help="forward and loss under torch.autocast('cpu', bfloat16): PyTorch's mixed precision")
@@ -100,9 +106,10 @@ def rotate_half(x):
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, n_heads, n_kv_heads):
+    def __init__(self, dim, n_heads, n_kv_heads, sdpa=False):
         super().__init__()
         self.H, self.Hkv, self.D = n_heads, n_kv_heads, dim // n_heads
+        self.sdpa = sdpa
         self.q_proj = nn.Linear(dim, n_heads * self.D, bias=False)
         self.k_proj = nn.Linear(dim, n_kv_heads * self.D, bias=False)
         self.v_proj = nn.Linear(dim, n_kv_heads * self.D, bias=False)
@@ -121,6 +128,9 @@ class Attention(nn.Module):
             rep = H // Hkv
             k = k[:, :, None].expand(B, Hkv, rep, T, D).reshape(B, H, T, D)
             v = v[:, :, None].expand(B, Hkv, rep, T, D).reshape(B, H, T, D)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.o_proj(y.transpose(1, 2).reshape(B, T, H * D))
         # Explicit softmax(QK^T / sqrt(D)) V with a causal mask: torch 1.13 predates
         # F.scaled_dot_product_attention (2.0), so the peer materialises the (B, H, T, T)
         # scores as eager PyTorch of this version would.
@@ -145,7 +155,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, a):
         super().__init__()
         self.input_layernorm = RMSNorm(a.dim, a.rms_eps)
-        self.self_attn = Attention(a.dim, a.heads, a.kv_heads)
+        self.self_attn = Attention(a.dim, a.heads, a.kv_heads, a.sdpa)
         self.post_attention_layernorm = RMSNorm(a.dim, a.rms_eps)
         self.mlp = MLP(a.dim, a.ffn)
 
@@ -242,8 +252,10 @@ def main(a):
             model, [name for name, _ in model.named_buffers()])
         model = DDP(model)
     # Weight decay on every tensor (norms and embeddings included) to match a plain AdamW.
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1,
-                            foreach=(a.adamw == "foreach"))
+    impl = {"foreach": {"foreach": True}, "fused": {"fused": True}}.get(a.adamw, {"foreach": False})
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1, **impl)
+    if a.compile:
+        model = torch.compile(model)
     batches = make_batches(a, a.warmup + a.steps)
     if a.ddp:
         # Every rank draws the same global batches (same seed) and keeps its contiguous slice of
@@ -307,7 +319,7 @@ def main(a):
         "torch": torch.__version__,
         "config": {"vocab": a.vocab, "dim": a.dim, "layers": a.layers, "heads": a.heads,
                    "kv_heads": a.kv_heads, "ffn": a.ffn, "seq": a.seq, "batch": a.batch,
-                   "tied": a.tied, "autocast_bf16": a.autocast_bf16, "steps": a.steps, "warmup": a.warmup,
+                   "tied": a.tied, "autocast_bf16": a.autocast_bf16, "sdpa": a.sdpa, "compile": a.compile, "steps": a.steps, "warmup": a.warmup,
                    "data": a.tokens or f"random(seed={a.seed})"},
     }
     if a.ddp:

@@ -249,6 +249,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--precision", default="bf16")
     ap.add_argument("--train-args", default="", help="more `fivefold train` flags, e.g. '--wgrad-rows false'")
+    ap.add_argument("--symbols", help="the ELF binary behind --fivefold when that is a wrapper script "
+                                      "(its symbol table maps functions to source files)")
     ap.add_argument("--save", help="write the profile as JSON (for --compare)")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="comma-separated profiles of each build")
     a = ap.parse_args()
@@ -262,7 +264,7 @@ def main():
     ensure_kjv(a.fivefold, a.data)
     load = open("/proc/loadavg").read().split()[:3]
     with tempfile.TemporaryDirectory() as workdir:
-        p = profile(record(a, workdir), a.steps + a.warmup, a.warmup, source_files(a.fivefold))
+        p = profile(record(a, workdir), a.steps + a.warmup, a.warmup, source_files(a.symbols or a.fivefold))
     p["load_start"] = load
     p["load_end"] = open("/proc/loadavg").read().split()[:3]
     print(f"{a.precision} step of configs/bench.toml, {a.threads} threads, {p['samples']} samples at {HZ} Hz; "

@@ -34,9 +34,9 @@ def fivefold_precision_round(a, workdir, precision):
     return fivefold_round(b, workdir)
 
 
-def torch_bf16_round(a, tokens_file):
+def torch_round(a, tokens_file, extra_args):
     env = peer_env()
-    cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json", "--autocast-bf16",
+    cmd = [a.peer_python, os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json", *extra_args.split(),
            "--steps", str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads), "--tokens", tokens_file]
     out, rss = run_measured(cmd, env)
     return {"tokens_per_s": json.loads(out.strip().splitlines()[-1])["tokens_per_s"], "rss_mb": rss}
@@ -54,9 +54,16 @@ def main():
     ap.add_argument("--baseline-name", default="baseline")
     ap.add_argument("--no-peer", action="store_true",
                     help="leave PyTorch out (where bf16 is emulated its autocast crawls: minutes per step)")
+    ap.add_argument("--peer-python", default="/usr/bin/python3",
+                    help="the Python whose torch is the peer (Debian's 1.13 by default)")
+    ap.add_argument("--peer", action="append", default=None, metavar="LABEL=ARGS",
+                    help="a PyTorch run per round: its label and torch_llama_bench.py's arguments "
+                         "(repeatable; default 'PyTorch bf16 autocast=--autocast-bf16'). On torch 2.x: "
+                         "'PyTorch bf16 SDPA fused=--autocast-bf16 --sdpa --adamw fused'")
     a = ap.parse_args()
     a.batch, a.seq = 8, 256
-    runs = {"fivefold fp32": [], "fivefold bf16": []} | ({} if a.no_peer else {"PyTorch bf16 autocast": []})
+    peers = [] if a.no_peer else [p.split("=", 1) for p in (a.peer or ["PyTorch bf16 autocast=--autocast-bf16"])]
+    runs = {"fivefold fp32": [], "fivefold bf16": []} | {label: [] for label, _ in peers}
     base_key = f"fivefold bf16, {a.baseline_name}"
     if a.baseline:
         runs[base_key] = []
@@ -68,8 +75,8 @@ def main():
         for r in range(a.rounds):
             runs["fivefold fp32"].append(fivefold_precision_round(a, workdir, "fp32"))
             runs["fivefold bf16"].append(fivefold_precision_round(a, workdir, "bf16"))
-            if not a.no_peer:
-                runs["PyTorch bf16 autocast"].append(torch_bf16_round(a, tokens_file))
+            for label, extra_args in peers:
+                runs[label].append(torch_round(a, tokens_file, extra_args))
             if a.baseline:
                 b = argparse.Namespace(**vars(a))
                 b.fivefold = a.baseline

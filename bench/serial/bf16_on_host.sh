@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# bf16 speed on another x86-64 host (an AMX Xeon, say), from the pack scripts/portable_bench.sh
+# makes: nothing installed, everything under a temporary folder and OUTDIR.
+#
+#   bench/serial/bf16_on_host.sh PACK.tar.gz OUTDIR [--perf PERF.tar.gz] [--python python3]
+#                                [--rounds 3] [--steps 8] [--many-threads N] [--budget SECONDS]
+#
+# 1. The CPU (lscpu, its AMX / AVX512-BF16 flags) and the ISA oneDNN dispatches fivefold's GEMMs to
+#    (ONEDNN_VERBOSE over one bf16 step).
+# 2. bench/serial/bf16_speed.py on the `bench` model, 2 threads pinned to two physical cores:
+#    fivefold fp32 and bf16 against the host's PyTorch bf16 autocast, eager as 1.13 runs it and
+#    with SDPA and fused AdamW (torch 2.x), alternating round after round.
+# 3. Where perf runs (PERF.tar.gz: perf, readelf and objdump with their libraries under perf/ and
+#    perf/lib/; the host's own readelf and objdump are used where it has them and the pack not),
+#    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step.
+# 4. The same comparison once at --many-threads (default: every core), unpinned.
+# Each stage writes OUTDIR/<stage>.txt as it ends; a stage that would start past --budget seconds
+# is skipped (a device lease ends the command, and what is written still comes back).
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+pack=${1:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
+out=${2:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
+shift 2
+perf_pack="" py=python3 rounds=3 steps=8 many=$(nproc) budget=600
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --perf) perf_pack=$2; shift 2 ;;
+    --python) py=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --many-threads) many=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    *) echo "bf16_on_host.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+start=$SECONDS
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+in_budget() { [ $((SECONDS - start)) -lt "$budget" ] || { echo "skipped (past ${budget}s): $1" | tee -a "$out/skipped.txt"; return 1; }; }
+
+tar -C "$work" -xzf "$pack"
+top="$work/fivefold-portable"
+bin=$(ls "$top"/bin/fivefold.* | head -1)
+libs="$top/lib"
+LD_LIBRARY_PATH="$libs" ldd "$bin" | grep -q 'libmpi.*not found' && libs="$libs:$top/lib-mpi"
+# fivefold through a wrapper that gives it the pack's libraries and no one else's.
+cat >"$work/fivefold" <<EOF
+#!/bin/sh
+LD_LIBRARY_PATH="$libs" exec "$bin" "\$@"
+EOF
+chmod +x "$work/fivefold"
+data="$top/data/corpus"
+
+if [ -n "$perf_pack" ]; then
+  tar -C "$work" -xzf "$perf_pack"
+  mkdir -p "$work/perfbin"
+  # perf, and readelf and objdump where the pack has them (the profile reads symbols and annotates).
+  for tool in perf readelf objdump; do
+    [ -x "$work/perf/$tool" ] || continue
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$work/perf/lib" "$work/perf/$tool" >"$work/perfbin/$tool"
+    chmod +x "$work/perfbin/$tool"
+  done
+  export PATH="$work/perfbin:$PATH"
+fi
+
+# Two physical cores: the first logical CPU of each of the first two cores.
+pair=$(lscpu -p=CPU,CORE 2>/dev/null | grep -v '^#' | sort -t, -k2,2n -k1,1n | awk -F, '!seen[$2]++ {print $1}' | head -2 | paste -sd,)
+pin() { if [ -n "$pair" ] && command -v taskset >/dev/null; then taskset -c "$pair" "$@"; else "$@"; fi; }
+
+{
+  echo "date: $(date -u +%FT%TZ)  elapsed: $((SECONDS - start)) s"
+  lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|L2|L3|CPU family|Model:)'
+  echo "ISA flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(amx|avx512_bf16|avx512f$|avx512_fp16|avx_vnni)' | paste -sd' ')"
+  echo "pinned pair: ${pair:-none} (taskset: $(command -v taskset || echo missing))"
+  echo "binary: $bin"
+  echo "torch: $($py -c 'import torch; print(torch.__version__, torch.backends.mkldnn.is_available())' 2>&1)"
+  command -v perf >/dev/null && { perf --version; perf stat -e cpu-clock -- true 2>&1 | grep -c cpu-clock | sed 's/^/perf cpu-clock works: /'; }
+  uptime
+} >"$out/env.txt" 2>&1
+cat "$out/env.txt"
+
+# oneDNN's dispatch: the ISA each kind of primitive ran on during one bf16 step.
+"$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" --out "$work/verbose" --steps 1 \
+  --eval-every 0 --threads 2 --precision bf16 >"$work/verbose.log" 2>&1 </dev/null
+sed -n '1,20p' "$work/verbose.log" >"$out/onednn.txt"
+ONEDNN_VERBOSE=1 DNNL_VERBOSE=1 "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" \
+  --out "$work/verbose2" --steps 1 --eval-every 0 --threads 2 --precision bf16 2>&1 </dev/null |
+  grep -E 'onednn_verbose|dnnl_verbose' >"$work/dnnl.log"
+{ grep -m3 -E 'info,(cpu|prim_template)|,cpu,(runtime|isa)' "$work/dnnl.log"
+  echo "primitives by implementation (exec lines):"
+  grep ',exec,' "$work/dnnl.log" | awk -F, '{print $4, $5, $6}' | sort | uniq -c | sort -rn | head -12
+} >>"$out/onednn.txt"
+cat "$out/onednn.txt"
+
+peers=(--peer "PyTorch bf16 autocast=--autocast-bf16")
+# SDPA and a fused CPU AdamW exist from torch 2.4 on.
+$py -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null &&
+  peers+=(--peer "PyTorch bf16 autocast, SDPA, fused AdamW=--autocast-bf16 --sdpa --adamw fused")
+if in_budget "2-thread speed"; then
+  pin python3 "$ROOT/bench/serial/bf16_speed.py" --fivefold "$work/fivefold" \
+    --data "$data" --rounds "$rounds" --steps "$steps" --warmup 2 --threads 2 --peer-python "$py" "${peers[@]}" \
+    >"$out/speed2.txt" 2>&1
+  cat "$out/speed2.txt"
+fi
+
+if [ -n "$perf_pack" ]; then
+  for p in bf16 fp32; do
+    in_budget "profile $p" || break
+    pin python3 "$ROOT/bench/serial/bf16_profile.py" --fivefold "$work/fivefold" --data "$data" \
+      --steps 6 --warmup 2 --threads 2 --precision "$p" --symbols "$bin" --save "$out/profile_$p.json" >"$out/profile_$p.txt" 2>&1
+    tail -30 "$out/profile_$p.txt"
+  done
+fi
+
+if in_budget "$many-thread speed"; then
+  python3 "$ROOT/bench/serial/bf16_speed.py" --fivefold "$work/fivefold" --data "$data" --rounds 1 \
+    --steps "$steps" --warmup 2 --threads "$many" --peer-python "$py" "${peers[@]}" >"$out/speed$many.txt" 2>&1
+  cat "$out/speed$many.txt"
+fi
+echo "done in $((SECONDS - start)) s"
