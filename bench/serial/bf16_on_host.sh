@@ -4,12 +4,19 @@
 #
 #   bench/serial/bf16_on_host.sh PACK.tar.gz OUTDIR [--perf PERF.tar.gz] [--python python3]
 #                                [--rounds 3] [--steps 8] [--many-threads N] [--budget SECONDS]
+#                                [--tests TEST_KERNELS] [--no-profile-fp32] [--no-peer]
+#                                [--variant 'NAME=ARGS']... [--loss-steps N]
 #
 # 1. The CPU (lscpu, its AMX / AVX512-BF16 flags) and the ISA oneDNN dispatches fivefold's GEMMs to
-#    (ONEDNN_VERBOSE over one bf16 step).
+#    (ONEDNN_VERBOSE over one bf16 step); with --tests, the bf16 attention tests of a test_kernels
+#    binary built beside the pack's (on an AMX CPU they run the tile products on AMX).
 # 2. bench/serial/bf16_speed.py on the `bench` model, 2 threads pinned to two physical cores:
 #    fivefold fp32 and bf16 against the host's PyTorch bf16 autocast, eager as 1.13 runs it and
-#    with SDPA and fused AdamW (torch 2.x), alternating round after round.
+#    with SDPA and fused AdamW (torch 2.x), alternating round after round; bf16 variants
+#    (--variant, bf16_speed.py's: more train arguments and environment), by default on an AMX CPU
+#    the attention's tile products on the vector units (FIVEFOLD_AMX=off).
+# 2b. With --loss-steps N: N bf16 steps on every core with the attention on AMX and on the vector
+#    units, their losses and gradient norms side by side (the tile unit must not move training).
 # 3. Where perf runs (PERF.tar.gz: perf, readelf and objdump with their libraries under perf/ and
 #    perf/lib/; the host's own readelf and objdump are used where it has them and the pack not),
 #    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step.
@@ -21,7 +28,8 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 pack=${1:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
 out=${2:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
 shift 2
-perf_pack="" py=python3 rounds=3 steps=8 many=$(nproc) budget=600
+perf_pack="" py=python3 rounds=3 steps=8 many=$(nproc) budget=600 tests="" precisions="bf16 fp32"
+no_peer="" loss_steps=0 variants=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --perf) perf_pack=$2; shift 2 ;;
@@ -30,6 +38,11 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;;
     --many-threads) many=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
+    --tests) tests=$2; shift 2 ;;
+    --no-profile-fp32) precisions="bf16"; shift ;;
+    --no-peer) no_peer=--no-peer; shift ;;
+    --variant) variants+=(--variant "$2"); shift 2 ;;
+    --loss-steps) loss_steps=$2; shift 2 ;;
     *) echo "bf16_on_host.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -42,8 +55,9 @@ in_budget() { [ $((SECONDS - start)) -lt "$budget" ] || { echo "skipped (past ${
 tar -C "$work" -xzf "$pack"
 top="$work/fivefold-portable"
 bin=$(ls "$top"/bin/fivefold.* | head -1)
-libs="$top/lib"
-LD_LIBRARY_PATH="$libs" ldd "$bin" | grep -q 'libmpi.*not found' && libs="$libs:$top/lib-mpi"
+# The pack's Open MPI libraries too: a host's own libmpi_cxx may need a newer libstdc++ than the
+# pack's (seen on Ubuntu 24.04), and these serial runs need no mpirun of the host's.
+libs="$top/lib:$top/lib-mpi"
 # fivefold through a wrapper that gives it the pack's libraries and no one else's.
 cat >"$work/fivefold" <<EOF
 #!/bin/sh
@@ -93,19 +107,47 @@ ONEDNN_VERBOSE=1 DNNL_VERBOSE=1 "$work/fivefold" train --config "$ROOT/configs/b
 } >>"$out/onednn.txt"
 cat "$out/onednn.txt"
 
+if [ -n "$tests" ]; then
+  LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 "$tests" \
+    --gtest_filter='FlashAttentionBf16.*:AttentionDocuments.*:AttentionTiles.*:AmxTile*' >"$out/tests.txt" 2>&1
+  echo "tests exit $?" >>"$out/tests.txt"
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |AMX against|exit' "$out/tests.txt"
+fi
+
+[ ${#variants[@]} -eq 0 ] && grep -q 'amx_bf16' /proc/cpuinfo &&
+  variants=(--variant "attention tiles on the vector units=FIVEFOLD_AMX=off")
 peers=(--peer "PyTorch bf16 autocast=--autocast-bf16")
 # SDPA and a fused CPU AdamW exist from torch 2.4 on.
 $py -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null &&
   peers+=(--peer "PyTorch bf16 autocast, SDPA, fused AdamW=--autocast-bf16 --sdpa --adamw fused")
 if in_budget "2-thread speed"; then
   pin python3 "$ROOT/bench/serial/bf16_speed.py" --fivefold "$work/fivefold" \
-    --data "$data" --rounds "$rounds" --steps "$steps" --warmup 2 --threads 2 --peer-python "$py" "${peers[@]}" \
+    --data "$data" --rounds "$rounds" --steps "$steps" --warmup 2 --threads 2 --peer-python "$py" "${peers[@]}" "${variants[@]}" $no_peer \
     >"$out/speed2.txt" 2>&1
   cat "$out/speed2.txt"
 fi
 
+if [ "$loss_steps" -gt 0 ] && in_budget "loss check"; then
+  for amx in on off; do
+    FIVEFOLD_AMX=$amx "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" --out "$work/loss-$amx" \
+      --steps "$loss_steps" --eval-every 0 --threads "$many" --precision bf16 --log-every 1000 >/dev/null 2>&1 </dev/null
+  done
+  python3 - "$work/loss-on/metrics.jsonl" "$work/loss-off/metrics.jsonl" >"$out/loss_check.txt" 2>&1 <<'PY'
+import json, sys
+runs = [[json.loads(l) for l in open(p) if '"loss"' in l] for p in sys.argv[1:]]
+on, off = runs
+dl = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(on, off))
+dg = max(abs(a["grad_norm"] - b["grad_norm"]) / b["grad_norm"] for a, b in zip(on, off))
+print(f"{len(on)} bf16 steps, attention tiles on AMX against the vector units: worst relative loss difference {dl:.2e}, "
+      f"gradient norm {dg:.2e}; last loss {on[-1]['loss']:.5f} against {off[-1]['loss']:.5f}")
+for s in (0, len(on) // 4, len(on) // 2, 3 * len(on) // 4, len(on) - 1):
+    print(f"  step {on[s]['step']}: loss {on[s]['loss']:.5f} / {off[s]['loss']:.5f}, grad norm {on[s]['grad_norm']:.5f} / {off[s]['grad_norm']:.5f}")
+PY
+  cat "$out/loss_check.txt"
+fi
+
 if [ -n "$perf_pack" ]; then
-  for p in bf16 fp32; do
+  for p in $precisions; do
     in_budget "profile $p" || break
     pin python3 "$ROOT/bench/serial/bf16_profile.py" --fivefold "$work/fivefold" --data "$data" \
       --steps 6 --warmup 2 --threads 2 --precision "$p" --symbols "$bin" --save "$out/profile_$p.json" >"$out/profile_$p.txt" 2>&1

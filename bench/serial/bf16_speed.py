@@ -7,7 +7,9 @@ excluded). PyTorch runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (its b
 usage: /usr/bin/python3 bench/serial/bf16_speed.py [--rounds 3 --steps 8 --warmup 2 --threads 2]
                                                    [--baseline OTHER_FIVEFOLD --baseline-name NAME]
 --baseline adds that binary's bf16 run to every round (e.g. a build of an earlier commit), so a
-change is measured side by side with what it replaces.
+change is measured side by side with what it replaces. --variant 'NAME=ARGS' (repeatable) adds a
+bf16 run of the same binary with more `fivefold train` arguments; leading VAR=VALUE words of ARGS
+go to its environment (e.g. 'vector attention=FIVEFOLD_AMX=off', 'no row split=--wgrad-rows false').
 """
 import argparse
 import os
@@ -34,6 +36,22 @@ def fivefold_precision_round(a, workdir, precision):
     return fivefold_round(b, workdir)
 
 
+def variant_round(a, workdir, name, args):
+    """A bf16 run with more train arguments and environment (--variant)."""
+    words = args.split()
+    env = [w for w in words if "=" in w and not w.startswith("-")]
+    rest = [w for w in words if w not in env]
+    vdir = os.path.join(workdir, "variant-" + "".join(c if c.isalnum() else "_" for c in name))
+    os.makedirs(vdir, exist_ok=True)
+    wrapper = os.path.join(vdir, "ff.sh")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\nexec env {" ".join(env)} "{a.fivefold}" "$@" {" ".join(rest)}\n')
+    os.chmod(wrapper, 0o755)
+    b = argparse.Namespace(**vars(a))
+    b.fivefold = wrapper
+    return fivefold_precision_round(b, vdir, "bf16")
+
+
 def torch_round(a, tokens_file, extra_args):
     env = peer_env()
     cmd = [a.peer_python, os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json", *extra_args.split(),
@@ -52,6 +70,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--baseline", default=None)
     ap.add_argument("--baseline-name", default="baseline")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="a bf16 run with more train arguments (leading VAR=VALUE words: its environment)")
     ap.add_argument("--no-peer", action="store_true",
                     help="leave PyTorch out (where bf16 is emulated its autocast crawls: minutes per step)")
     ap.add_argument("--peer-python", default="/usr/bin/python3",
@@ -67,6 +87,9 @@ def main():
     base_key = f"fivefold bf16, {a.baseline_name}"
     if a.baseline:
         runs[base_key] = []
+    variants = [v.split("=", 1) for v in a.variant]
+    for name, _ in variants:
+        runs[f"fivefold bf16, {name}"] = []
     ensure_kjv(a.fivefold, a.data)
     with tempfile.TemporaryDirectory() as workdir:
         tokens_file = os.path.join(workdir, "train.i32")
@@ -81,7 +104,11 @@ def main():
                 b = argparse.Namespace(**vars(a))
                 b.fivefold = a.baseline
                 runs[base_key].append(fivefold_precision_round(b, os.path.join(workdir, "base"), "bf16"))
-            print("round %d: " % (r + 1) + ", ".join(f"{k} {v[-1]['tokens_per_s']:.0f}" for k, v in runs.items()),
+            for name, args in variants:
+                runs[f"fivefold bf16, {name}"].append(variant_round(a, workdir, name, args))
+            print("round %d: " % (r + 1) + ", ".join(
+                f"{k} {v[-1]['tokens_per_s']:.0f}" + (f" (loss {v[-1]['loss_last']:.4f})" if "loss_last" in v[-1] else "")
+                for k, v in runs.items()),
                   file=sys.stderr, flush=True)
     med = {k: statistics.median(x["tokens_per_s"] for x in v) for k, v in runs.items()}
     bf16 = med["fivefold bf16"]

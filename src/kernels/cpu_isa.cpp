@@ -9,6 +9,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(FIVEFOLD_GEMM_ONEDNN)
 #include <dnnl.hpp>
 #endif
@@ -55,6 +59,19 @@ bool cpu_has_avx512() {
 #endif
 }
 
+// AMX-TILE and AMX-BF16 (cpuid leaf 7 EDX bits 24 and 22), and the OS's grant of the tile data
+// state: Linux (5.16 on) leaves it disabled until a process asks (XFEATURE_XTILEDATA = 18); the
+// first tile instruction without it is SIGILL. The grant is per process; oneDNN asks the same.
+bool amx_usable() {
+#if defined(__linux__) && defined(__x86_64__)
+  if (!cpuid_bit(0, 3, 24) || !cpuid_bit(0, 3, 22)) return false;
+  constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+  return false;
+#endif
+}
+
 constexpr KernelIsa kTiers[] = {KernelIsa::base, KernelIsa::avx512, KernelIsa::avx512_bf16};
 
 }  // namespace
@@ -82,7 +99,9 @@ const char* bf16_path_name(Bf16Path p) {
 std::string bf16_path_description() {
   switch (bf16_path()) {
     case Bf16Path::amx:
-      return "bf16 GEMMs: oneDNN on AMX tiles (bf16 inputs, fp32 accumulation)";
+      return std::string("bf16 GEMMs: oneDNN on AMX tiles (bf16 inputs, fp32 accumulation); bf16 attention's "
+                         "tile products: ") +
+             attention_tiles_name(attention_tiles()) + " (FIVEFOLD_AMX=off: the vector units)";
     case Bf16Path::avx512_bf16:
       return "bf16 GEMMs: oneDNN with AVX512-BF16 dot products (vdpbf16ps: two bf16 products per fp32 "
              "lane, fp32 accumulation)";
@@ -126,6 +145,36 @@ const char* kernel_isa_name(KernelIsa t) {
 }
 
 KernelIsa build_kernel_isa() { return KernelIsa(FF_ISA_LEVEL); }
+
+AttentionTiles pick_attention_tiles(bool amx, KernelIsa tier, const char* variable) {
+  const std::string v = variable ? variable : "";
+  if (v == "emulate") return AttentionTiles::amx_emulated;
+  if (v == "off") return AttentionTiles::vector;
+  if (!v.empty() && v != "on")
+    throw std::invalid_argument("FIVEFOLD_AMX=" + v +
+                                " is not a choice: on (AMX where the CPU has it, the default), off (the vector "
+                                "units) or emulate (a scalar model of the AMX instructions, for tests)");
+  return amx && tier >= KernelIsa::avx512_bf16 ? AttentionTiles::amx : AttentionTiles::vector;
+}
+
+AttentionTiles attention_tiles() {
+  // Found once: the CPU, the OS's grant and the variable do not change while the process runs.
+  static const AttentionTiles tiles = [] {
+    const char* v = std::getenv("FIVEFOLD_AMX");
+    const bool off = v && (std::strcmp(v, "off") == 0 || std::strcmp(v, "emulate") == 0);
+    return pick_attention_tiles(!off && amx_usable(), std::max(build_kernel_isa(), kernel_isa()), v);
+  }();
+  return tiles;
+}
+
+const char* attention_tiles_name(AttentionTiles t) {
+  switch (t) {
+    case AttentionTiles::vector: return "vector";
+    case AttentionTiles::amx: return "AMX";
+    case AttentionTiles::amx_emulated: return "AMX (emulated)";
+  }
+  return "?";
+}
 
 std::string kernel_isa_description() {
   const KernelIsa build = build_kernel_isa(), run = std::max(build, kernel_isa());

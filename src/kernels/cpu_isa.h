@@ -38,4 +38,19 @@ KernelIsa build_kernel_isa();
 // and what the build targets); empty where they run the build's own code.
 std::string kernel_isa_description();
 
+// What multiplies the tiles of fivefold's own bf16 attention: the vector units (vdpbf16ps on an
+// AVX512-BF16 tier, widened fp32 products below it), the AMX tile unit (tdpbf16ps: a 16 x 16 fp32
+// block += 16 x 32 bf16 times 32 x 16 bf16 per instruction), or the AMX blocking run by a scalar
+// model of those instructions, so any CPU can test it.
+enum class AttentionTiles { vector, amx, amx_emulated };
+
+// AMX where the CPU has AMX-TILE and AMX-BF16, Linux grants this process the tile state
+// (arch_prctl ARCH_REQ_XCOMP_PERM) and the kernel tier is avx512_bf16; FIVEFOLD_AMX=off keeps the
+// vector units, =emulate the scalar model (tests). Found once per process; throws, naming the
+// variable and its values, on any other value.
+AttentionTiles attention_tiles();
+// The same from given facts and the variable's value (null: unset).
+AttentionTiles pick_attention_tiles(bool amx_usable, KernelIsa tier, const char* amx_variable);
+const char* attention_tiles_name(AttentionTiles t);  // "vector", "AMX", "AMX (emulated)"
+
 }  // namespace ff

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_amx.h"
 #include "kernels/attention_bf16_grad_out.h"
 #include "kernels/attention_bf16_tiles.h"
 #include "kernels/attention_softmax.h"
@@ -140,6 +141,85 @@ FF_WIDE void transposed_times(float* Out, int Dp, const Word* T, const Word* T2,
   }
 }
 
+// The three products on the vector units (the functions above).
+struct VectorProducts {
+  void scores(float* S, const Word* A, int Dw, const Word* Bt, int ldb, int rows4, const int* ncols) {
+    flash_bf16::scores(S, A, Dw, Bt, ldb, rows4, ncols);
+  }
+  void rows_times(float* Out, int Dp, const Word* T, const Word* T2, const Word* B, int rows4, const int* ncols) {
+    flash_bf16::rows_times(Out, Dp, T, T2, B, rows4, ncols);
+  }
+  void transposed_times(float* Out, int Dp, const Word* T, const Word* T2, const Word* B, int keys4, int rows,
+                        const int* ncols) {
+    flash_bf16::transposed_times(Out, Dp, T, T2, B, keys4, rows, ncols);
+  }
+};
+
+// Largest of ncols[r0 .. r1).
+int span_max(const int* ncols, int r0, int r1) {
+  int m = 0;
+  for (int r = r0; r < r1; ++r) m = std::max(m, ncols[r]);
+  return m;
+}
+
+// The same products on tile registers (attention_amx.h): 16-row blocks, so a block computes up to
+// the largest visible column of its 16 rows, and a reduction runs in whole 32-entry steps. What
+// that adds is exact: past a row's visible columns its probabilities and score gradients are
+// exact zeros (the softmax and score_grad write them), and the operands they meet there are
+// finite (zero-padded past the sequence). Rows past rows4 compute garbage nobody reads: every
+// buffer holds whole 64-row tiles, and those rows lie past the sequence's end.
+template <class Tiles>
+struct TileProducts {
+  Tiles t;
+  // transposed_times's tile, transposed: (kTile keys, kTile / 2 query pairs) words, and its remainder.
+  alignas(64) Word At[kTile * kTile / 2];
+  alignas(64) Word At2[kTile * kTile / 2];
+
+  TileProducts() { t.configure(); }
+  ~TileProducts() { t.release(); }
+  TileProducts(const TileProducts&) = delete;
+  TileProducts& operator=(const TileProducts&) = delete;
+
+  void scores(float* S, const Word* A, int Dw, const Word* Bt, int ldb, int rows4, const int* ncols) {
+    for (int r0 = 0; r0 < rows4; r0 += attn16::kTileRows) {
+      const int cmax = span_max(ncols, r0, std::min(rows4, r0 + attn16::kTileRows));
+      if (cmax <= 0) continue;
+      attn16::tile_rows(t, S + r0 * kTile, kTile, A + size_t(r0) * Dw, nullptr, Dw, Bt, ldb,
+                        round_up(cmax, attn16::kTileWords), Dw / attn16::kTileWords, false);
+    }
+  }
+  void rows_times(float* Out, int Dp, const Word* T, const Word* T2, const Word* B, int rows4, const int* ncols) {
+    for (int r0 = 0; r0 < rows4; r0 += attn16::kTileRows) {
+      const int pairs = (span_max(ncols, r0, std::min(rows4, r0 + attn16::kTileRows)) + 1) / 2;
+      const int at = r0 * (kTile / 2), steps = (pairs + attn16::kTileWords - 1) / attn16::kTileWords;
+      attn16::tile_rows(t, Out + size_t(r0) * Dp, Dp, T + at, T2 ? T2 + at : nullptr, kTile / 2, B, Dp, Dp, steps,
+                        true);
+    }
+  }
+  void transposed_times(float* Out, int Dp, const Word* T, const Word* T2, const Word* B, int keys4, int rows,
+                        const int* ncols) {
+    const int rows4 = round_up(rows, kRows);
+    const int keys_seen = std::min(keys4, span_max(ncols, 0, rows4));  // later keys: all-zero columns of T
+    const int steps = ((rows + 1) / 2 + attn16::kTileWords - 1) / attn16::kTileWords;
+    transpose(At, T, rows4 / 2);
+    if (T2) transpose(At2, T2, rows4 / 2);
+    for (int c0 = 0; c0 < keys_seen; c0 += attn16::kTileRows)
+      attn16::tile_rows(t, Out + size_t(c0) * Dp, Dp, At + c0 * (kTile / 2), T2 ? At2 + c0 * (kTile / 2) : nullptr,
+                        kTile / 2, B, Dp, Dp, steps, true);
+  }
+
+ private:
+  // dst (kTile, kTile / 2) = src (kTile / 2, kTile)^T in words, the pairs from `valid` on zeroed
+  // (tile_to_pairs wrote only the first valid ones).
+  static void transpose(Word* dst, const Word* src, int valid) {
+    for (int p0 = 0; p0 < kTile / 2; p0 += kLanes)
+      for (int k0 = 0; k0 < kTile; k0 += kLanes)
+        simd::transpose16(src + p0 * kTile + k0, kTile, dst + k0 * (kTile / 2) + p0, kTile / 2);
+    if (valid < kTile / 2)
+      for (int k = 0; k < kTile; ++k) std::memset(dst + k * (kTile / 2) + valid, 0, (kTile / 2 - valid) * sizeof(Word));
+  }
+};
+
 // dS = P o (dP - D_i) on the visible columns [cbeg, ncols), 0 elsewhere (dP may be stale past them).
 FF_WIDE void score_grad(float* dP, const float* P, const float* Dd, int rows4, const int* ncols, const int* cbeg) {
   for (int r = 0; r < rows4; ++r) {
@@ -153,8 +233,10 @@ FF_WIDE void score_grad(float* dP, const float* P, const float* Dd, int rows4, c
 }
 
 // Returns the tiles a document mask let it skip (zero counts without one).
+template <class Products>
 FF_WIDE AttentionTileCounts forward_head(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& s,
                                          int b, int h) {
+  Products mul;
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp;
   const int kvh = h / (s.H / s.Hkv);
@@ -195,10 +277,10 @@ FF_WIDE AttentionTileCounts forward_head(TypedPtr out, float* lse, const Operand
         ++(seen ? tiles.visited : tiles.skipped);
         if (!seen) continue;
       }
-      scores(S, Qw, Dw, Kt + j0, Tkp, rows4, ncols);
+      mul.scores(S, Qw, Dw, Kt + j0, Tkp, rows4, ncols);
       attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, docs ? cbeg : nullptr, scale);
       attn16::tile_to_rows(Pw, S, rows4);
-      rows_times(O, Dp, Pw, nullptr, Vr + size_t(j0 / 2) * Dp, rows4, ncols);
+      mul.rows_times(O, Dp, Pw, nullptr, Vr + size_t(j0 / 2) * Dp, rows4, ncols);
     }
     for (int r = 0; r < rows; ++r) {
       const long o = b * s.o_batch + (t0 + r) * s.o_row + long(h) * s.D;
@@ -221,8 +303,10 @@ FF_WIDE AttentionTileCounts forward_head(TypedPtr out, float* lse, const Operand
 
 // One (batch, KV head), key tiles outer and query tiles inner over every query head of the group:
 // dK and dV of this KV head are summed here in a fixed order and no other task writes them.
+template <class Products>
 FF_WIDE AttentionTileCounts backward_group(const GradOut& o, const Operands& x, const float* lse,
                                            const AttentionBlock& s, DsTerms ds, int b, int kvh) {
+  Products mul;
   const Geometry g(s);
   const int Dp = g.Dp, Dw = g.Dw, Tkp = g.Tkp, Tqp = g.Tqp;
   float* base = detail::thread_scratch<float>(g.backward_floats());
@@ -298,11 +382,11 @@ FF_WIDE AttentionTileCounts backward_group(const GradOut& o, const Operands& x, 
         }
         const int* first = docs ? cbeg : nullptr;
         const size_t qp = size_t(i0 / 2) * Dp;
-        scores(P, Qw + size_t(i0) * Dw, Dw, Kt + j0, Tkp, rows4, ncols);
+        mul.scores(P, Qw + size_t(i0) * Dw, Dw, Kt + j0, Tkp, rows4, ncols);
         attn::probabilities(P, L + i0, rows4, ncols, first, scale);
         attn16::tile_to_pairs(Pr, P, rows4);
-        transposed_times(dV + kj, Dp, Pr, nullptr, dOr + qp, keys4, rows, ncols);  // dV += P^T dO
-        scores(dS, dOw + size_t(i0) * Dw, Dw, Vt + j0, Tkp, rows4, ncols);         // dP = dO V^T
+        mul.transposed_times(dV + kj, Dp, Pr, nullptr, dOr + qp, keys4, rows, ncols);  // dV += P^T dO
+        mul.scores(dS, dOw + size_t(i0) * Dw, Dw, Vt + j0, Tkp, rows4, ncols);         // dP = dO V^T
         score_grad(dS, P, Dd + i0, rows4, ncols, first);
         // dS as hi + lo bf16 terms unless asked for one rounding (DsTerms says why); the products
         // read B once for both terms.
@@ -310,8 +394,8 @@ FF_WIDE AttentionTileCounts backward_group(const GradOut& o, const Operands& x, 
         Word* lo_r = two ? dSr2 : nullptr;
         attn16::tile_to_rows(dSw, dS, rows4, lo_w);
         attn16::tile_to_pairs(dSr, dS, rows4, lo_r);
-        rows_times(dQ + size_t(i0) * Dp, Dp, dSw, lo_w, Kr + kp, rows4, ncols);  // dQ += dS K
-        transposed_times(dK + kj, Dp, dSr, lo_r, Qr + qp, keys4, rows, ncols);   // dK += dS^T Q
+        mul.rows_times(dQ + size_t(i0) * Dp, Dp, dSw, lo_w, Kr + kp, rows4, ncols);  // dQ += dS K
+        mul.transposed_times(dK + kj, Dp, dSr, lo_r, Qr + qp, keys4, rows, ncols);   // dK += dS^T Q
       }
     }
     for (int t = 0; t < s.Tq; ++t)
@@ -346,10 +430,21 @@ void forward(TypedPtr out, float* lse, const Operands& x, const AttentionBlock& 
   check_operands(x, s);
   check_operand(out.dtype(), "out");
   const int tasks = s.B * s.H;
+  const AttentionTiles unit = attention_tiles();
   uint64_t visited = 0, skipped = 0;
 #pragma omp parallel for schedule(static) reduction(+ : visited, skipped)
   for (int task = 0; task < tasks; ++task) {
-    const AttentionTileCounts c = forward_head(out, lse, x, s, task / s.H, task % s.H);
+    const int b = task / s.H, h = task % s.H;
+    AttentionTileCounts c;
+    switch (unit) {
+#if defined(__x86_64__) && FF_ISA_LEVEL >= 2
+      case AttentionTiles::amx: c = forward_head<TileProducts<attn16::AmxTiles>>(out, lse, x, s, b, h); break;
+#endif
+      case AttentionTiles::amx_emulated:
+        c = forward_head<TileProducts<attn16::EmulatedTiles>>(out, lse, x, s, b, h);
+        break;
+      default: c = forward_head<VectorProducts>(out, lse, x, s, b, h); break;
+    }
     visited += c.visited, skipped += c.skipped;
   }
   add_tiles(s.tiles, visited, skipped);
@@ -359,10 +454,21 @@ void backward(const GradOut& o, const Operands& x, const float* lse, const Atten
   check_operands(x, s);
   if (s.mask == AttentionMask::none) return;
   const int tasks = s.B * s.Hkv;
+  const AttentionTiles unit = attention_tiles();
   uint64_t visited = 0, skipped = 0;
 #pragma omp parallel for schedule(static) reduction(+ : visited, skipped)
   for (int task = 0; task < tasks; ++task) {
-    const AttentionTileCounts c = backward_group(o, x, lse, s, ds, task / s.Hkv, task % s.Hkv);
+    const int b = task / s.Hkv, kvh = task % s.Hkv;
+    AttentionTileCounts c;
+    switch (unit) {
+#if defined(__x86_64__) && FF_ISA_LEVEL >= 2
+      case AttentionTiles::amx: c = backward_group<TileProducts<attn16::AmxTiles>>(o, x, lse, s, ds, b, kvh); break;
+#endif
+      case AttentionTiles::amx_emulated:
+        c = backward_group<TileProducts<attn16::EmulatedTiles>>(o, x, lse, s, ds, b, kvh);
+        break;
+      default: c = backward_group<VectorProducts>(o, x, lse, s, ds, b, kvh); break;
+    }
     visited += c.visited, skipped += c.skipped;
   }
   add_tiles(s.tiles, visited, skipped);
