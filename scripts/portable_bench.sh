@@ -16,6 +16,10 @@
 #                                                above that exist); --no-mpi leaves the bundled
 #                                                Open MPI out (the host must have its own)
 #   scripts/portable_bench.sh all OUT.tar.gz     build, then pack
+#   scripts/portable_bench.sh pack-perf OUT.tar.gz
+#                                                this machine's perf, readelf and objdump with their
+#                                                libraries under perf/ and perf/lib/, for
+#                                                bench/serial/bf16_on_host.sh --perf on a host without them
 #
 # On the other host: tar xf OUT.tar.gz && fivefold-portable/run.sh [--steps 10] (run.sh --help).
 # run.sh needs bash, coreutils, awk and sed; glibc at least the build machine's (run.sh checks).
@@ -136,11 +140,27 @@ bundle_open_mpi() {
   echo "${pkglibdir#"$prefix"/}" >"$m/PLUGIN_DIR"
 }
 
+# perf and the binutils bf16_profile.py calls, with every non-glibc library they load.
+pack_perf() {
+  local out=${1:?pack-perf OUT.tar.gz}
+  local stage
+  stage=$(mktemp -d)
+  mkdir -p "$stage/perf/lib"
+  for tool in perf readelf objdump; do
+    cp -L "$(command -v "$tool")" "$stage/perf/" || { echo "pack-perf: no $tool here (Debian: linux-perf, binutils)" >&2; exit 1; }
+  done
+  needed_libs "$stage"/perf/perf "$stage"/perf/readelf "$stage"/perf/objdump | xargs -r -I{} cp -L {} "$stage/perf/lib/"
+  tar -C "$stage" -czf "$out" perf
+  rm -rf "$stage"
+  echo "packed $(du -h "$out" | cut -f1) into $out"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
   build) build "$@" ;;
   pack) pack "$@" ;;
   all) out=${1:?all OUT.tar.gz}; shift; build; pack "$out" "$@" ;;
-  *) sed -n '2,21p' "$0"; exit 2 ;;
+  pack-perf) pack_perf "$@" ;;
+  *) sed -n '2,25p' "$0"; exit 2 ;;
 esac
