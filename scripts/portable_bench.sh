@@ -105,6 +105,13 @@ pack() {
     if is_mpi_lib "$lib"; then cp -L "$lib" "$top/lib-mpi/"; else cp -L "$lib" "$top/lib/"; fi
   done
   if [ "$with_mpi" = 1 ]; then bundle_open_mpi "$top"; fi
+  # The C++ runtime apart: run.sh takes it only where the host's is missing or older than the
+  # build's. A newer host one must win: the host's own libraries (an Open MPI's libmpi_cxx on
+  # Ubuntu 24.04) may need versions this one lacks.
+  mkdir -p "$top/lib-cxx"
+  for f in libstdc++.so.6 libgcc_s.so.1; do
+    if [ -e "$top/lib/$f" ]; then mv "$top/lib/$f" "$top/lib-cxx/"; fi
+  done
   cp "$ROOT"/configs/bench.toml "$ROOT"/configs/small.toml "$ROOT"/configs/tiny.toml "$top/configs/"
   mkdir -p "$top/data/corpus"
   cp -rL "$data"/. "$top/data/corpus/"

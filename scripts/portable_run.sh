@@ -93,6 +93,14 @@ case "$mpi" in
   none) mpirun=""; libs="$HERE/lib-mpi:$libs" ;;
   *) die "--mpi is auto, host, bundled or none (got '$mpi')" ;;
 esac
+# The pack's C++ runtime only where the host's is missing or too old for the binary (packs made
+# before lib-cxx/ kept it in lib/).
+if [ -d "$HERE/lib-cxx" ] && LD_LIBRARY_PATH="$libs" ldd "$ff" 2>&1 | grep "not found" |
+  grep -qE 'libstdc\+\+|libgcc_s|GLIBCXX|CXXABI|GCC_'; then
+  libs="$HERE/lib-cxx:$libs" cxx="the pack's (the host's is missing or older than the build's)"
+else
+  cxx="the host's"
+fi
 export LD_LIBRARY_PATH="$libs"
 if LD_LIBRARY_PATH="$libs" ldd "$ff" | grep -q "not found"; then
   die "libraries missing for $ff: $(LD_LIBRARY_PATH="$libs" ldd "$ff" | grep 'not found' | tr -s ' \t' ' ')"
@@ -138,7 +146,7 @@ train() {  # model ranks threads precision [layout]
 kernels=""
 
 echo "fivefold $variant on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $cores cores," \
-  "MPI: $mpi${mpirun:+ ($mpirun)}; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  "MPI: $mpi${mpirun:+ ($mpirun)}; C++ runtime: $cxx; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 picks=()
 for model in ${models//,/ }; do
   [ -f "$HERE/configs/$model.toml" ] || die "no configs/$model.toml in the pack (bench, small, tiny)"

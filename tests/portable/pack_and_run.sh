@@ -6,7 +6,8 @@
 # of tokens/s in every row. The binary is packed under two ISA labels, x86-64-v3 and
 # x86-64-v4-bf16 (it is the test build: it runs here under either): run.sh must pick the label
 # this CPU's /proc/cpuinfo flags cover, as this script reads them, and --variant x86-64-v3 must
-# run and train.
+# run and train. The C++ runtime goes in lib-cxx/, which run.sh leaves off the path where the
+# host's serves (a newer host one must win: the host's own libraries may need it).
 set -euo pipefail
 fivefold=$1 root=$2
 work=$(mktemp -d)
@@ -27,6 +28,10 @@ cd "$work/host/fivefold-portable"
 env -i PATH=/usr/bin:/bin ./run.sh --models tiny --steps 2 --warmup 1 --no-plan >"$work/host.log" 2>&1 ||
   { cat "$work/host.log"; exit 1; }
 grep -q "MPI: host" "$work/host.log" || { cat "$work/host.log"; exit 1; }
+# The C++ runtime is packed apart and taken only where the host's is missing or older: here the
+# host's is the build's own, so the host's.
+[ -e lib-cxx/libstdc++.so.6 ] && [ ! -e lib/libstdc++.so.6 ] || { echo "libstdc++ not packed in lib-cxx/ alone"; ls lib lib-cxx; exit 1; }
+grep -q "C++ runtime: the host's" "$work/host.log" || { echo "run.sh took the pack's C++ runtime here:"; cat "$work/host.log"; exit 1; }
 check_table "$work/host.log" 4  # fp32, bf16, then 1 x 2 and 2 x 1 in the sweep
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
 want=x86-64-v4-bf16
