@@ -5,7 +5,7 @@
 #   bench/serial/bf16_on_host.sh PACK.tar.gz OUTDIR [--perf PERF.tar.gz] [--python python3]
 #                                [--rounds 3] [--steps 8] [--many-threads N] [--budget SECONDS]
 #                                [--tests TEST_KERNELS] [--no-profile-fp32] [--no-peer]
-#                                [--variant 'NAME=ARGS']... [--loss-steps N]
+#                                [--variant 'NAME=ARGS']... [--loss-steps N] [--gemm-benches DIR]
 #
 # 1. The CPU (lscpu, its AMX / AVX512-BF16 flags) and the ISA oneDNN dispatches fivefold's GEMMs to
 #    (ONEDNN_VERBOSE over one bf16 step); with --tests, the bf16 attention tests of a test_kernels
@@ -17,6 +17,9 @@
 #    the attention's tile products on the vector units (FIVEFOLD_AMX=off).
 # 2b. With --loss-steps N: N bf16 steps on every core with the attention on AMX and on the vector
 #    units, their losses and gradient norms side by side (the tile unit must not move training).
+# 2c. With --gemm-benches DIR (a portable build's bench/gemm: bench_gemm_bf16, bench_wgrad_rows),
+#    the bf16 GEMMs of the `bench` shapes at 2 pinned threads: plain, packed, and the weight
+#    gradients as one matmul against rows dealt out to the threads.
 # 3. Where perf runs (PERF.tar.gz: perf, readelf and objdump with their libraries under perf/ and
 #    perf/lib/; the host's own readelf and objdump are used where it has them and the pack not),
 #    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step.
@@ -29,7 +32,7 @@ pack=${1:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
 out=${2:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
 shift 2
 perf_pack="" py=python3 rounds=3 steps=8 many=$(nproc) budget=600 tests="" precisions="bf16 fp32"
-no_peer="" loss_steps=0 variants=()
+no_peer="" loss_steps=0 variants=() gemm_benches=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --perf) perf_pack=$2; shift 2 ;;
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
     --no-peer) no_peer=--no-peer; shift ;;
     --variant) variants+=(--variant "$2"); shift 2 ;;
     --loss-steps) loss_steps=$2; shift 2 ;;
+    --gemm-benches) gemm_benches=$2; shift 2 ;;
     *) echo "bf16_on_host.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -131,7 +135,9 @@ if in_budget "2-thread speed"; then
   cat "$out/speed2.txt"
 fi
 
-if [ "$loss_steps" -gt 0 ] && in_budget "loss check"; then
+if [ "$loss_steps" -gt 0 ] && ! grep -q 'amx_bf16' /proc/cpuinfo; then
+  echo "loss check skipped: no AMX on this CPU, so both runs would take the vector units" | tee "$out/loss_check.txt"
+elif [ "$loss_steps" -gt 0 ] && in_budget "loss check"; then
   for amx in on off; do
     FIVEFOLD_AMX=$amx "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" --out "$work/loss-$amx" \
       --steps "$loss_steps" --eval-every 0 --threads "$many" --precision bf16 --log-every 1000 >/dev/null 2>&1 </dev/null
@@ -148,6 +154,13 @@ for s in (0, len(on) // 4, len(on) // 2, 3 * len(on) // 4, len(on) - 1):
     print(f"  step {on[s]['step']}: loss {on[s]['loss']:.5f} / {off[s]['loss']:.5f}, grad norm {on[s]['grad_norm']:.5f} / {off[s]['grad_norm']:.5f}")
 PY
   cat "$out/loss_check.txt"
+fi
+
+if [ -n "$gemm_benches" ] && in_budget "GEMM benches"; then
+  for b in bench_gemm_bf16 bench_wgrad_rows; do
+    echo "== $b" && LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 pin "$gemm_benches/$b" 2
+  done >"$out/gemm.txt" 2>&1
+  cat "$out/gemm.txt"
 fi
 
 if [ -n "$perf_pack" ]; then
