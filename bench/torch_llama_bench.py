@@ -13,6 +13,10 @@ that the serial model is checked against.
 
 With --json, stdout is a single JSON line; the parameter count also goes to stderr.
 
+On torch 2.x, --sdpa (F.scaled_dot_product_attention), --adamw fused and --compile (torch.compile
+of the model, compiled during the warm-up steps) give the modern peer at its best; Debian's 1.13
+has none of them.
+
 --ddp runs one rank of torch.distributed data parallelism (gloo, CPU). Launch WORLD_SIZE copies
 by hand (torchrun is broken in Debian's 1.13), each with MASTER_ADDR, MASTER_PORT, RANK and
 WORLD_SIZE in its environment; --batch stays the global batch and rank r trains on rows

@@ -6,6 +6,8 @@ excluded). PyTorch runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (its b
 
 usage: /usr/bin/python3 bench/serial/bf16_speed.py [--rounds 3 --steps 8 --warmup 2 --threads 2]
                                                    [--baseline OTHER_FIVEFOLD --baseline-name NAME]
+                                                   [--variant 'NAME=ARGS']... [--peer 'LABEL=ARGS']...
+                                                   [--peer-python PYTHON] [--no-peer]
 --baseline adds that binary's bf16 run to every round (e.g. a build of an earlier commit), so a
 change is measured side by side with what it replaces. --variant 'NAME=ARGS' (repeatable) adds a
 bf16 run of the same binary with more `fivefold train` arguments; leading VAR=VALUE words of ARGS
