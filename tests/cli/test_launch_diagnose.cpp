@@ -11,21 +11,13 @@
 #include <fstream>
 
 #include "cli_runner.h"
+#include "temp_dirs.h"
 
 using ff::testkit::run_fivefold;
-
-namespace {
-std::string scratch(const std::string& tag) {
-  const auto p =
-      std::filesystem::temp_directory_path() / ("ff-launch-" + tag + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(p);
-  std::filesystem::create_directories(p);
-  return p.string();
-}
-}  // namespace
+using ff::testkit::temp_dir;
 
 TEST(Launch, RestartsUpToTheBudgetThenSummarises) {
-  const std::string run = scratch("budget");
+  const std::string run = temp_dir("launch-budget");
   // A stand-in job that always fails; --out names the run folder whose metrics log the restarts.
   const auto r = run_fivefold("launch --max-restarts 2 --backoff 0 -- sh -c 'exit 3' --out " + run);
   EXPECT_EQ(r.exit_code, 3) << r.output;
@@ -65,7 +57,7 @@ TEST(Launch, ALostNodeIsNamedAndRestarted) {
 // process outside the job's group holding the output open. launch must kill the job 2 x grace +
 // 15 s after the line and end without waiting for that holder.
 TEST(Launch, AJobThatOutlivesItsFailureIsKilledWithinTheBound) {
-  const std::string dir = scratch("bound");
+  const std::string dir = temp_dir("launch-bound");
   const std::string holder = dir + "/holder.pid";
   const std::string job = "echo \"rank 0: all_reduce #7 waited 5.0 s, past collective_timeout = 5 s: a peer rank\"; "
                           "setsid sh -c \"echo \\$\\$ > " + holder + "; exec sleep 120\" & exec sleep 600";
@@ -100,7 +92,7 @@ TEST(Launch, UsageErrorsNameTheOption) {
 }
 
 TEST(Diagnose, NamesAMismatchedCollectiveAndAMissingRank) {
-  const std::string run = scratch("diag");
+  const std::string run = temp_dir("launch-diag");
   std::filesystem::create_directories(run + "/flight");
   auto dump = [&](int rank, const char* op, int bytes) {
     std::ofstream(run + "/flight/rank_" + std::to_string(rank) + ".json")

@@ -2,7 +2,6 @@
 // Shared by the io tests: a private scratch directory per test, byte-level file surgery to
 // simulate damage, and an assertion that an error message carries the words a user needs.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,19 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "temp_dirs.h"
+
 namespace ff::testing {
 
+// A fresh folder named after the running test, removed at exit like every testkit::temp_dir (kept
+// with FIVEFOLD_KEEP_TEST_DIRS=1 or after a failure, for a look at what the test wrote).
 class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name =
-        std::string("ff_io_") + (info ? info->name() : "suite") + "_" + std::to_string(::getpid());
-    path_ = std::filesystem::temp_directory_path() / name;
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
+    path_ = testkit::temp_dir(std::string("io-") + (info ? info->name() : "suite"));
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
   const std::filesystem::path& path() const { return path_; }
 

@@ -11,18 +11,12 @@
 
 #include "io/folder_lock.h"
 #include "io/output_dir.h"
+#include "temp_dirs.h"
 
 namespace fs = std::filesystem;
 using namespace ff;
 
 namespace {
-
-std::string fresh_dir(const std::string& tag) {
-  const fs::path p = fs::temp_directory_path() / ("fivefold-lock-" + tag + "-" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -35,7 +29,7 @@ void touch(const fs::path& p) { std::ofstream(p) << "x"; }
 }  // namespace
 
 TEST(FolderLock, ASecondHolderIsRefusedNamingTheFirst) {
-  const std::string dir = fresh_dir("second");
+  const std::string dir = testkit::temp_dir("lock-second");
   auto first = std::make_unique<FolderLock>(dir, "train", "--out 'x' ");
   EXPECT_TRUE(first->taken_over().empty());
   try {
@@ -56,7 +50,7 @@ TEST(FolderLock, ASecondHolderIsRefusedNamingTheFirst) {
 }
 
 TEST(FolderLock, ARecordWithoutItsFlockIsTakenOverAndNamed) {
-  const std::string dir = fresh_dir("stale");
+  const std::string dir = testkit::temp_dir("lock-stale");
   std::ofstream(fs::path(dir) / kFolderLockName)
       << R"({"command":"train","host":"gone-host","pid":4242,"pid_start_ticks":1,"since":"yesterday"})" << "\n";
   FolderLock lock(dir, "train", "--out 'x' ");
@@ -67,7 +61,7 @@ TEST(FolderLock, ARecordWithoutItsFlockIsTakenOverAndNamed) {
 }
 
 TEST(FolderKinds, EachKindIsToldByItsFilesAndTokenizersTellNothing) {
-  const fs::path dir = fresh_dir("kinds");
+  const fs::path dir = testkit::temp_dir("lock-kinds");
   touch(dir / "tokenizer.model");
   touch(dir / "notes.txt");
   EXPECT_TRUE(folder_kinds_in(dir.string()).empty());

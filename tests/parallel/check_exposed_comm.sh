@@ -25,4 +25,3 @@ share=$(jq -s '.[1:] | map(.comm.after_backward_ms / 1000 / .step_seconds) | sor
 echo "rank 0 waited after backward for a median $share of its step behind a 5x slower rank 1"
 awk -v s="$share" 'BEGIN { exit !(s > 0.5) }' || fail "after_backward_ms does not show the wait for the slow rank ($share of the step)"
 echo "exposed communication: ok"
-rm -rf "$out"

@@ -46,5 +46,4 @@ grep -qE "process rank [01] .*exited on signal 9" "$log" || fail "the output doe
   { cat "$out/eval.txt"; fail "the checkpoint left behind does not load"; }
 cat "$out/eval.txt"
 grep -E "process rank [01]" "$log"
-rm -rf "$out"
 echo "PASS"

@@ -1,11 +1,16 @@
 # Sourced by the shell tests of whole training jobs: a scratch folder with a log, fail(), and a
 # small generated corpus (verse-like lines over a few words) prepared into $out/data.
 # Needs $fivefold; sets $out and $log; logged_steps FILE prints a metrics.jsonl's steps.
+# $out is removed on exit, unless FIVEFOLD_KEEP_TEST_DIRS=1 or fail() ran (then kept, and named).
+# A test that sets an EXIT trap of its own removes $out there.
 out=$(mktemp -d)
 log=$out/log.txt
+keep_out=${FIVEFOLD_KEEP_TEST_DIRS:-}
+trap 'if [ "$keep_out" = 1 ]; then echo "kept $out"; else rm -rf "$out"; fi' EXIT
 fail() {
   echo "FAIL: $1"
   cat "$log"
+  keep_out=1
   exit 1
 }
 awk 'BEGIN { srand(7); split("and the lord said unto moses in land of his sons people shall go", w, " ");

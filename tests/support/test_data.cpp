@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "core/rng.h"
 #include "io/corpus/prepare.h"
@@ -32,15 +31,6 @@ void write_corpus_text(const std::string& path, int lines, uint64_t seed) {
     }
     out << ".\n";
   }
-}
-
-std::string temp_dir(const std::string& tag) {
-  static int counter = 0;
-  fs::path p = fs::temp_directory_path() /
-               ("fivefold-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
 }
 
 const std::string& tiny_data_dir() {

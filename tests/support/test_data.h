@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_dirs.h"
+
 namespace ff::testkit {
 
 // Writes `lines` lines of text to `path`.
@@ -24,8 +26,6 @@ std::string masked_copy_of_tiny_data(const LossMaskMaker& loss_mask);
 // stream is cut into examples of a prompt (1 to 48 tokens, not targets) and a completion (1 to 16
 // tokens, targets), so the masked-in fraction differs from row to row (whole rows may have none).
 const std::string& tiny_masked_data_dir();
-// A fresh empty temporary directory.
-std::string temp_dir(const std::string& tag);
 // The repository's configs/ folder.
 std::string config_path(const std::string& name);
 

@@ -4,7 +4,7 @@
 // is every window of that shard (in the loader's order, which a mean does not see) and its loss
 // is what the checker computes over the shard. Writes into DIR:
 //   hf/           the source model exported (fp32)
-//   shard         the path of the one-batch training shard
+//   shard         the path of the one-batch training shard (a copy in DIR)
 //   first_loss    the init_from run's first loss (what must match)
 //   fresh_loss    the first loss of a run from the initializer on the same batch (must not match)
 //   init_from_oracle_dump DIR
@@ -65,7 +65,11 @@ int main(int argc, char** argv) {
   const std::vector<int32_t> val = read_token_shard(testkit::only_shard(data, "val"));
   const std::string one_batch = testkit::make_sharded_folder("one-batch", data, train, val, 1,
                                                              tokenizer_file_checksum(tokenizer_file_in(data)));
-  write_text(dir + "/shard", data_folder_shards(one_batch).train.at(0));
+  // A copy in DIR: the checker reads it after this program has removed its temporary folders.
+  const std::filesystem::path shard = data_folder_shards(one_batch).train.at(0);
+  const std::filesystem::path shard_copy = std::filesystem::absolute(dir) / shard.filename();
+  std::filesystem::copy_file(shard, shard_copy, std::filesystem::copy_options::overwrite_existing);
+  write_text(dir + "/shard", shard_copy.string());
 
   const TrainConfig c = testkit::init_from_config(one_batch, source, testkit::temp_dir("probe"), 1);
   TrainConfig fresh = c;
