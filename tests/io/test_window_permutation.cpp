@@ -23,7 +23,9 @@ TEST(WindowPermutation, BijectionOfEverySize) {
       fixed += j == i;
     }
     // A shuffle, not the identity: few fixed points (about 1 expected).
-    if (n >= 1000) EXPECT_LT(fixed, n / 100) << "n " << n;
+    if (n >= 1000) {
+      EXPECT_LT(fixed, n / 100) << "n " << n;
+    }
   }
 }
 
