@@ -17,6 +17,7 @@
 #include "comm/comm.h"
 #include "comm/comm_world.h"
 #include "comm/flight_recorder.h"
+#include "comm/singleton_session.h"
 
 namespace ff::detail {
 namespace {
@@ -85,7 +86,8 @@ void Engine::start(int* argc, char*** argv) {
   std::vector<const char*> set_here;
   if (!launched_by_mpi_launcher()) {
     if (!std::getenv("OMPI_MCA_orte_tmpdir_base")) {
-      singleton_tmpdir() = "/tmp/fivefold-mpi-" + std::to_string(::getpid());
+      remove_stale_singleton_sessions("/tmp");  // the empty trees of killed singletons
+      singleton_tmpdir() = singleton_session_dir("/tmp", ::getpid());
       ::mkdir(singleton_tmpdir().c_str(), 0700);
     }
     for (auto [name, value] : {std::pair{"OMPI_MCA_ess_singleton_isolated", "1"}, std::pair{"OMPI_MCA_pml", "ob1"},
