@@ -22,10 +22,10 @@
 namespace ff::detail {
 namespace {
 
-// A singleton's own Open MPI session directory base (empty when a launcher or the user chose it).
-std::string& singleton_tmpdir() {
-  static std::string dir;
-  return dir;
+// A singleton's own Open MPI session directory base (none when a launcher or the user chose it).
+SingletonSession& singleton_session() {
+  static SingletonSession session;  // the process's one MPI session: made at start, released at finalize
+  return session;
 }
 
 // Variables a launcher (mpirun, Slurm's srun with PMIx/PMI2) sets in every rank's environment.
@@ -86,13 +86,12 @@ void Engine::start(int* argc, char*** argv) {
   std::vector<const char*> set_here;
   if (!launched_by_mpi_launcher()) {
     if (!std::getenv("OMPI_MCA_orte_tmpdir_base")) {
-      remove_stale_singleton_sessions("/tmp");  // the empty trees of killed singletons
-      singleton_tmpdir() = singleton_session_dir("/tmp", ::getpid());
-      ::mkdir(singleton_tmpdir().c_str(), 0700);
+      remove_stale_singleton_sessions("/tmp");  // the trees of killed singletons
+      singleton_session().open("/tmp");
     }
     for (auto [name, value] : {std::pair{"OMPI_MCA_ess_singleton_isolated", "1"}, std::pair{"OMPI_MCA_pml", "ob1"},
-                               std::pair{"OMPI_MCA_orte_tmpdir_base", singleton_tmpdir().c_str()}}) {
-      if (!std::getenv(name)) {
+                               std::pair{"OMPI_MCA_orte_tmpdir_base", singleton_session().dir().c_str()}}) {
+      if (!std::getenv(name) && *value) {
         setenv(name, value, 0);
         set_here.push_back(name);
       }
@@ -157,7 +156,7 @@ void Engine::stop() {
   world_.reset();
   scratch_.clear();
   MPI_Finalize();
-  if (!singleton_tmpdir().empty()) ::rmdir(singleton_tmpdir().c_str());  // empty once MPI has cleaned up
+  singleton_session().release();
 }
 
 void Engine::submit(std::shared_ptr<Op> op, bool caller_waits) {

@@ -1,19 +1,38 @@
 #pragma once
 // The Open MPI session directory base a plain ./fivefold (a singleton) gives itself:
 // /tmp/fivefold-mpi-<pid>, so that two singletons never share one (comm/engine.cpp says why).
-// MPI_Finalize empties it and the engine removes it; a process killed before that (a second
-// Ctrl-C, SIGKILL) leaves an empty tree behind, which the next singleton sweeps.
+// MPI_Finalize empties it and release() removes it. A process killed before that (a second Ctrl-C,
+// SIGKILL) leaves its tree behind; the next singleton sweeps it. Whether a tree's process is gone
+// is read from a lock, not a pid: the base holds a file `.owner` its process keeps locked (flock)
+// while it lives, and the kernel drops that lock when the process dies, in whatever pid
+// namespace it ran (containers sharing /tmp see each other's pids as gone).
 #include <string>
 
 namespace ff::detail {
 
-// The base for the process with this pid, under root.
-std::string singleton_session_dir(const std::string& root, long pid);
+class SingletonSession {
+ public:
+  SingletonSession() = default;
+  SingletonSession(const SingletonSession&) = delete;
+  SingletonSession& operator=(const SingletonSession&) = delete;
+  ~SingletonSession() { release(); }
 
-// Removes, under root, the empty directories of every fivefold-mpi-<pid> tree whose process is
-// gone (no such pid here), the tree's top included once it is empty. Never a file, never a live
-// process's tree, never a symbolic link; errors are ignored (another singleton may sweep the same
-// tree at once). Returns how many directories it removed.
+  // Makes root/fivefold-mpi-<pid> with its locked `.owner`; returns the folder, or "" where it
+  // could not be made (Open MPI then uses its default base).
+  const std::string& open(const std::string& root);
+  // Unlocks and removes `.owner`, then the folder if MPI left it empty.
+  void release();
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  int owner_fd_ = -1;
+};
+
+// Removes, under root, the trees of singletons that are gone: `.owner` lockable (no process holds
+// it), or, for a tree without one, no process with its pid here. Only empty directories and the
+// `.owner` file go, never another file or a symbolic link; errors are ignored (another singleton
+// may sweep the same tree at once). Returns how many directories it removed.
 int remove_stale_singleton_sessions(const std::string& root);
 
 }  // namespace ff::detail
