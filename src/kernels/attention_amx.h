@@ -11,6 +11,7 @@
 //
 // Tiles used here: 0-3 the fp32 accumulators of a 16 x 64 output block, 4 and 5 the A operand and
 // its remainder (an fp32 operand carried as hi + lo bf16 terms), 6 the B operand.
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -98,25 +99,20 @@ struct EmulatedTiles {
   void dot() {
     for (int m = 0; m < kTileRows; ++m)
       for (int n = 0; n < kTileWords; ++n) {
-        float acc = as_float(reg[C][m][n]);
+        float acc = std::bit_cast<float>(reg[C][m][n]);
         for (int k = 0; k < kTileWords; ++k) {
           const uint32_t a = reg[A][m][k], b = reg[B][k][n];
           acc = flush(std::fma(widen(a & 0xffffu), widen(b & 0xffffu), acc));
           acc = flush(std::fma(widen(a >> 16), widen(b >> 16), acc));
         }
-        std::memcpy(&reg[C][m][n], &acc, 4);
+        reg[C][m][n] = std::bit_cast<uint32_t>(acc);
       }
   }
 
  private:
-  static float as_float(uint32_t u) {
-    float x;
-    std::memcpy(&x, &u, 4);
-    return x;
-  }
   static float widen(uint32_t half) {  // bf16 bits to fp32, denormals as zero
     const uint32_t u = half << 16;
-    return (u & 0x7f800000u) == 0 ? as_float(u & 0x80000000u) : as_float(u);
+    return (u & 0x7f800000u) == 0 ? std::bit_cast<float>(u & 0x80000000u) : std::bit_cast<float>(u);
   }
   static float flush(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
 };

@@ -5,9 +5,9 @@
 // FIVEFOLD_AMX=emulate), and on the hardware wherever the CPU has AMX.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -22,16 +22,7 @@ using ff::AttentionTiles;
 using ff::KernelIsa;
 using ff::attn16::EmulatedTiles;
 
-float from_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
+uint32_t bits(float x) { return std::bit_cast<uint32_t>(x); }
 // A random bf16 value (bits), normal, of either sign, exponents spread over 2^-8 .. 2^7.
 uint16_t random_bf16(std::mt19937& rng) {
   std::uniform_real_distribution<float> mant(1.0f, 2.0f);
@@ -39,7 +30,7 @@ uint16_t random_bf16(std::mt19937& rng) {
   const float x = std::ldexp(mant(rng), ex(rng)) * (sign(rng) ? -1.0f : 1.0f);
   return uint16_t(bits(x) >> 16);
 }
-double bf16_value(uint16_t h) { return from_bits(uint32_t(h) << 16); }
+double bf16_value(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
 
 // C + A . B through the model's registers: one tdpbf16ps on 16 x 16 words.
 std::vector<float> model_dot(const std::vector<uint32_t>& A, const std::vector<uint32_t>& B, const std::vector<float>& C) {
