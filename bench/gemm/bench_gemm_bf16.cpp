@@ -7,13 +7,13 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "best_seconds.h"
 #include "kernels/convert.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
@@ -41,15 +41,8 @@ double weight_product_gflops(int M, int N, int K, bool trans_w, bool packed) {
     ff::gemm_run_precision(bf16, false, trans_w, M, N, K, 1.0f, A, K, w.data(), trans_w ? K : N, 0.0f, c.data(), N,
                            trans_w ? ff::GemmRole::forward : ff::GemmRole::dgrad);
   };
-  run();  // packs (once per refresh: a step's first product) and builds the primitive
-  using clock = std::chrono::steady_clock;
-  double best = 1e30, spent = 0;
-  for (int rep = 0; rep < 3 || (spent < 0.3 && rep < 200); ++rep) {
-    const auto t0 = clock::now();
-    run();
-    const double sec = std::chrono::duration<double>(clock::now() - t0).count();
-    best = std::min(best, sec), spent += sec;
-  }
+  // The warm-up call packs (once per refresh: a step's first product) and builds the primitive.
+  const double best = ffbench::best_seconds(run);
   return 2.0 * M * double(N) * K / best * 1e-9;
 }
 

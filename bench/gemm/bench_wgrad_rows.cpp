@@ -7,12 +7,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
+#include "best_seconds.h"
 #include "kernels/convert.h"
 #include "kernels/gemm.h"
 #include "kernels/wgrad_rows.h"
@@ -37,22 +37,13 @@ Operands random_operands(int tokens, int in, int out) {
 }
 
 // Seconds of one dW += dy^T x, best of the calls that fit in ~0.15 s.
-double best_seconds(Operands& o, int tokens, int in, int out, bool rows) {
+double product_seconds(Operands& o, int tokens, int in, int out, bool rows) {
   const ff::ConstTypedPtr dy(o.dy.data(), ff::DType::bf16), x(o.x.data(), ff::DType::bf16);
   auto run = [&] {
     if (!rows || !ff::wgrad_rows_per_thread(out, in, tokens, dy, out, x, in, 1.0f, o.dW.data(), in))
       ff::gemm(true, false, out, in, tokens, 1.0f, dy, out, x, in, 1.0f, ff::TypedPtr(o.dW.data()), in);
   };
-  run();
-  using clock = std::chrono::steady_clock;
-  double best = 1e30, spent = 0;
-  for (int rep = 0; rep < 3 || (spent < 0.15 && rep < 100); ++rep) {
-    const auto t0 = clock::now();
-    run();
-    const double s = std::chrono::duration<double>(clock::now() - t0).count();
-    best = std::min(best, s), spent += s;
-  }
-  return best;
+  return ffbench::best_seconds(run, 0.15, 100);
 }
 
 }  // namespace
@@ -74,8 +65,8 @@ int main(int argc, char** argv) {
     Operands o = random_operands(tokens, s.in, s.out);
     double plain = 1e30, rows = 1e30;
     for (int r = 0; r < rounds; ++r) {  // alternating rounds, best of each
-      plain = std::min(plain, best_seconds(o, tokens, s.in, s.out, false));
-      rows = std::min(rows, best_seconds(o, tokens, s.in, s.out, true));
+      plain = std::min(plain, product_seconds(o, tokens, s.in, s.out, false));
+      rows = std::min(rows, product_seconds(o, tokens, s.in, s.out, true));
     }
     const double gflop = 2.0 * tokens * double(s.in) * s.out * 1e-9;
     std::printf("| %s | %d x %d | %.0f | %.0f | %.2fx |\n", s.name, s.out, s.in, gflop / plain, gflop / rows,

@@ -14,12 +14,15 @@
 #    fivefold fp32 and bf16 against the host's PyTorch bf16 autocast, eager as 1.13 runs it and
 #    with SDPA and fused AdamW (torch 2.x), alternating round after round; bf16 variants
 #    (--variant, bf16_speed.py's: more train arguments and environment), by default on an AMX CPU
-#    the attention's tile products on the vector units (FIVEFOLD_AMX=off).
-# 2b. With --loss-steps N: N bf16 steps on every core with the attention on AMX and on the vector
-#    units, their losses and gradient norms side by side (the tile unit must not move training).
-# 2c. With --gemm-benches DIR (a portable build's bench/gemm: bench_gemm_bf16, bench_wgrad_rows),
-#    the bf16 GEMMs of the `bench` shapes at 2 pinned threads: plain, packed, and the weight
-#    gradients as one matmul against rows dealt out to the threads.
+#    the attention's tile products on the vector units (FIVEFOLD_AMX=off) and the GEMMs on
+#    fivefold's tile GEMM (FIVEFOLD_AMX_GEMM=on).
+# 2b. With --loss-steps N: N bf16 steps on every core by default, with the attention on the vector
+#    units and with the tile GEMM, their losses and gradient norms side by side (the tile unit
+#    must not move training).
+# 2c. With --gemm-benches DIR (a portable build's bench/gemm: bench_gemm_bf16, bench_wgrad_rows,
+#    bench_gemm_amx), the bf16 GEMMs of the `bench` shapes at 2 pinned threads: plain, packed, the
+#    weight gradients as one matmul against rows dealt out to the threads, and oneDNN against
+#    fivefold's tile GEMM with the tile unit's peak.
 # 3. Where perf runs (PERF.tar.gz: perf, readelf and objdump with their libraries under perf/ and
 #    perf/lib/; the host's own readelf and objdump are used where it has them and the pack not),
 #    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step.
@@ -117,13 +120,13 @@ cat "$out/onednn.txt"
 
 if [ -n "$tests" ]; then
   LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 "$tests" \
-    --gtest_filter='FlashAttentionBf16.*:AttentionDocuments.*:AttentionTiles.*:AmxTile*' >"$out/tests.txt" 2>&1
+    --gtest_filter='FlashAttentionBf16.*:AttentionDocuments.*:AttentionTiles.*:AmxTile*:GemmTiles.*:GemmOnTiles.*' >"$out/tests.txt" 2>&1
   echo "tests exit $?" >>"$out/tests.txt"
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |AMX against|exit' "$out/tests.txt"
 fi
 
 [ ${#variants[@]} -eq 0 ] && grep -q 'amx_bf16' /proc/cpuinfo &&
-  variants=(--variant "attention tiles on the vector units=FIVEFOLD_AMX=off")
+  variants=(--variant "attention tiles on the vector units=FIVEFOLD_AMX=off" --variant "tile GEMM=FIVEFOLD_AMX_GEMM=on")
 peers=(--peer "PyTorch bf16 autocast=--autocast-bf16")
 # SDPA and a fused CPU AdamW exist from torch 2.4 on.
 $py -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null &&
@@ -138,27 +141,32 @@ fi
 if [ "$loss_steps" -gt 0 ] && ! grep -q 'amx_bf16' /proc/cpuinfo; then
   echo "loss check skipped: no AMX on this CPU, so both runs would take the vector units" | tee "$out/loss_check.txt"
 elif [ "$loss_steps" -gt 0 ] && in_budget "loss check"; then
-  for amx in on off; do
-    FIVEFOLD_AMX=$amx "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" --out "$work/loss-$amx" \
+  # The default (attention tiles on AMX, oneDNN's GEMMs), the attention on the vector units, and
+  # the GEMMs on fivefold's tile GEMM: each of the last two against the default.
+  for run in "default=" "attention on the vector units=FIVEFOLD_AMX=off" "tile GEMM=FIVEFOLD_AMX_GEMM=on"; do
+    name=${run%%=*} env_words=${run#*=}
+    env $env_words "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" --out "$work/loss-${name// /_}" \
       --steps "$loss_steps" --eval-every 0 --threads "$many" --precision bf16 --log-every 1000 >/dev/null 2>&1 </dev/null
   done
-  python3 - "$work/loss-on/metrics.jsonl" "$work/loss-off/metrics.jsonl" >"$out/loss_check.txt" 2>&1 <<'PY'
+  python3 - "$work/loss-default/metrics.jsonl" "$work/loss-attention_on_the_vector_units/metrics.jsonl" \
+    "$work/loss-tile_GEMM/metrics.jsonl" >"$out/loss_check.txt" 2>&1 <<'PY'
 import json, sys
-runs = [[json.loads(l) for l in open(p) if '"loss"' in l] for p in sys.argv[1:]]
-on, off = runs
-dl = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(on, off))
-dg = max(abs(a["grad_norm"] - b["grad_norm"]) / b["grad_norm"] for a, b in zip(on, off))
-print(f"{len(on)} bf16 steps, attention tiles on AMX against the vector units: worst relative loss difference {dl:.2e}, "
-      f"gradient norm {dg:.2e}; last loss {on[-1]['loss']:.5f} against {off[-1]['loss']:.5f}")
-for s in (0, len(on) // 4, len(on) // 2, 3 * len(on) // 4, len(on) - 1):
-    print(f"  step {on[s]['step']}: loss {on[s]['loss']:.5f} / {off[s]['loss']:.5f}, grad norm {on[s]['grad_norm']:.5f} / {off[s]['grad_norm']:.5f}")
+base, *others = [[json.loads(l) for l in open(p) if '"loss"' in l] for p in sys.argv[1:]]
+for name, run in zip(("attention on the vector units", "tile GEMM (FIVEFOLD_AMX_GEMM=on)"), others):
+    dl = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(run, base))
+    dg = max(abs(a["grad_norm"] - b["grad_norm"]) / b["grad_norm"] for a, b in zip(run, base))
+    print(f"{len(run)} bf16 steps, {name} against the default: worst relative loss difference {dl:.2e}, "
+          f"gradient norm {dg:.2e}; last loss {run[-1]['loss']:.5f} against {base[-1]['loss']:.5f}")
+    for s in (0, len(run) // 4, len(run) // 2, 3 * len(run) // 4, len(run) - 1):
+        print(f"  step {run[s]['step']}: loss {run[s]['loss']:.5f} / {base[s]['loss']:.5f}, "
+              f"grad norm {run[s]['grad_norm']:.5f} / {base[s]['grad_norm']:.5f}")
 PY
   cat "$out/loss_check.txt"
 fi
 
 if [ -n "$gemm_benches" ] && in_budget "GEMM benches"; then
-  for b in bench_gemm_bf16 bench_wgrad_rows; do
-    echo "== $b" && LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 pin "$gemm_benches/$b" 2
+  for b in bench_gemm_bf16 bench_wgrad_rows bench_gemm_amx; do
+    [ -x "$gemm_benches/$b" ] && echo "== $b" && LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 pin "$gemm_benches/$b" 2
   done >"$out/gemm.txt" 2>&1
   cat "$out/gemm.txt"
 fi

@@ -97,10 +97,17 @@ const char* bf16_path_name(Bf16Path p) {
 }
 
 std::string bf16_path_description() {
+  // The tile GEMM, where FIVEFOLD_AMX_GEMM asks for it, takes the bf16 GEMMs whatever the CPU.
+  const GemmTiles g = gemm_tiles();
+  if (g == GemmTiles::amx_emulated)
+    return std::string("bf16 GEMMs: fivefold's tile GEMM on a scalar model of the AMX instructions ("
+                       "FIVEFOLD_AMX_GEMM=emulate: for tests, far slower than oneDNN's ") +
+           bf16_path_name(bf16_path()) + " path it replaces)";
   switch (bf16_path()) {
     case Bf16Path::amx:
-      return std::string("bf16 GEMMs: oneDNN on AMX tiles (bf16 inputs, fp32 accumulation); bf16 attention's "
-                         "tile products: ") +
+      return std::string(g == GemmTiles::amx ? "bf16 GEMMs: fivefold's own on AMX tiles (FIVEFOLD_AMX_GEMM=on)"
+                                             : "bf16 GEMMs: oneDNN on AMX tiles") +
+             " (bf16 inputs, fp32 accumulation); bf16 attention's tile products: " +
              attention_tiles_name(attention_tiles()) + " (FIVEFOLD_AMX=off: the vector units)";
     case Bf16Path::avx512_bf16:
       return "bf16 GEMMs: oneDNN with AVX512-BF16 dot products (vdpbf16ps: two bf16 products per fp32 "
@@ -172,6 +179,37 @@ const char* attention_tiles_name(AttentionTiles t) {
     case AttentionTiles::vector: return "vector";
     case AttentionTiles::amx: return "AMX";
     case AttentionTiles::amx_emulated: return "AMX (emulated)";
+  }
+  return "?";
+}
+
+GemmTiles pick_gemm_tiles(bool amx, const char* variable) {
+  const std::string v = variable ? variable : "";
+  if (v == "emulate") return GemmTiles::amx_emulated;
+  if (v.empty() || v == "off") return GemmTiles::onednn;
+  if (v != "on")
+    throw std::invalid_argument("FIVEFOLD_AMX_GEMM=" + v +
+                                " is not a choice: off (oneDNN, the default), on (fivefold's tile GEMM where the "
+                                "CPU has AMX) or emulate (that GEMM on a scalar model of the AMX instructions, "
+                                "for tests)");
+  return amx ? GemmTiles::amx : GemmTiles::onednn;
+}
+
+GemmTiles gemm_tiles() {
+  // Found once, as attention_tiles(); the tile state is asked for only when the variable says on.
+  static const GemmTiles tiles = [] {
+    const char* v = std::getenv("FIVEFOLD_AMX_GEMM");
+    const bool on = v && std::strcmp(v, "on") == 0;
+    return pick_gemm_tiles(on && amx_usable(), v);
+  }();
+  return tiles;
+}
+
+const char* gemm_tiles_name(GemmTiles t) {
+  switch (t) {
+    case GemmTiles::onednn: return "oneDNN";
+    case GemmTiles::amx: return "AMX tiles";
+    case GemmTiles::amx_emulated: return "AMX tiles (emulated)";
   }
   return "?";
 }

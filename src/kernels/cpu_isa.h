@@ -53,4 +53,16 @@ AttentionTiles attention_tiles();
 AttentionTiles pick_attention_tiles(bool amx_usable, KernelIsa tier, const char* amx_variable);
 const char* attention_tiles_name(AttentionTiles t);  // "vector", "AMX", "AMX (emulated)"
 
+// What runs the 16-bit GEMMs: oneDNN (its own dispatch picks AMX, AVX512-BF16 or a widened path),
+// fivefold's own bf16 GEMM on the AMX tile unit (gemm_amx.h), or that GEMM on the scalar model of
+// the tile instructions (tests). oneDNN unless FIVEFOLD_AMX_GEMM asks otherwise: =on the tile GEMM
+// where the CPU has AMX and Linux grants the tile state (else oneDNN), =emulate the model, =off
+// oneDNN. Not the default until it is measured faster than oneDNN on an AMX CPU. Found once per
+// process; throws, naming the variable and its values, on any other value.
+enum class GemmTiles { onednn, amx, amx_emulated };
+GemmTiles gemm_tiles();
+// The same from given facts and the variable's value (null: unset).
+GemmTiles pick_gemm_tiles(bool amx_usable, const char* amx_gemm_variable);
+const char* gemm_tiles_name(GemmTiles t);  // "oneDNN", "AMX tiles", "AMX tiles (emulated)"
+
 }  // namespace ff

@@ -11,8 +11,8 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
           const float* B, int ldb, float beta, float* C, int ldc);
 
 // The same product over typed operands (gemm_mixed.cpp): f32 x f32, or bf16 x bf16 and f16 x f16
-// with fp32 accumulation into an f32 C (oneDNN's matmul, one primitive cached per shape; widened
-// to fp32 where oneDNN has no kernel). Any other combination throws naming the dtypes rather than
+// with fp32 accumulation into an f32 C (oneDNN's matmul, one primitive cached per shape, or
+// fivefold's tile GEMM where gemm_on_fivefold_tiles; widened to fp32 where neither has a kernel). Any other combination throws naming the dtypes rather than
 // reading 16-bit data as floats.
 void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTypedPtr A, int lda,
           ConstTypedPtr B, int ldb, float beta, TypedPtr C, int ldc);
@@ -27,6 +27,10 @@ void linear_backward(float* dx, float* dW, const float* dy, const float* x, cons
 
 const char* gemm_backend_name();
 
+// True when the typed gemm runs products of type t on fivefold's own tile GEMM (gemm_amx.h: bf16,
+// where gemm_tiles() says so) instead of oneDNN; oneDNN's packed weights (packed_weights.h) and
+// per-thread weight gradients (wgrad_rows.h) then stand aside, so every such product takes it.
+bool gemm_on_fivefold_tiles(DType t);
 // True when oneDNN builds a native 16-bit matmul for `t` on this CPU (else gemm widens to fp32).
 bool native_16bit_gemm(DType t);
 // GFLOP/s of C(M,N) = op(A) op(B) with operands of type t (f32: the fp32 path), best of the

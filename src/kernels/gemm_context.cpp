@@ -1,5 +1,7 @@
 #include "kernels/gemm_context.h"
 
+#include "kernels/gemm.h"
+
 namespace ff {
 
 const void* GemmContext::twin_of(const float* w, size_t n, DType t) const {
@@ -9,7 +11,8 @@ const void* GemmContext::twin_of(const float* w, size_t n, DType t) const {
 }
 
 bool GemmContext::multiply_packed(const float* w, size_t n, DType t, const PackedProduct& p) const {
-  if (!packed_weights) return false;
+  // The packed copies are oneDNN's layout: the tile GEMM packs its own operands per product.
+  if (!packed_weights || gemm_on_fivefold_tiles(t)) return false;
   for (const WeightTwinSource* s : twins)
     if (const void* w16 = s->find(w, n, t)) return s->multiply_packed(w16, t, p);
   return false;

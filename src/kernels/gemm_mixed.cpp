@@ -1,6 +1,7 @@
 // The typed GEMM: f32 operands go to the fp32 path; bf16 x bf16 -> f32 and f16 x f16 -> f32 run
 // as oneDNN matmul primitives with fp32 accumulation, one primitive cached per shape (creating
-// one costs ~100 us, more than a small product). A 16-bit product oneDNN cannot build on this CPU
+// one costs ~100 us, more than a small product), or bf16 on fivefold's tile GEMM where
+// FIVEFOLD_AMX_GEMM asks for it (gemm_amx.h). A 16-bit product oneDNN cannot build on this CPU
 // is widened to fp32 and multiplied there: a product of two 16-bit values is exact in fp32, so
 // the result is the same up to the order of the fp32 additions, only slower.
 #include <omp.h>
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "kernels/convert.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/scratch.h"
 
 #if defined(FIVEFOLD_GEMM_ONEDNN)
@@ -109,12 +112,19 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, ConstTyp
                            " -> " + dtype_name(tc) +
                            "; supported: f32 x f32, bf16 x bf16 and f16 x f16, each into f32");
   if (M <= 0 || N <= 0) return;
+  if (gemm_on_fivefold_tiles(ta)) {
+    gemm_bf16_on_tiles(gemm_tiles(), trans_a, trans_b, M, N, K, alpha, static_cast<const uint16_t*>(A.data()), lda,
+                       static_cast<const uint16_t*>(B.data()), ldb, beta, C.f32(), ldc);
+    return;
+  }
 #if defined(FIVEFOLD_GEMM_ONEDNN)
   // K = 0 is a valid product (C = beta C) that oneDNN refuses; the fp32 path handles it.
   if (K > 0 && onednn_16bit(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C.f32(), ldc)) return;
 #endif
   widen_and_multiply(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C.f32(), ldc);
 }
+
+bool gemm_on_fivefold_tiles(DType t) { return t == DType::bf16 && gemm_tiles() != GemmTiles::onednn; }
 
 bool native_16bit_gemm(DType t) {
 #if defined(FIVEFOLD_GEMM_ONEDNN)

@@ -52,11 +52,11 @@ bool packed_weight_product(const GemmContext& g, bool trans_a, bool trans_w, int
   return g.multiply_packed(W, size_t(K) * N, a.dtype(), p);
 }
 // dW(out,in) += dy^T x over 16-bit dy (N,out) and x (N,in): dW's rows dealt out to the threads
-// (wgrad_rows.h) where the context lets it and it applies, else one oneDNN product over both
-// threads.
+// (wgrad_rows.h) where the context lets it and it applies, else one product over both threads
+// (oneDNN's, or the tile GEMM's: wgrad_rows runs oneDNN primitives).
 void weight_grad_16bit(const GemmContext& g, float* dW, ConstTypedPtr dy16, ConstTypedPtr x16, int N, int in,
                        int out) {
-  if (g.wgrad_rows && wgrad_rows_per_thread(out, in, N, dy16, out, x16, in, 1.0f, dW, in)) {
+  if (g.wgrad_rows && !gemm_on_fivefold_tiles(dy16.dtype()) && wgrad_rows_per_thread(out, in, N, dy16, out, x16, in, 1.0f, dW, in)) {
     if (g.counts) g.counts->wgrad_rows_products.fetch_add(1);
     return;
   }

@@ -1,0 +1,136 @@
+// fivefold's tile GEMM (kernels/gemm_amx.h) against oneDNN's bf16 GEMM at the `bench` model's
+// shapes (bench_gemm_bf16's list), GFLOP/s each, alternating rounds, best of each; with the tile
+// unit's own peak (tdpbf16ps on registers, no memory) so each GEMM reads as a share of it, and the
+// largest difference between the two GEMMs' results relative to the largest output (fp32 sums of
+// the same exact products: rounding only). Needs a CPU with AMX; elsewhere it says so and stops,
+// unless --emulate runs the tile GEMM on the scalar model (the bench's own check: slow, tiny).
+// Usage: bench_gemm_amx [threads] [--emulate]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "best_seconds.h"
+#include "kernels/amx_tiles.h"
+#include "kernels/convert.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_amx.h"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using ffbench::best_seconds;
+
+// The tile unit's peak on all threads: four independent accumulators, operands never reloaded.
+double tile_peak_gflops() {
+#if defined(__x86_64__)
+  constexpr long kDots = 200000;
+  const auto t0 = clock_type::now();
+#pragma omp parallel
+  {
+    ff::amx::AmxTiles t;
+    t.configure();
+    alignas(64) uint32_t operand[16 * 16];
+    std::fill(operand, operand + 16 * 16, 0x3f803f80u);  // bf16 ones: normal values, sums that stay small
+    t.load<4>(operand, 64), t.load<5>(operand, 64), t.load<6>(operand, 64), t.load<7>(operand, 64);
+    t.zero<0>(), t.zero<1>(), t.zero<2>(), t.zero<3>();
+    for (long i = 0; i < kDots / 4; ++i) {
+      t.dot<0, 4, 6>(), t.dot<1, 4, 7>(), t.dot<2, 5, 6>(), t.dot<3, 5, 7>();
+    }
+    t.release();
+  }
+  const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return omp_get_max_threads() * kDots * 16.0 * 16 * 32 * 2 / s * 1e-9;
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 0;
+  bool emulate = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--emulate") == 0) emulate = true;
+    else threads = std::atoi(argv[i]);
+  }
+  if (threads > 0) omp_set_num_threads(threads);
+  const bool amx = ff::attention_tiles() == ff::AttentionTiles::amx;  // the tile state granted
+  if (!amx && !emulate) {
+    std::printf("no AMX for fivefold's kernels on this CPU (%s): nothing to measure (--emulate checks the bench)\n",
+                ff::attention_tiles_name(ff::attention_tiles()));
+    return 0;
+  }
+  if (ff::gemm_on_fivefold_tiles(ff::DType::bf16)) {
+    std::printf("unset FIVEFOLD_AMX_GEMM: the oneDNN column must be oneDNN's\n");
+    return 2;
+  }
+  const ff::GemmTiles how = amx && !emulate ? ff::GemmTiles::amx : ff::GemmTiles::amx_emulated;
+  std::printf("%s; threads %d; tile GEMM on %s\n", ff::bf16_path_description().c_str(), omp_get_max_threads(),
+              ff::gemm_tiles_name(how));
+  const double peak = amx && !emulate ? tile_peak_gflops() : 0;
+  if (peak > 0) std::printf("tile unit peak (tdpbf16ps on registers, all threads): %.0f GFLOP/s\n", peak);
+  struct Shape {
+    const char* name;
+    int M, N, K;
+    bool trans_a, trans_b;
+  };
+  const int tok = emulate ? 64 : 8 * 256;
+  const int d = emulate ? 48 : 1;  // --emulate: the same products scaled down
+  const Shape shapes[] = {
+      {"qkv fwd x W^T", tok, 1152 / d, 384 / d, false, true},   {"o fwd x W^T", tok, 384 / d, 384 / d, false, true},
+      {"gate_up fwd x W^T", tok, 2048 / d, 384 / d, false, true}, {"down fwd x W^T", tok, 384 / d, 1024 / d, false, true},
+      {"lm_head fwd x W^T", tok, 4096 / d, 384 / d, false, true}, {"lm_head dx = dy W", tok, 384 / d, 4096 / d, false, false},
+      {"gate_up dx = dy W", tok, 384 / d, 2048 / d, false, false}, {"qkv dx = dy W", tok, 384 / d, 1152 / d, false, false},
+      {"down dx = dy W", tok, 1024 / d, 384 / d, false, false},      {"qkv dW = dy^T x", 1152 / d, 384 / d, tok, true, false},
+      {"gate_up dW = dy^T x", 2048 / d, 384 / d, tok, true, false}, {"down dW = dy^T x", 384 / d, 1024 / d, tok, true, false},
+      {"lm_head dW = dy^T x", 4096 / d, 384 / d, tok, true, false},
+  };
+  std::printf("| shape | M | N | K | oneDNN bf16 GFLOP/s | fivefold tiles GFLOP/s | tiles / oneDNN | tiles, %% of peak "
+              "| max diff / max output |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  double sum_onednn = 0, sum_tiles = 0;
+  for (const Shape& s : shapes) {
+    const int lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+    std::vector<float> a(size_t(s.M) * s.K), b(size_t(s.K) * s.N);
+    for (float& x : a) x = u(rng);
+    for (float& x : b) x = u(rng);
+    std::vector<uint16_t> a16(a.size()), b16(b.size());
+    ff::convert_from_f32(ff::TypedPtr(a16.data(), ff::DType::bf16), a.data(), a.size());
+    ff::convert_from_f32(ff::TypedPtr(b16.data(), ff::DType::bf16), b.data(), b.size());
+    std::vector<float> c_onednn(size_t(s.M) * s.N), c_tiles(c_onednn.size());
+    auto onednn = [&] {
+      ff::gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, ff::ConstTypedPtr(a16.data(), ff::DType::bf16), lda,
+               ff::ConstTypedPtr(b16.data(), ff::DType::bf16), ldb, 0.0f, ff::TypedPtr(c_onednn.data()), s.N);
+    };
+    auto tiles = [&] {
+      ff::gemm_bf16_on_tiles(how, s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0f, a16.data(), lda, b16.data(), ldb, 0.0f,
+                             c_tiles.data(), s.N);
+    };
+    double t_onednn = 1e30, t_tiles = 1e30;
+    for (int round = 0; round < 2; ++round)  // alternating; best of each
+      t_onednn = std::min(t_onednn, best_seconds(onednn)), t_tiles = std::min(t_tiles, best_seconds(tiles));
+    double diff = 0, big = 0;
+    for (size_t i = 0; i < c_tiles.size(); ++i)
+      diff = std::max(diff, double(std::abs(c_tiles[i] - c_onednn[i]))), big = std::max(big, double(std::abs(c_onednn[i])));
+    const double flops = 2.0 * s.M * double(s.N) * s.K;
+    sum_onednn += t_onednn, sum_tiles += t_tiles;
+    std::printf("| %s | %d | %d | %d | %.0f | %.0f | %.2fx | %s | %.1e |\n", s.name, s.M, s.N, s.K,
+                flops / t_onednn * 1e-9, flops / t_tiles * 1e-9, t_onednn / t_tiles,
+                peak > 0 ? (std::to_string(int(std::lround(100 * flops / t_tiles * 1e-9 / peak))) + "%").c_str() : "-",
+                diff / std::max(big, 1e-30));
+  }
+  std::printf("all shapes once each: oneDNN %.2f ms, tiles %.2f ms (%.2fx)\n", sum_onednn * 1e3, sum_tiles * 1e3,
+              sum_onednn / sum_tiles);
+  return 0;
+}

@@ -1,0 +1,205 @@
+#include "kernels/gemm_amx.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+
+#include "kernels/amx_tiles.h"
+#include "kernels/scratch.h"
+
+namespace ff {
+namespace {
+
+using amx::kTileRows;
+using amx::kTileWords;
+constexpr int kStep = 2 * kTileWords;              // values of the reduced dimension per tile step: 32
+constexpr int kTileSize = kTileRows * kTileWords;  // words (or fp32 outputs) in one tile: 256
+constexpr int kBlock = 2 * kTileRows;              // output rows and columns of a block: 32
+
+int tiles_over(int n, int per_tile) { return (n + per_tile - 1) / per_tile; }
+
+// The operands as the blocks read them.
+struct Operands {
+  int M, N, K;
+  int steps;      // K in steps of 32, rounded up
+  int row_tiles;  // M in tiles of 16 rows, rounded up
+  int col_tiles;  // N in tiles of 16 columns, rounded up
+  // op(A) row m at a + m * a_ld, the reduced dimension contiguous (the caller's A, or its packing).
+  const uint16_t* a;
+  long a_ld;
+  // Packed op(B): the tile of columns 16 j.. and step s at b + (j * steps + s) * 256 words.
+  const uint32_t* b;
+};
+
+// One tile of packed op(B): columns n0.., reduced values k0.. (word (r, c) = rows k0 + 2r and
+// k0 + 2r + 1 of column n0 + c, zero past K or N).
+void pack_b_tile(uint32_t* dst, const uint16_t* B, int ldb, bool tb, int K, int N, int n0, int k0) {
+  if (n0 + kTileWords <= N && k0 + kStep <= K) {  // whole: no bounds to check
+    if (tb) {  // op(B)(k, n) = B[n][k]: a word is two neighbours of a stored row
+      for (int c = 0; c < kTileWords; ++c) {
+        const uint16_t* row = B + size_t(n0 + c) * ldb + k0;
+        for (int r = 0; r < kTileRows; ++r) std::memcpy(dst + r * kTileWords + c, row + 2 * r, 4);
+      }
+    } else {  // op(B)(k, n) = B[k][n]: a tile row interleaves two stored rows
+      for (int r = 0; r < kTileRows; ++r) {
+        const uint16_t* lo = B + size_t(k0 + 2 * r) * ldb + n0;
+        const uint16_t* hi = lo + ldb;
+        for (int c = 0; c < kTileWords; ++c) dst[r * kTileWords + c] = uint32_t(lo[c]) | uint32_t(hi[c]) << 16;
+      }
+    }
+    return;
+  }
+  auto value = [&](int k, int n) -> uint32_t {
+    if (k >= K || n >= N) return 0;
+    return tb ? B[size_t(n) * ldb + k] : B[size_t(k) * ldb + n];
+  };
+  for (int r = 0; r < kTileRows; ++r)
+    for (int c = 0; c < kTileWords; ++c)
+      dst[r * kTileWords + c] = value(k0 + 2 * r, n0 + c) | value(k0 + 2 * r + 1, n0 + c) << 16;
+}
+
+// Rows m0 .. m0 + 15 of op(A), row-major with row stride kp >= K, zero past K and M.
+void pack_a_rows(uint16_t* dst, const uint16_t* A, int lda, bool ta, int M, int K, int kp, int m0) {
+  const int rows = std::min(kTileRows, M - m0);
+  uint16_t* out = dst + size_t(m0) * kp;
+  if (ta) {  // op(A)(m, k) = A[k][m]: read stored rows, write down the packed columns
+    for (int k = 0; k < K; ++k) {
+      const uint16_t* src = A + size_t(k) * lda + m0;
+      for (int r = 0; r < rows; ++r) out[size_t(r) * kp + k] = src[r];
+    }
+    for (int r = 0; r < rows; ++r) std::fill(out + size_t(r) * kp + K, out + size_t(r + 1) * kp, uint16_t(0));
+  } else {
+    for (int r = 0; r < rows; ++r) {
+      std::memcpy(out + size_t(r) * kp, A + size_t(m0 + r) * lda, size_t(K) * 2);
+      std::fill(out + size_t(r) * kp + K, out + size_t(r + 1) * kp, uint16_t(0));
+    }
+  }
+  std::fill(out + size_t(rows) * kp, out + size_t(kTileRows) * kp, uint16_t(0));
+}
+
+// The 16 MR x 16 NR output block at row tile i0, column tile j0. Tiles 0-3 accumulate (0: rows
+// 0-15 x columns 0-15, 1: rows 0-15 x 16-31, 2: rows 16-31 x 0-15, 3: rows 16-31 x 16-31), 4 and
+// 5 hold A's two row tiles, 6 and 7 B's two column tiles.
+template <class Tiles, int MR, int NR>
+void block(Tiles& t, const Operands& o, int i0, int j0, float alpha, float beta, float* C, int ldc,
+           float* stage) {
+  const int m0 = i0 * kTileRows, n0 = j0 * kTileWords;
+  const bool whole = m0 + MR * kTileRows <= o.M && n0 + NR * kTileWords <= o.N;
+  // Straight into C where the tiles' sums are the result: alpha 1, beta 0 or 1 (C loaded first).
+  const bool into_c = whole && alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
+  float* out = into_c ? C + size_t(m0) * ldc + n0 : stage;
+  const long so = into_c ? long(ldc) * 4 : long(kBlock) * 4, row16 = into_c ? long(ldc) * kTileRows : kBlock * kTileRows;
+  if (into_c && beta == 1.0f) {
+    t.template load<0>(out, so);
+    if constexpr (NR > 1) t.template load<1>(out + kTileWords, so);
+    if constexpr (MR > 1) t.template load<2>(out + row16, so);
+    if constexpr (MR > 1 && NR > 1) t.template load<3>(out + row16 + kTileWords, so);
+  } else {
+    t.template zero<0>();
+    if constexpr (NR > 1) t.template zero<1>();
+    if constexpr (MR > 1) t.template zero<2>();
+    if constexpr (MR > 1 && NR > 1) t.template zero<3>();
+  }
+  const long sa = o.a_ld * 2;
+  const uint16_t* a = o.a + size_t(m0) * o.a_ld;
+  const uint32_t* b = o.b + size_t(j0) * o.steps * kTileSize;
+  const size_t next_col_tile = size_t(o.steps) * kTileSize;
+  for (int s = 0; s < o.steps; ++s) {
+    t.template load<4>(a + s * kStep, sa);
+    if constexpr (MR > 1) t.template load<5>(a + kTileRows * o.a_ld + s * kStep, sa);
+    t.template load<6>(b + size_t(s) * kTileSize, 64);
+    if constexpr (NR > 1) t.template load<7>(b + next_col_tile + size_t(s) * kTileSize, 64);
+    t.template dot<0, 4, 6>();
+    if constexpr (NR > 1) t.template dot<1, 4, 7>();
+    if constexpr (MR > 1) t.template dot<2, 5, 6>();
+    if constexpr (MR > 1 && NR > 1) t.template dot<3, 5, 7>();
+  }
+  t.template store<0>(out, so);
+  if constexpr (NR > 1) t.template store<1>(out + kTileWords, so);
+  if constexpr (MR > 1) t.template store<2>(out + row16, so);
+  if constexpr (MR > 1 && NR > 1) t.template store<3>(out + row16 + kTileWords, so);
+  if (into_c) return;
+  const int rows = std::min(MR * kTileRows, o.M - m0), cols = std::min(NR * kTileWords, o.N - n0);
+  for (int r = 0; r < rows; ++r) {
+    float* c = C + size_t(m0 + r) * ldc + n0;
+    const float* s = stage + r * kBlock;
+    if (beta == 0.0f)  // C is not read: it may hold anything, NaN included
+      for (int j = 0; j < cols; ++j) c[j] = alpha * s[j];
+    else
+      for (int j = 0; j < cols; ++j) c[j] = alpha * s[j] + beta * c[j];
+  }
+}
+
+// This thread's share of the blocks, inside the caller's parallel region: the blocks of one pair of
+// column tiles after another, so that the pair's packed B is read from cache by every row block.
+template <class Tiles>
+void blocks(const Operands& o, float alpha, float beta, float* C, int ldc) {
+  Tiles t;
+  t.configure();
+  alignas(64) float stage[kBlock * kBlock];
+  const int row_blocks = tiles_over(o.row_tiles, 2), col_blocks = tiles_over(o.col_tiles, 2);
+#pragma omp for schedule(static)
+  for (long q = 0; q < long(row_blocks) * col_blocks; ++q) {
+    const int i0 = 2 * int(q % row_blocks), j0 = 2 * int(q / row_blocks);
+    const bool two_rows = i0 + 1 < o.row_tiles, two_cols = j0 + 1 < o.col_tiles;
+    if (two_rows && two_cols)
+      block<Tiles, 2, 2>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+    else if (two_rows)
+      block<Tiles, 2, 1>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+    else if (two_cols)
+      block<Tiles, 1, 2>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+    else
+      block<Tiles, 1, 1>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+  }
+  t.release();
+}
+
+}  // namespace
+
+void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t* A,
+                        int lda, const uint16_t* B, int ldb, float beta, float* C, int ldc) {
+  if (how == GemmTiles::onednn) throw std::logic_error("gemm_bf16_on_tiles: called with the oneDNN choice");
+#if !defined(__x86_64__)
+  if (how == GemmTiles::amx) throw std::logic_error("gemm_bf16_on_tiles: the AMX tile unit exists only on x86-64");
+#endif
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // an empty sum: C = beta C
+    for (int r = 0; r < M; ++r)
+      for (int j = 0; j < N; ++j) C[size_t(r) * ldc + j] = beta == 0.0f ? 0.0f : beta * C[size_t(r) * ldc + j];
+    return;
+  }
+  Operands o{M, N, K, tiles_over(K, kStep), tiles_over(M, kTileRows), tiles_over(N, kTileWords), A, lda, nullptr};
+  const bool a_in_place = !ta && K % kStep == 0 && M % kTileRows == 0;
+  const int kp = o.steps * kStep;
+  const size_t b_words = size_t(o.col_tiles) * o.steps * kTileSize;
+  const size_t a_words = a_in_place ? 0 : size_t(o.row_tiles) * kTileRows * kp / 2;
+  // The calling thread's scratch, read by the whole team for this call only.
+  uint32_t* packed = detail::thread_scratch<uint32_t>(b_words + a_words);
+  uint16_t* packed_a = reinterpret_cast<uint16_t*>(packed + b_words);
+  o.b = packed;
+  if (!a_in_place) o.a = packed_a, o.a_ld = kp;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (long q = 0; q < long(o.col_tiles) * o.steps; ++q) {
+      const int j = int(q / o.steps), s = int(q % o.steps);
+      pack_b_tile(packed + size_t(q) * kTileSize, B, ldb, tb, K, N, j * kTileWords, s * kStep);
+    }
+    if (!a_in_place) {
+#pragma omp for schedule(static) nowait
+      for (int i = 0; i < o.row_tiles; ++i) pack_a_rows(packed_a, A, lda, ta, M, K, kp, i * kTileRows);
+    }
+#pragma omp barrier
+#if defined(__x86_64__)
+    if (how == GemmTiles::amx)
+      blocks<amx::AmxTiles>(o, alpha, beta, C, ldc);
+    else
+#endif
+      blocks<amx::EmulatedTiles>(o, alpha, beta, C, ldc);
+  }
+}
+
+}  // namespace ff

@@ -1,0 +1,32 @@
+#pragma once
+// fivefold's own bf16 GEMM on the AMX tile unit (amx_tiles.h), beside oneDNN's: which of the two
+// runs the 16-bit GEMMs is gemm_tiles()'s choice (cpu_isa.h, FIVEFOLD_AMX_GEMM).
+//
+// How it multiplies. op(B) is packed per call into the tile unit's B layout: for each 16 output
+// columns and each 32 values of the reduced dimension, one 1 KiB tile whose word (k, n) holds
+// rows 2k and 2k + 1 of column n, zero past K and N. op(A) is read in place where its rows are
+// stored with the reduced dimension contiguous, M is a multiple of 16 and K of 32 (a forward
+// x W^T, an input gradient dy W); otherwise (a weight gradient's dy^T, ragged shapes) it is packed
+// row-major with K rounded up to 32 and zero-filled, so the padding multiplies zeros by zeros. Each
+// thread computes 32 x 32 output blocks (four accumulator tiles fed by two A and two B tiles per
+// step of 32), the blocks of one column pair after another so the pair's packed B stays in cache.
+// A block accumulates in the tiles over the whole of K and leaves them once: straight into C where
+// the block is whole and alpha is 1 (beta 0 or 1: C loaded into the tiles first), else through a
+// 32 x 32 staging block that scales and adds.
+//
+// What it computes: every product of two bf16 values is exact in fp32, summed in fp32 in the tile
+// unit's order (the model's: k order within a word pair and across steps), so results differ from
+// oneDNN's and from the fp32 GEMM's only in the rounding of those sums.
+#include <cstdint>
+
+#include "kernels/cpu_isa.h"
+
+namespace ff {
+
+// C(M,N) = alpha op(A) op(B) + beta C: A and B bf16 bits, stored row-major with row strides lda,
+// ldb (op transposes where ta / tb, as gemm.h); C fp32. beta 0 never reads C. `how` is amx (only
+// where gemm_tiles() found the tile unit usable) or amx_emulated.
+void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t* A,
+                        int lda, const uint16_t* B, int ldb, float beta, float* C, int ldc);
+
+}  // namespace ff

@@ -1,0 +1,191 @@
+// fivefold's bf16 GEMM on the AMX tile unit (kernels/gemm_amx.h), on the scalar model of the tile
+// instructions (any CPU) and, where the CPU has AMX, on the hardware: every transpose, shapes that
+// fill whole 32 x 32 blocks and ragged ones (a tail of rows, columns and the reduced dimension),
+// padded row strides, and the alpha / beta cases the kernel treats apart (beta 0 never reads C;
+// alpha 1 with beta 0 or 1 stores the tiles straight into whole blocks of C). The expected values
+// are computed here: exactly, in integers, where the operands are small integers (every partial
+// sum is then exact in fp32, in any order of addition, so the result must be bit-exact), and in
+// double for random operands (fp32 summation of exact products is all that may differ). CTest
+// kernels_amx_gemm_emulated runs the typed GEMM's own tests with FIVEFOLD_AMX_GEMM=emulate, so the
+// dispatch to this kernel is checked too.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "core/dtype.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/gemm_amx.h"
+
+namespace {
+
+using ff::GemmTiles;
+
+struct Shape {
+  int M, N, K;
+};
+// Whole blocks read in place (M % 16 = 0, K % 32 = 0), a 2 x 2 grid of blocks with a 16-row and a
+// 16-column edge, ragged tails everywhere, a single reduced value, a long reduced dimension.
+const Shape kShapes[] = {{64, 64, 96}, {80, 48, 64}, {37, 45, 70}, {16, 16, 32}, {5, 3, 1}, {33, 17, 65}, {19, 40, 300}};
+
+struct Case {
+  float alpha, beta;
+};
+// beta 0 (C holds NaN: it must not be read), beta 1 with alpha 1 (accumulated in the tiles), and
+// general scaling through the staging block.
+const Case kCases[] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {2.0f, 0.5f}, {-0.5f, 0.0f}};
+
+struct Problem {
+  bool ta, tb;
+  Shape s;
+  int lda, ldb, ldc;
+  std::vector<uint16_t> a, b;  // bf16 bits, stored (K, M) / (M, K) and (N, K) / (K, N)
+  std::vector<float> c;        // the starting C, ldc floats per row
+
+  double a_at(int m, int k) const { return ff::bf16_to_f32(ta ? a[size_t(k) * lda + m] : a[size_t(m) * lda + k]); }
+  double b_at(int k, int n) const { return ff::bf16_to_f32(tb ? b[size_t(n) * ldb + k] : b[size_t(k) * ldb + n]); }
+};
+
+// Operands of the given shape with padded strides; `value` draws each stored element.
+template <class Draw>
+Problem make_problem(bool ta, bool tb, Shape s, Draw value) {
+  Problem p{ta, tb, s, (ta ? s.M : s.K) + 3, (tb ? s.K : s.N) + 5, s.N + 2, {}, {}, {}};
+  p.a.resize(size_t(ta ? s.K : s.M) * p.lda);
+  p.b.resize(size_t(tb ? s.N : s.K) * p.ldb);
+  p.c.resize(size_t(s.M) * p.ldc);
+  for (auto& x : p.a) x = ff::f32_to_bf16(value());
+  for (auto& x : p.b) x = ff::f32_to_bf16(value());
+  for (auto& x : p.c) x = value();
+  return p;
+}
+
+std::vector<float> run(GemmTiles how, const Problem& p, Case k) {
+  std::vector<float> c = p.c;
+  if (k.beta == 0.0f)  // never read: NaN where a stray read would show
+    for (int m = 0; m < p.s.M; ++m)
+      for (int n = 0; n < p.s.N; ++n) c[size_t(m) * p.ldc + n] = std::numeric_limits<float>::quiet_NaN();
+  ff::gemm_bf16_on_tiles(how, p.ta, p.tb, p.s.M, p.s.N, p.s.K, k.alpha, p.a.data(), p.lda, p.b.data(), p.ldb, k.beta,
+                         c.data(), p.ldc);
+  return c;
+}
+
+std::string where(const Problem& p, Case k, int m, int n) {
+  return "ta=" + std::to_string(p.ta) + " tb=" + std::to_string(p.tb) + " M=" + std::to_string(p.s.M) +
+         " N=" + std::to_string(p.s.N) + " K=" + std::to_string(p.s.K) + " alpha=" + std::to_string(k.alpha) +
+         " beta=" + std::to_string(k.beta) + " at (" + std::to_string(m) + ", " + std::to_string(n) + ")";
+}
+
+// Small integers: every product and partial sum is an integer below 2^24, so any order of fp32
+// additions is exact, and alpha / beta (powers of two) scale exactly: the result is bit-exact.
+void check_exact(GemmTiles how) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> small(-4, 4);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const Shape& s : kShapes) {
+        const Problem p = make_problem(ta, tb, s, [&] { return float(small(rng)); });
+        for (const Case& k : kCases) {
+          const std::vector<float> c = run(how, p, k);
+          for (int m = 0; m < s.M; ++m) {
+            for (int n = 0; n < s.N; ++n) {
+              long dot = 0;
+              for (int q = 0; q < s.K; ++q) dot += long(p.a_at(m, q)) * long(p.b_at(q, n));
+              const double want = k.alpha * double(dot) + (k.beta == 0.0f ? 0.0 : k.beta * p.c[size_t(m) * p.ldc + n]);
+              ASSERT_EQ(c[size_t(m) * p.ldc + n], want) << where(p, k, m, n);
+            }
+            for (int n = s.N; n < p.ldc; ++n)  // a row's padding is not C's
+              ASSERT_EQ(std::bit_cast<uint32_t>(c[size_t(m) * p.ldc + n]),
+                        std::bit_cast<uint32_t>(p.c[size_t(m) * p.ldc + n]))
+                  << where(p, k, m, n);
+          }
+        }
+      }
+}
+
+// Random normal operands against the double product of the same bf16 values: K fp32 additions of
+// exact products, then alpha and beta's roundings, at most (K + 2) roundings of 2^-24 of the
+// terms' magnitude (the products', and beta C's).
+void check_random(GemmTiles how) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const Shape& s : kShapes) {
+        const Problem p = make_problem(ta, tb, s, [&] { return nd(rng); });
+        for (const Case& k : kCases) {
+          const std::vector<float> c = run(how, p, k);
+          for (int m = 0; m < s.M; ++m)
+            for (int n = 0; n < s.N; ++n) {
+              double dot = 0, mag = 0;
+              for (int q = 0; q < s.K; ++q) {
+                const double t = p.a_at(m, q) * p.b_at(q, n);
+                dot += t, mag += std::abs(t);
+              }
+              const double c0 = k.beta == 0.0f ? 0.0 : double(k.beta) * p.c[size_t(m) * p.ldc + n];
+              const double want = k.alpha * dot + c0;
+              const double bound = (s.K + 2) * std::ldexp(1.0, -24) * (std::abs(k.alpha) * mag + std::abs(c0));
+              ASSERT_NEAR(c[size_t(m) * p.ldc + n], want, bound) << where(p, k, m, n);
+            }
+        }
+      }
+}
+
+TEST(GemmTiles, PickFollowsTheCpuAndTheVariable) {
+  using ff::pick_gemm_tiles;
+  // oneDNN unless asked: the tile GEMM is not the default.
+  EXPECT_EQ(pick_gemm_tiles(true, nullptr), GemmTiles::onednn);
+  EXPECT_EQ(pick_gemm_tiles(true, "off"), GemmTiles::onednn);
+  EXPECT_EQ(pick_gemm_tiles(true, "on"), GemmTiles::amx);
+  EXPECT_EQ(pick_gemm_tiles(false, "on"), GemmTiles::onednn);  // no AMX here: oneDNN, not a crash
+  EXPECT_EQ(pick_gemm_tiles(false, "emulate"), GemmTiles::amx_emulated);
+  try {
+    pick_gemm_tiles(true, "yes");
+    FAIL() << "FIVEFOLD_AMX_GEMM=yes was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("FIVEFOLD_AMX_GEMM=yes"), std::string::npos) << m;
+    EXPECT_NE(m.find("emulate"), std::string::npos) << m;
+  }
+  EXPECT_STREQ(ff::gemm_tiles_name(GemmTiles::amx), "AMX tiles");
+}
+
+TEST(GemmOnTiles, EmulatedIsExactOnSmallIntegersForEveryTransposeAndShape) {
+  check_exact(GemmTiles::amx_emulated);
+}
+
+TEST(GemmOnTiles, EmulatedIsWithinFp32SummationOfTheDoubleProduct) { check_random(GemmTiles::amx_emulated); }
+
+TEST(GemmOnTiles, EmulatedOnThreeThreadsIsTheOneThreadResultBitwise) {
+  // Blocks are dealt out whole, each summed by one thread in one order: the team's size changes
+  // who computes a block, never how.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  const Problem p = make_problem(true, false, Shape{80, 96, 70}, [&] { return nd(rng); });
+  std::vector<float> one, three;
+  {
+    const fftest::ScopedThreads t(1);
+    one = run(GemmTiles::amx_emulated, p, {1.0f, 1.0f});
+  }
+  {
+    const fftest::ScopedThreads t(3);
+    three = run(GemmTiles::amx_emulated, p, {1.0f, 1.0f});
+  }
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(std::bit_cast<uint32_t>(one[i]), std::bit_cast<uint32_t>(three[i])) << i;
+}
+
+TEST(GemmOnTiles, HardwareIsExactOnIntegersAndWithinFp32SummationOnRandomOperands) {
+  if (ff::attention_tiles() != ff::AttentionTiles::amx)
+    GTEST_SKIP() << "this CPU has no AMX for fivefold's kernels (" << ff::attention_tiles_name(ff::attention_tiles())
+                 << "); the same checks ran on the scalar model above";
+  check_exact(GemmTiles::amx);
+  check_random(GemmTiles::amx);
+}
+
+}  // namespace
