@@ -65,12 +65,17 @@ void pack_b_tile(uint32_t* dst, const uint16_t* B, int ldb, bool tb, int K, int 
 void pack_a_rows(uint16_t* dst, const uint16_t* A, int lda, bool ta, int M, int K, int kp, int m0) {
   const int rows = std::min(kTileRows, M - m0);
   uint16_t* out = dst + size_t(m0) * kp;
-  if (ta) {  // op(A)(m, k) = A[k][m]: read stored rows, write down the packed columns
-    for (int k = 0; k < K; ++k) {
-      const uint16_t* src = A + size_t(k) * lda + m0;
-      for (int r = 0; r < rows; ++r) out[size_t(r) * kp + k] = src[r];
+  if (ta) {  // op(A)(m, k) = A[k][m]: two stored rows give a packed row its next two values
+    for (int k = 0; k < K; k += 2) {
+      const uint16_t* lo = A + size_t(k) * lda + m0;
+      const uint16_t* hi = k + 1 < K ? lo + lda : nullptr;
+      for (int r = 0; r < rows; ++r) {
+        const uint32_t pair = uint32_t(lo[r]) | uint32_t(hi ? hi[r] : 0) << 16;
+        std::memcpy(out + size_t(r) * kp + k, &pair, 4);
+      }
     }
-    for (int r = 0; r < rows; ++r) std::fill(out + size_t(r) * kp + K, out + size_t(r + 1) * kp, uint16_t(0));
+    const int filled = K + (K & 1);  // an odd K's last pair wrote its zero already
+    for (int r = 0; r < rows; ++r) std::fill(out + size_t(r) * kp + filled, out + size_t(r + 1) * kp, uint16_t(0));
   } else {
     for (int r = 0; r < rows; ++r) {
       std::memcpy(out + size_t(r) * kp, A + size_t(m0 + r) * lda, size_t(K) * 2);
@@ -133,17 +138,22 @@ void block(Tiles& t, const Operands& o, int i0, int j0, float alpha, float beta,
   }
 }
 
-// This thread's share of the blocks, inside the caller's parallel region: the blocks of one pair of
-// column tiles after another, so that the pair's packed B is read from cache by every row block.
+// This thread's share of the blocks, inside the caller's parallel region. One operand's strip
+// (32 rows of A, or 32 columns of packed B, over all of K) stays in the nearest cache while the
+// other operand streams past it: the blocks of one row pair after another where packed B is the
+// smaller of the two (it then streams from the larger cache; a forward or input-gradient product
+// whose weight is smaller than its activations), else those of one column pair after another.
 template <class Tiles>
 void blocks(const Operands& o, float alpha, float beta, float* C, int ldc) {
   Tiles t;
   t.configure();
   alignas(64) float stage[kBlock * kBlock];
   const int row_blocks = tiles_over(o.row_tiles, 2), col_blocks = tiles_over(o.col_tiles, 2);
+  const bool rows_outer = o.col_tiles <= o.row_tiles;  // both span all of K: B is smaller where it has fewer tiles
 #pragma omp for schedule(static)
   for (long q = 0; q < long(row_blocks) * col_blocks; ++q) {
-    const int i0 = 2 * int(q % row_blocks), j0 = 2 * int(q / row_blocks);
+    const int i0 = 2 * int(rows_outer ? q / col_blocks : q % row_blocks);
+    const int j0 = 2 * int(rows_outer ? q % col_blocks : q / row_blocks);
     const bool two_rows = i0 + 1 < o.row_tiles, two_cols = j0 + 1 < o.col_tiles;
     if (two_rows && two_cols)
       block<Tiles, 2, 2>(t, o, i0, j0, alpha, beta, C, ldc, stage);

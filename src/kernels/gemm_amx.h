@@ -9,7 +9,8 @@
 // x W^T, an input gradient dy W); otherwise (a weight gradient's dy^T, ragged shapes) it is packed
 // row-major with K rounded up to 32 and zero-filled, so the padding multiplies zeros by zeros. Each
 // thread computes 32 x 32 output blocks (four accumulator tiles fed by two A and two B tiles per
-// step of 32), the blocks of one column pair after another so the pair's packed B stays in cache.
+// step of 32), one row pair's blocks after another, or one column pair's, so that the smaller
+// operand streams past a strip of the larger one held in cache.
 // A block accumulates in the tiles over the whole of K and leaves them once: straight into C where
 // the block is whole and alpha is 1 (beta 0 or 1: C loaded into the tiles first), else through a
 // 32 x 32 staging block that scales and adds.
