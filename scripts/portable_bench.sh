@@ -106,8 +106,7 @@ pack() {
   done
   if [ "$with_mpi" = 1 ]; then bundle_open_mpi "$top"; fi
   # The C++ runtime apart: run.sh takes it only where the host's is missing or older than the
-  # build's. A newer host one must win: the host's own libraries (an Open MPI's libmpi_cxx on
-  # Ubuntu 24.04) may need versions this one lacks.
+  # build's (portable_cxx.sh).
   mkdir -p "$top/lib-cxx"
   for f in libstdc++.so.6 libgcc_s.so.1; do
     if [ -e "$top/lib/$f" ]; then mv "$top/lib/$f" "$top/lib-cxx/"; fi
@@ -117,6 +116,7 @@ pack() {
   cp -rL "$data"/. "$top/data/corpus/"
   ldd --version | awk 'NR == 1 {print $NF}' >"$top/GLIBC_BUILT_WITH"
   cp "$ROOT/scripts/portable_run.sh" "$top/run.sh"
+  cp "$ROOT/scripts/portable_cxx.sh" "$top/portable_cxx.sh"
   chmod +x "$top/run.sh"
   # FIVEFOLD_PACK_GZIP=1: the fastest compression (tests), 6 by default.
   tar -C "$stage" -cf - fivefold-portable | gzip -"${FIVEFOLD_PACK_GZIP:-6}" >"$out"

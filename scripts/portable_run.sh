@@ -93,14 +93,12 @@ case "$mpi" in
   none) mpirun=""; libs="$HERE/lib-mpi:$libs" ;;
   *) die "--mpi is auto, host, bundled or none (got '$mpi')" ;;
 esac
-# The pack's C++ runtime only where the host's is missing or too old for the binary (packs made
-# before lib-cxx/ kept it in lib/).
-if [ -d "$HERE/lib-cxx" ] && LD_LIBRARY_PATH="$libs" ldd "$ff" 2>&1 | grep "not found" |
-  grep -qE 'libstdc\+\+|libgcc_s|GLIBCXX|CXXABI|GCC_'; then
-  libs="$HERE/lib-cxx:$libs" cxx="the pack's (the host's is missing or older than the build's)"
-else
-  cxx="the host's"
-fi
+# The pack's C++ runtime only where the host's is missing or too old for the binary.
+. "$HERE/portable_cxx.sh"
+with_cxx=$(pack_cxx_first "$HERE" "$ff" "$libs")
+cxx="the host's"
+[ "$with_cxx" != "$libs" ] && cxx="the pack's (the host's is missing or older than the build's)"
+libs=$with_cxx
 export LD_LIBRARY_PATH="$libs"
 if LD_LIBRARY_PATH="$libs" ldd "$ff" | grep -q "not found"; then
   die "libraries missing for $ff: $(LD_LIBRARY_PATH="$libs" ldd "$ff" | grep 'not found' | tr -s ' \t' ' ')"

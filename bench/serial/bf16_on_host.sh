@@ -64,11 +64,8 @@ top="$work/fivefold-portable"
 bin=$(ls "$top"/bin/fivefold.* | head -1)
 # The pack's Open MPI libraries (these serial runs need no mpirun of the host's), and its C++
 # runtime only where the host's is missing or too old (run.sh's rule).
-libs="$top/lib:$top/lib-mpi"
-if [ -d "$top/lib-cxx" ] && LD_LIBRARY_PATH="$libs" ldd "$bin" 2>&1 | grep "not found" |
-  grep -qE 'libstdc\+\+|libgcc_s|GLIBCXX|CXXABI|GCC_'; then
-  libs="$top/lib-cxx:$libs"
-fi
+. "$ROOT/scripts/portable_cxx.sh"
+libs=$(pack_cxx_first "$top" "$bin" "$top/lib:$top/lib-mpi")
 # fivefold through a wrapper that gives it the pack's libraries and no one else's.
 cat >"$work/fivefold" <<EOF
 #!/bin/sh
