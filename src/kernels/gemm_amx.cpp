@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kernels/amx_tiles.h"
+#include "kernels/round_store.h"
 #include "kernels/scratch.h"
 
 namespace ff {
@@ -85,19 +86,27 @@ void pack_a_rows(uint16_t* dst, const uint16_t* A, int lda, bool ta, int M, int 
   std::fill(out + size_t(rows) * kp, out + size_t(kTileRows) * kp, uint16_t(0));
 }
 
+// Where a block's sums go: C (fp32) = alpha sums + beta C, or C16 (bf16) = the sums rounded to
+// nearest even (round_store.h: the bits convert_from_f32 gives the fp32 sums).
+struct Output {
+  float alpha = 1.0f, beta = 0.0f;
+  float* C = nullptr;
+  uint16_t* C16 = nullptr;
+  int ldc = 0;
+};
+
 // The 16 MR x 16 NR output block at row tile i0, column tile j0. Tiles 0-3 accumulate (0: rows
 // 0-15 x columns 0-15, 1: rows 0-15 x 16-31, 2: rows 16-31 x 0-15, 3: rows 16-31 x 16-31), 4 and
 // 5 hold A's two row tiles, 6 and 7 B's two column tiles.
 template <class Tiles, int MR, int NR>
-void block(Tiles& t, const Operands& o, int i0, int j0, float alpha, float beta, float* C, int ldc,
-           float* stage) {
-  const int m0 = i0 * kTileRows, n0 = j0 * kTileWords;
+void block(Tiles& t, const Operands& o, int i0, int j0, const Output& y, float* stage) {
+  const int m0 = i0 * kTileRows, n0 = j0 * kTileWords, ldc = y.ldc;
   const bool whole = m0 + MR * kTileRows <= o.M && n0 + NR * kTileWords <= o.N;
-  // Straight into C where the tiles' sums are the result: alpha 1, beta 0 or 1 (C loaded first).
-  const bool into_c = whole && alpha == 1.0f && (beta == 0.0f || beta == 1.0f);
-  float* out = into_c ? C + size_t(m0) * ldc + n0 : stage;
+  // Straight into an fp32 C where the tiles' sums are the result: alpha 1, beta 0 or 1 (C loaded first).
+  const bool into_c = y.C && whole && y.alpha == 1.0f && (y.beta == 0.0f || y.beta == 1.0f);
+  float* out = into_c ? y.C + size_t(m0) * ldc + n0 : stage;
   const long so = into_c ? long(ldc) * 4 : long(kBlock) * 4, row16 = into_c ? long(ldc) * kTileRows : kBlock * kTileRows;
-  if (into_c && beta == 1.0f) {
+  if (into_c && y.beta == 1.0f) {
     t.template load<0>(out, so);
     if constexpr (NR > 1) t.template load<1>(out + kTileWords, so);
     if constexpr (MR > 1) t.template load<2>(out + row16, so);
@@ -129,12 +138,17 @@ void block(Tiles& t, const Operands& o, int i0, int j0, float alpha, float beta,
   if (into_c) return;
   const int rows = std::min(MR * kTileRows, o.M - m0), cols = std::min(NR * kTileWords, o.N - n0);
   for (int r = 0; r < rows; ++r) {
-    float* c = C + size_t(m0 + r) * ldc + n0;
     const float* s = stage + r * kBlock;
-    if (beta == 0.0f)  // C is not read: it may hold anything, NaN included
-      for (int j = 0; j < cols; ++j) c[j] = alpha * s[j];
+    if (y.C16) {
+      uint16_t* c = y.C16 + size_t(m0 + r) * ldc + n0;
+      for (int j = 0; j < cols; ++j) c[j] = detail::bf16_bits(s[j]);
+      continue;
+    }
+    float* c = y.C + size_t(m0 + r) * ldc + n0;
+    if (y.beta == 0.0f)  // C is not read: it may hold anything, NaN included
+      for (int j = 0; j < cols; ++j) c[j] = y.alpha * s[j];
     else
-      for (int j = 0; j < cols; ++j) c[j] = alpha * s[j] + beta * c[j];
+      for (int j = 0; j < cols; ++j) c[j] = y.alpha * s[j] + y.beta * c[j];
   }
 }
 
@@ -144,7 +158,7 @@ void block(Tiles& t, const Operands& o, int i0, int j0, float alpha, float beta,
 // smaller of the two (it then streams from the larger cache; a forward or input-gradient product
 // whose weight is smaller than its activations), else those of one column pair after another.
 template <class Tiles>
-void blocks(const Operands& o, float alpha, float beta, float* C, int ldc) {
+void blocks(const Operands& o, const Output& y) {
   Tiles t;
   t.configure();
   alignas(64) float stage[kBlock * kBlock];
@@ -156,31 +170,20 @@ void blocks(const Operands& o, float alpha, float beta, float* C, int ldc) {
     const int j0 = 2 * int(rows_outer ? q % col_blocks : q / row_blocks);
     const bool two_rows = i0 + 1 < o.row_tiles, two_cols = j0 + 1 < o.col_tiles;
     if (two_rows && two_cols)
-      block<Tiles, 2, 2>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+      block<Tiles, 2, 2>(t, o, i0, j0, y, stage);
     else if (two_rows)
-      block<Tiles, 2, 1>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+      block<Tiles, 2, 1>(t, o, i0, j0, y, stage);
     else if (two_cols)
-      block<Tiles, 1, 2>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+      block<Tiles, 1, 2>(t, o, i0, j0, y, stage);
     else
-      block<Tiles, 1, 1>(t, o, i0, j0, alpha, beta, C, ldc, stage);
+      block<Tiles, 1, 1>(t, o, i0, j0, y, stage);
   }
   t.release();
 }
 
-}  // namespace
-
-void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t* A,
-                        int lda, const uint16_t* B, int ldb, float beta, float* C, int ldc) {
-  if (how == GemmTiles::onednn) throw std::logic_error("gemm_bf16_on_tiles: called with the oneDNN choice");
-#if !defined(__x86_64__)
-  if (how == GemmTiles::amx) throw std::logic_error("gemm_bf16_on_tiles: the AMX tile unit exists only on x86-64");
-#endif
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {  // an empty sum: C = beta C
-    for (int r = 0; r < M; ++r)
-      for (int j = 0; j < N; ++j) C[size_t(r) * ldc + j] = beta == 0.0f ? 0.0f : beta * C[size_t(r) * ldc + j];
-    return;
-  }
+// Packs op(B) (and op(A) where it is not read in place), then runs the blocks, on the whole team.
+void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16_t* A, int lda, const uint16_t* B,
+              int ldb, const Output& y) {
   Operands o{M, N, K, tiles_over(K, kStep), tiles_over(M, kTileRows), tiles_over(N, kTileWords), A, lda, nullptr};
   const bool a_in_place = !ta && K % kStep == 0 && M % kTileRows == 0;
   const int kp = o.steps * kStep;
@@ -205,11 +208,43 @@ void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, fl
 #pragma omp barrier
 #if defined(__x86_64__)
     if (how == GemmTiles::amx)
-      blocks<amx::AmxTiles>(o, alpha, beta, C, ldc);
+      blocks<amx::AmxTiles>(o, y);
     else
 #endif
-      blocks<amx::EmulatedTiles>(o, alpha, beta, C, ldc);
+      blocks<amx::EmulatedTiles>(o, y);
   }
+}
+
+void check_choice(GemmTiles how) {
+  if (how == GemmTiles::onednn) throw std::logic_error("gemm_bf16_on_tiles: called with the oneDNN choice");
+#if !defined(__x86_64__)
+  if (how == GemmTiles::amx) throw std::logic_error("gemm_bf16_on_tiles: the AMX tile unit exists only on x86-64");
+#endif
+}
+
+}  // namespace
+
+void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t* A,
+                        int lda, const uint16_t* B, int ldb, float beta, float* C, int ldc) {
+  check_choice(how);
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // an empty sum: C = beta C
+    for (int r = 0; r < M; ++r)
+      for (int j = 0; j < N; ++j) C[size_t(r) * ldc + j] = beta == 0.0f ? 0.0f : beta * C[size_t(r) * ldc + j];
+    return;
+  }
+  multiply(how, ta, tb, M, N, K, A, lda, B, ldb, Output{alpha, beta, C, nullptr, ldc});
+}
+
+void gemm_bf16_on_tiles_rounded(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16_t* A, int lda,
+                                const uint16_t* B, int ldb, uint16_t* C16, int ldc) {
+  check_choice(how);
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // an empty sum: +0
+    for (int r = 0; r < M; ++r) std::fill(C16 + size_t(r) * ldc, C16 + size_t(r) * ldc + N, uint16_t(0));
+    return;
+  }
+  multiply(how, ta, tb, M, N, K, A, lda, B, ldb, Output{1.0f, 0.0f, nullptr, C16, ldc});
 }
 
 }  // namespace ff

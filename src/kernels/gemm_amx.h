@@ -29,5 +29,10 @@ namespace ff {
 // where gemm_tiles() found the tile unit usable) or amx_emulated.
 void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, float alpha, const uint16_t* A,
                         int lda, const uint16_t* B, int ldb, float beta, float* C, int ldc);
+// C16(M,N) = op(A) op(B) stored bf16 by the product itself: each fp32 sum rounded to nearest even
+// as it leaves the tiles, the bits convert_from_f32 gives the fp32 product (gemm_forward_rounded's
+// output, which SwiGLU reads): no fp32 C is written and read back.
+void gemm_bf16_on_tiles_rounded(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16_t* A, int lda,
+                                const uint16_t* B, int ldb, uint16_t* C16, int ldc);
 
 }  // namespace ff

@@ -10,6 +10,7 @@
 #include "kernels/fp8.h"
 #include "kernels/fp8_recipe.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/scratch.h"
 #include "kernels/wgrad_rows.h"
 
@@ -108,6 +109,12 @@ bool gemm_forward_rounded(const GemmContext& g, TypedPtr C16, ConstTypedPtr A, W
                            " in a " + dtype_name(t) + " product; it writes the product's own 16-bit type");
   if (M <= 0 || N <= 0) return true;
   const size_t nw = size_t(N) * K;
+  if (A.dtype() == t && gemm_on_fivefold_tiles(t))
+    if (const void* w16 = g.twin_of(W.data, nw, t)) {  // the tile GEMM rounds as it stores
+      gemm_bf16_on_tiles_rounded(gemm_tiles(), false, true, M, N, K, static_cast<const uint16_t*>(A.data()), K,
+                                 static_cast<const uint16_t*>(w16), K, static_cast<uint16_t*>(C16.data()), N);
+      return true;
+    }
   if (A.dtype() == t && g.twin_of(W.data, nw, t)) {
     PackedProduct p{true, M, N, K, 1.0f, 0.0f, A.data(), K, C16.data(), N};
     p.c_dtype = t;

@@ -40,8 +40,8 @@ void gemm_run_precision(const GemmContext& g, bool trans_a, bool trans_b, int M,
                         GemmRole role = GemmRole::forward, int64_t param_at = -1);
 // C16(M,N) = A(M,K) W^T stored in C16's 16-bit type by the product itself: a forward product whose
 // output is kept rounded (gate_up, which SwiGLU reads 16-bit). Where the weight is packed
-// (packed_weights.h) the product rounds its fp32 accumulators as it stores them, so no fp32 C is
-// written and read back: true. Else (no packed twin, an fp32 A) it computes the fp32 product into
+// (packed_weights.h), or the bf16 products run on fivefold's tile GEMM (gemm_amx.h), the product
+// rounds its fp32 accumulators as it stores them, so no fp32 C is written and read back: true. Else (no packed twin, an fp32 A) it computes the fp32 product into
 // `staging` (M x N floats) by gemm_run_precision and leaves C16 to the caller, whose next kernel
 // can round it as it reads it: false. The same bits either way (but a denormal result, zero when
 // the product stores it). A and W as gemm_run_precision's forward product; the context's

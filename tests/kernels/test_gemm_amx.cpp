@@ -2,7 +2,8 @@
 // instructions (any CPU) and, where the CPU has AMX, on the hardware: every transpose, shapes that
 // fill whole 32 x 32 blocks and ragged ones (a tail of rows, columns and the reduced dimension),
 // padded row strides, and the alpha / beta cases the kernel treats apart (beta 0 never reads C;
-// alpha 1 with beta 0 or 1 stores the tiles straight into whole blocks of C). The expected values
+// alpha 1 with beta 0 or 1 stores the tiles straight into whole blocks of C), and the form that
+// stores bf16 (bitwise the fp32 output converted). The expected values
 // are computed here: exactly, in integers, where the operands are small integers (every partial
 // sum is then exact in fp32, in any order of addition, so the result must be bit-exact), and in
 // double for random operands (fp32 summation of exact products is all that may differ). CTest
@@ -21,8 +22,12 @@
 
 #include "check.h"
 #include "core/dtype.h"
+#include "kernels/convert.h"
 #include "kernels/cpu_isa.h"
+#include "kernels/gemm.h"
 #include "kernels/gemm_amx.h"
+#include "kernels/gemm_precision.h"
+#include "kernels/weight_copy.h"
 
 namespace {
 
@@ -137,6 +142,28 @@ void check_random(GemmTiles how) {
       }
 }
 
+// The bf16-storing form against the fp32 form's output converted afterwards: bit for bit, every
+// transpose and shape (the rows' padding untouched).
+void check_rounded(GemmTiles how) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const Shape& s : kShapes) {
+        const Problem p = make_problem(ta, tb, s, [&] { return nd(rng); });
+        const std::vector<float> c32 = run(how, p, {1.0f, 0.0f});
+        std::vector<uint16_t> want(c32.size()), got(c32.size(), 0x7777);
+        ff::convert_from_f32(ff::TypedPtr(want.data(), ff::DType::bf16), c32.data(), c32.size());
+        ff::gemm_bf16_on_tiles_rounded(how, p.ta, p.tb, s.M, s.N, s.K, p.a.data(), p.lda, p.b.data(), p.ldb, got.data(),
+                                       p.ldc);
+        for (int m = 0; m < s.M; ++m)
+          for (int n = 0; n < p.ldc; ++n) {
+            const size_t i = size_t(m) * p.ldc + n;
+            ASSERT_EQ(got[i], n < s.N ? want[i] : uint16_t(0x7777)) << where(p, {1.0f, 0.0f}, m, n);
+          }
+      }
+}
+
 TEST(GemmTiles, PickFollowsTheCpuAndTheVariable) {
   using ff::pick_gemm_tiles;
   // oneDNN unless asked: the tile GEMM is not the default.
@@ -162,6 +189,36 @@ TEST(GemmOnTiles, EmulatedIsExactOnSmallIntegersForEveryTransposeAndShape) {
 
 TEST(GemmOnTiles, EmulatedIsWithinFp32SummationOfTheDoubleProduct) { check_random(GemmTiles::amx_emulated); }
 
+TEST(GemmOnTiles, EmulatedRoundedOutputIsTheFp32OutputConvertedBitwise) { check_rounded(GemmTiles::amx_emulated); }
+
+// Where the bf16 products run on the tile GEMM (CTest kernels_amx_gemm_emulated; skipped where
+// oneDNN runs them), a forward product that keeps its output rounded stores it from the tile GEMM:
+// the bits of the fp32 product the same context computes, rounded afterwards.
+TEST(GemmOnTiles, ForwardRoundedProductStoresBf16FromTheTiles) {
+  if (!ff::gemm_on_fivefold_tiles(ff::DType::bf16))
+    GTEST_SKIP() << "the bf16 GEMMs run on oneDNN here (FIVEFOLD_AMX_GEMM unset): CTest kernels_amx_gemm_emulated "
+                    "runs this";
+  const int N = 37, in = 96, out = 80;
+  std::vector<float> W = fftest::to_float(fftest::randn(size_t(out) * in, 11));
+  const std::vector<float> x = fftest::to_float(fftest::randn(size_t(N) * in, 12));
+  std::vector<uint16_t> x16(x.size());
+  ff::convert_from_f32(ff::TypedPtr(x16.data(), ff::DType::bf16), x.data(), x.size());
+  const ff::ConstTypedPtr a(x16.data(), ff::DType::bf16);
+  ff::WeightCopy copy({{W.data(), W.size()}}, ff::DType::bf16);
+  ff::GemmContext g{.input_dtype = ff::DType::bf16};
+  g.twins.push_back(&copy);
+  const ff::FreshWeightCopy fresh(&copy);
+  std::vector<float> y32(size_t(N) * out), staging(y32.size(), -7.0f);
+  ff::gemm_run_precision(g, false, true, N, out, in, 1.0f, a, in, W.data(), in, 0.0f, y32.data(), out);
+  std::vector<uint16_t> want(y32.size()), got(y32.size(), 0xffff);
+  ff::convert_from_f32(ff::TypedPtr(want.data(), ff::DType::bf16), y32.data(), y32.size());
+  EXPECT_TRUE(ff::gemm_forward_rounded(g, ff::TypedPtr(got.data(), ff::DType::bf16), a, W.data(), N, out, in,
+                                       staging.data()));
+  EXPECT_EQ(got, want);
+  for (float v : staging) ASSERT_EQ(v, -7.0f);  // no fp32 product went through the staging
+  EXPECT_EQ(copy.packed().packings(), 0u);     // oneDNN's packed copies stood aside
+}
+
 TEST(GemmOnTiles, EmulatedOnThreeThreadsIsTheOneThreadResultBitwise) {
   // Blocks are dealt out whole, each summed by one thread in one order: the team's size changes
   // who computes a block, never how.
@@ -180,12 +237,13 @@ TEST(GemmOnTiles, EmulatedOnThreeThreadsIsTheOneThreadResultBitwise) {
   for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(std::bit_cast<uint32_t>(one[i]), std::bit_cast<uint32_t>(three[i])) << i;
 }
 
-TEST(GemmOnTiles, HardwareIsExactOnIntegersAndWithinFp32SummationOnRandomOperands) {
+TEST(GemmOnTiles, HardwareIsExactOnIntegersWithinFp32SummationOnRandomOperandsAndRoundsAsConverted) {
   if (ff::attention_tiles() != ff::AttentionTiles::amx)
     GTEST_SKIP() << "this CPU has no AMX for fivefold's kernels (" << ff::attention_tiles_name(ff::attention_tiles())
                  << "); the same checks ran on the scalar model above";
   check_exact(GemmTiles::amx);
   check_random(GemmTiles::amx);
+  check_rounded(GemmTiles::amx);
 }
 
 }  // namespace
