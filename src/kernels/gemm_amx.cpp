@@ -28,7 +28,8 @@ struct Operands {
   int steps;      // K in steps of 32, rounded up
   int row_tiles;  // M in tiles of 16 rows, rounded up
   int col_tiles;  // N in tiles of 16 columns, rounded up
-  // op(A) row m at a + m * a_ld, the reduced dimension contiguous (the caller's A, or its packing).
+  // op(A): in place, row m at a + m * a_ld with the reduced dimension contiguous; or packed
+  // (a_ld 0), the tile of rows 16 i.. and step s at a + (i * steps + s) * 512 values.
   const uint16_t* a;
   long a_ld;
   // Packed op(B): the tile of columns 16 j.. and step s at b + (j * steps + s) * 256 words.
@@ -62,28 +63,41 @@ void pack_b_tile(uint32_t* dst, const uint16_t* B, int ldb, bool tb, int K, int 
       dst[r * kTileWords + c] = value(k0 + 2 * r, n0 + c) | value(k0 + 2 * r + 1, n0 + c) << 16;
 }
 
-// Rows m0 .. m0 + 15 of op(A), row-major with row stride kp >= K, zero past K and M.
-void pack_a_rows(uint16_t* dst, const uint16_t* A, int lda, bool ta, int M, int K, int kp, int m0) {
-  const int rows = std::min(kTileRows, M - m0);
-  uint16_t* out = dst + size_t(m0) * kp;
-  if (ta) {  // op(A)(m, k) = A[k][m]: two stored rows give a packed row its next two values
-    for (int k = 0; k < K; k += 2) {
-      const uint16_t* lo = A + size_t(k) * lda + m0;
-      const uint16_t* hi = k + 1 < K ? lo + lda : nullptr;
-      for (int r = 0; r < rows; ++r) {
-        const uint32_t pair = uint32_t(lo[r]) | uint32_t(hi ? hi[r] : 0) << 16;
-        std::memcpy(out + size_t(r) * kp + k, &pair, 4);
-      }
-    }
-    const int filled = K + (K & 1);  // an odd K's last pair wrote its zero already
-    for (int r = 0; r < rows; ++r) std::fill(out + size_t(r) * kp + filled, out + size_t(r + 1) * kp, uint16_t(0));
-  } else {
-    for (int r = 0; r < rows; ++r) {
-      std::memcpy(out + size_t(r) * kp, A + size_t(m0 + r) * lda, size_t(K) * 2);
-      std::fill(out + size_t(r) * kp + K, out + size_t(r + 1) * kp, uint16_t(0));
-    }
+// One tile of packed op(A): rows m0.., reduced values k0.. (word (r, c) = values k0 + 2c and
+// k0 + 2c + 1 of row m0 + r, zero past M or K). A tile is 1 KiB, so however far apart the stored
+// rows are, the writes stay within a few cache lines.
+void pack_a_tile(uint32_t* dst, const uint16_t* A, int lda, bool ta, int M, int K, int m0, int k0) {
+  if (!ta && m0 + kTileRows <= M && k0 + kStep <= K) {  // whole: a tile row is 64 bytes of a stored row
+    for (int r = 0; r < kTileRows; ++r) std::memcpy(dst + r * kTileWords, A + size_t(m0 + r) * lda + k0, 64);
+    return;
   }
-  std::fill(out + size_t(rows) * kp, out + size_t(kTileRows) * kp, uint16_t(0));
+  auto value = [&](int m, int k) -> uint32_t {
+    if (m >= M || k >= K) return 0;
+    return ta ? A[size_t(k) * lda + m] : A[size_t(m) * lda + k];
+  };
+  for (int r = 0; r < kTileRows; ++r)
+    for (int c = 0; c < kTileWords; ++c)
+      dst[r * kTileWords + c] = value(m0 + r, k0 + 2 * c) | value(m0 + r, k0 + 2 * c + 1) << 16;
+}
+
+// The tiles of rows m0.. and m0 + 16.. (dst2 null: the first alone) at reduced values k0... Where
+// op(A) = A^T (dy^T) and both are whole, each pair of stored rows gives both tiles a column of
+// words, reading 32 values (a whole cache line) of each row once: rows of dy a power-of-two apart
+// share cache sets, so a row left half read is gone before the next tile would read the rest.
+void pack_a_tiles(uint32_t* dst, uint32_t* dst2, const uint16_t* A, int lda, bool ta, int M, int K, int m0,
+                  int k0) {
+  if (ta && dst2 && m0 + 2 * kTileRows <= M && k0 + kStep <= K) {
+    for (int c = 0; c < kTileWords; ++c) {
+      const uint16_t* lo = A + size_t(k0 + 2 * c) * lda + m0;
+      const uint16_t* hi = lo + lda;
+      for (int r = 0; r < kTileRows; ++r) dst[r * kTileWords + c] = uint32_t(lo[r]) | uint32_t(hi[r]) << 16;
+      for (int r = 0; r < kTileRows; ++r)
+        dst2[r * kTileWords + c] = uint32_t(lo[kTileRows + r]) | uint32_t(hi[kTileRows + r]) << 16;
+    }
+    return;
+  }
+  pack_a_tile(dst, A, lda, ta, M, K, m0, k0);
+  if (dst2) pack_a_tile(dst2, A, lda, ta, M, K, m0 + kTileRows, k0);
 }
 
 // Where a block's sums go: C (fp32) = alpha sums + beta C, or C16 (bf16) = the sums rounded to
@@ -93,6 +107,8 @@ struct Output {
   float* C = nullptr;
   uint16_t* C16 = nullptr;
   int ldc = 0;
+  // The product computed is C^T (fp32 C only): the block's (m, n) goes to C[n][m].
+  bool transposed = false;
 };
 
 // The 16 MR x 16 NR output block at row tile i0, column tile j0. Tiles 0-3 accumulate (0: rows
@@ -103,7 +119,7 @@ void block(Tiles& t, const Operands& o, int i0, int j0, const Output& y, float* 
   const int m0 = i0 * kTileRows, n0 = j0 * kTileWords, ldc = y.ldc;
   const bool whole = m0 + MR * kTileRows <= o.M && n0 + NR * kTileWords <= o.N;
   // Straight into an fp32 C where the tiles' sums are the result: alpha 1, beta 0 or 1 (C loaded first).
-  const bool into_c = y.C && whole && y.alpha == 1.0f && (y.beta == 0.0f || y.beta == 1.0f);
+  const bool into_c = y.C && !y.transposed && whole && y.alpha == 1.0f && (y.beta == 0.0f || y.beta == 1.0f);
   float* out = into_c ? y.C + size_t(m0) * ldc + n0 : stage;
   const long so = into_c ? long(ldc) * 4 : long(kBlock) * 4, row16 = into_c ? long(ldc) * kTileRows : kBlock * kTileRows;
   if (into_c && y.beta == 1.0f) {
@@ -117,13 +133,17 @@ void block(Tiles& t, const Operands& o, int i0, int j0, const Output& y, float* 
     if constexpr (MR > 1) t.template zero<2>();
     if constexpr (MR > 1 && NR > 1) t.template zero<3>();
   }
-  const long sa = o.a_ld * 2;
-  const uint16_t* a = o.a + size_t(m0) * o.a_ld;
+  // A's two row tiles at step s: in place, 16 rows lda apart; packed, 1 KiB tiles steps apart.
+  const bool in_place = o.a_ld > 0;
+  const long sa = in_place ? o.a_ld * 2 : 64;
+  const uint16_t* a = in_place ? o.a + size_t(m0) * o.a_ld : o.a + size_t(i0) * o.steps * 2 * kTileSize;
+  const size_t a_step = in_place ? kStep : 2 * kTileSize, a_next_row_tile = in_place ? size_t(kTileRows) * o.a_ld
+                                                                                      : size_t(o.steps) * 2 * kTileSize;
   const uint32_t* b = o.b + size_t(j0) * o.steps * kTileSize;
   const size_t next_col_tile = size_t(o.steps) * kTileSize;
   for (int s = 0; s < o.steps; ++s) {
-    t.template load<4>(a + s * kStep, sa);
-    if constexpr (MR > 1) t.template load<5>(a + kTileRows * o.a_ld + s * kStep, sa);
+    t.template load<4>(a + s * a_step, sa);
+    if constexpr (MR > 1) t.template load<5>(a + a_next_row_tile + s * a_step, sa);
     t.template load<6>(b + size_t(s) * kTileSize, 64);
     if constexpr (NR > 1) t.template load<7>(b + next_col_tile + size_t(s) * kTileSize, 64);
     t.template dot<0, 4, 6>();
@@ -137,6 +157,16 @@ void block(Tiles& t, const Operands& o, int i0, int j0, const Output& y, float* 
   if constexpr (MR > 1 && NR > 1) t.template store<3>(out + row16 + kTileWords, so);
   if (into_c) return;
   const int rows = std::min(MR * kTileRows, o.M - m0), cols = std::min(NR * kTileWords, o.N - n0);
+  if (y.transposed) {  // C^T's row n0 + j is C's column: the block's columns become rows of C
+    for (int j = 0; j < cols; ++j) {
+      float* c = y.C + size_t(n0 + j) * ldc + m0;
+      if (y.beta == 0.0f)
+        for (int r = 0; r < rows; ++r) c[r] = y.alpha * stage[r * kBlock + j];
+      else
+        for (int r = 0; r < rows; ++r) c[r] = y.alpha * stage[r * kBlock + j] + y.beta * c[r];
+    }
+    return;
+  }
   for (int r = 0; r < rows; ++r) {
     const float* s = stage + r * kBlock;
     if (y.C16) {
@@ -186,14 +216,13 @@ void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16
               int ldb, const Output& y) {
   Operands o{M, N, K, tiles_over(K, kStep), tiles_over(M, kTileRows), tiles_over(N, kTileWords), A, lda, nullptr};
   const bool a_in_place = !ta && K % kStep == 0 && M % kTileRows == 0;
-  const int kp = o.steps * kStep;
   const size_t b_words = size_t(o.col_tiles) * o.steps * kTileSize;
-  const size_t a_words = a_in_place ? 0 : size_t(o.row_tiles) * kTileRows * kp / 2;
+  const size_t a_words = a_in_place ? 0 : size_t(o.row_tiles) * o.steps * kTileSize;
   // The calling thread's scratch, read by the whole team for this call only.
   uint32_t* packed = detail::thread_scratch<uint32_t>(b_words + a_words);
-  uint16_t* packed_a = reinterpret_cast<uint16_t*>(packed + b_words);
+  uint32_t* packed_a = packed + b_words;
   o.b = packed;
-  if (!a_in_place) o.a = packed_a, o.a_ld = kp;
+  if (!a_in_place) o.a = reinterpret_cast<const uint16_t*>(packed_a), o.a_ld = 0;
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
@@ -201,9 +230,15 @@ void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16
       const int j = int(q / o.steps), s = int(q % o.steps);
       pack_b_tile(packed + size_t(q) * kTileSize, B, ldb, tb, K, N, j * kTileWords, s * kStep);
     }
-    if (!a_in_place) {
+    if (!a_in_place) {  // two row tiles at a time: a stored row of dy gives them one whole cache line
+      const int pairs = tiles_over(o.row_tiles, 2);
 #pragma omp for schedule(static) nowait
-      for (int i = 0; i < o.row_tiles; ++i) pack_a_rows(packed_a, A, lda, ta, M, K, kp, i * kTileRows);
+      for (long q = 0; q < long(pairs) * o.steps; ++q) {
+        const int i = 2 * int(q % pairs), s = int(q / pairs);
+        uint32_t* dst = packed_a + (size_t(i) * o.steps + s) * kTileSize;
+        pack_a_tiles(dst, i + 1 < o.row_tiles ? dst + size_t(o.steps) * kTileSize : nullptr, A, lda, ta, M, K,
+                     i * kTileRows, s * kStep);
+      }
     }
 #pragma omp barrier
 #if defined(__x86_64__)
@@ -231,6 +266,15 @@ void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, fl
   if (K <= 0) {  // an empty sum: C = beta C
     for (int r = 0; r < M; ++r)
       for (int j = 0; j < N; ++j) C[size_t(r) * ldc + j] = beta == 0.0f ? 0.0f : beta * C[size_t(r) * ldc + j];
+    return;
+  }
+  // A weight gradient's shape, C = A^T B with both stored (K, .): one operand must be transposed
+  // to the tile unit's A layout, the other only paired. Transpose the narrower: where B is, run
+  // C^T = B^T A and write it back transposed (dW += dy^T x transposes x, not the wider dy).
+  if (ta && !tb && N < M) {
+    Output y{alpha, beta, C, nullptr, ldc};
+    y.transposed = true;
+    multiply(how, true, false, N, M, K, B, ldb, A, lda, y);
     return;
   }
   multiply(how, ta, tb, M, N, K, A, lda, B, ldb, Output{alpha, beta, C, nullptr, ldc});

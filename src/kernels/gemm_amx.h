@@ -7,7 +7,10 @@
 // rows 2k and 2k + 1 of column n, zero past K and N. op(A) is read in place where its rows are
 // stored with the reduced dimension contiguous, M is a multiple of 16 and K of 32 (a forward
 // x W^T, an input gradient dy W); otherwise (a weight gradient's dy^T, ragged shapes) it is packed
-// row-major with K rounded up to 32 and zero-filled, so the padding multiplies zeros by zeros. Each
+// into 1 KiB tiles of 16 rows by 32 values, zero past M and K, so the padding multiplies zeros by
+// zeros (and packing dy^T writes within a tile, not 16 rows a whole K apart). A weight gradient
+// C = A^T B transposes the narrower of its two operands: where that is B (dW = dy^T x with fewer
+// inputs than outputs) it computes C^T = B^T A and writes C back transposed. Each
 // thread computes 32 x 32 output blocks (four accumulator tiles fed by two A and two B tiles per
 // step of 32), one row pair's blocks after another, or one column pair's, so that the smaller
 // operand streams past a strip of the larger one held in cache.
