@@ -36,6 +36,13 @@ struct Operands {
   const uint32_t* b;
 };
 
+// Element (r, c) of op(X), a rows x cols matrix (X stored row-major with row stride ld, transposed
+// where trans), as the low half of a word; zero past its edges (a tile's padding).
+uint32_t op_value(const uint16_t* X, int ld, bool trans, int rows, int cols, int r, int c) {
+  if (r >= rows || c >= cols) return 0;
+  return trans ? X[size_t(c) * ld + r] : X[size_t(r) * ld + c];
+}
+
 // One tile of packed op(B): columns n0.., reduced values k0.. (word (r, c) = rows k0 + 2r and
 // k0 + 2r + 1 of column n0 + c, zero past K or N).
 void pack_b_tile(uint32_t* dst, const uint16_t* B, int ldb, bool tb, int K, int N, int n0, int k0) {
@@ -54,13 +61,10 @@ void pack_b_tile(uint32_t* dst, const uint16_t* B, int ldb, bool tb, int K, int 
     }
     return;
   }
-  auto value = [&](int k, int n) -> uint32_t {
-    if (k >= K || n >= N) return 0;
-    return tb ? B[size_t(n) * ldb + k] : B[size_t(k) * ldb + n];
-  };
   for (int r = 0; r < kTileRows; ++r)
     for (int c = 0; c < kTileWords; ++c)
-      dst[r * kTileWords + c] = value(k0 + 2 * r, n0 + c) | value(k0 + 2 * r + 1, n0 + c) << 16;
+      dst[r * kTileWords + c] =
+          op_value(B, ldb, tb, K, N, k0 + 2 * r, n0 + c) | op_value(B, ldb, tb, K, N, k0 + 2 * r + 1, n0 + c) << 16;
 }
 
 // One tile of packed op(A): rows m0.., reduced values k0.. (word (r, c) = values k0 + 2c and
@@ -71,13 +75,10 @@ void pack_a_tile(uint32_t* dst, const uint16_t* A, int lda, bool ta, int M, int 
     for (int r = 0; r < kTileRows; ++r) std::memcpy(dst + r * kTileWords, A + size_t(m0 + r) * lda + k0, 64);
     return;
   }
-  auto value = [&](int m, int k) -> uint32_t {
-    if (m >= M || k >= K) return 0;
-    return ta ? A[size_t(k) * lda + m] : A[size_t(m) * lda + k];
-  };
   for (int r = 0; r < kTileRows; ++r)
     for (int c = 0; c < kTileWords; ++c)
-      dst[r * kTileWords + c] = value(m0 + r, k0 + 2 * c) | value(m0 + r, k0 + 2 * c + 1) << 16;
+      dst[r * kTileWords + c] =
+          op_value(A, lda, ta, M, K, m0 + r, k0 + 2 * c) | op_value(A, lda, ta, M, K, m0 + r, k0 + 2 * c + 1) << 16;
 }
 
 // The tiles of rows m0.. and m0 + 16.. (dst2 null: the first alone) at reduced values k0... Where
