@@ -93,6 +93,9 @@ def source_files(binary):
         elif len(f) >= 8 and f[3] == "FUNC" and f[4] == "LOCAL":
             names.append(f[7].split("._omp_fn")[0].split(".cold")[0])
             files.append(cur)
+    if any(re.match(r"unity_\d+_cxx\.cxx$", f) for f in files):
+        sys.exit(f"bf16_profile.py: {binary} is a unity build (CMAKE_UNITY_BUILD): its kernels share source files, "
+                 "so their samples cannot be told apart; profile a build configured with -DCMAKE_UNITY_BUILD=OFF")
     demangled = subprocess.run(["c++filt", "-p"], input="\n".join(names), capture_output=True, text=True,
                                check=True).stdout.splitlines()
     out = collections.defaultdict(set)
@@ -264,7 +267,8 @@ def main():
     ensure_kjv(a.fivefold, a.data)
     load = open("/proc/loadavg").read().split()[:3]
     with tempfile.TemporaryDirectory() as workdir:
-        p = profile(record(a, workdir), a.steps + a.warmup, a.warmup, source_files(a.symbols or a.fivefold))
+        files = source_files(a.symbols or a.fivefold)  # before the run: a unity build is refused at once
+        p = profile(record(a, workdir), a.steps + a.warmup, a.warmup, files)
     p["load_start"] = load
     p["load_end"] = open("/proc/loadavg").read().split()[:3]
     print(f"{a.precision} step of configs/bench.toml, {a.threads} threads, {p['samples']} samples at {HZ} Hz; "
