@@ -26,7 +26,7 @@
 # 3. Where perf runs (PERF.tar.gz: perf, readelf and objdump with their libraries under perf/ and
 #    perf/lib/; the host's own readelf and objdump are used where it has them and the pack not),
 #    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step.
-# 4. The same comparison once at --many-threads (default: every core), unpinned.
+# 4. The same comparison (variants included) once at --many-threads (default: every core), unpinned.
 # Each stage writes OUTDIR/<stage>.txt as it ends; a stage that would start past --budget seconds
 # is skipped (a device lease ends the command, and what is written still comes back).
 set -uo pipefail
@@ -179,7 +179,8 @@ fi
 
 if in_budget "$many-thread speed"; then
   python3 "$ROOT/bench/serial/bf16_speed.py" --fivefold "$work/fivefold" --data "$data" --rounds 1 \
-    --steps "$steps" --warmup 2 --threads "$many" --peer-python "$py" "${peers[@]}" >"$out/speed$many.txt" 2>&1
-  cat "$out/speed$many.txt"
+    --steps "$steps" --warmup 2 --threads "$many" --peer-python "$py" "${peers[@]}" "${variants[@]}" $no_peer \
+    >"$out/speed_unpinned$many.txt" 2>&1
+  cat "$out/speed_unpinned$many.txt"
 fi
 echo "done in $((SECONDS - start)) s"
