@@ -19,7 +19,6 @@
 #include "calibrate/wall_clock.h"
 #include "comm/nodes.h"
 #include "core/memory.h"
-#include "kernels/bf16_peak.h"
 #include "kernels/flash_attention.h"
 #include "kernels/gemm_precision.h"
 #include "model/linear.h"
@@ -403,8 +402,9 @@ Calibration calibrate(const Comm& world, int threads, int ranks_per_machine, int
   double best_gemm = 0;
   for (const GemmClass& g : c.gemm) best_gemm = std::max(best_gemm, g.flops);
   cl.gemm_efficiency = std::min(1.0, best_gemm / cl.peak_flops);
-  const double dot16 = measure_bf16_dot_peak();  // per core; 0 without bf16 instructions
-  if (dot16 > 0) cl.peak_flops_16 = dot16 * cl.peak_flops / machine_peak().fma_flops_per_core;  // the same share
+  // The bf16 GEMM ceiling per core (0: none), at the share of the machine the fp32 peak covers.
+  const HardwarePeak hw = machine_peak();
+  if (hw.bf16_flops_per_core > 0) cl.peak_flops_16 = hw.bf16_flops_per_core * cl.peak_flops / hw.fma_flops_per_core;
   // Per ring step; a noisy fit's intercept can come out 0, which a cluster file may not hold.
   auto ring_latency = [](const LinkFit& ar, int ranks) { return std::max(1e-9, ar.alpha / (2.0 * (ranks - 1))); };
   if (!c.links.empty()) {

@@ -10,6 +10,7 @@
 
 #include "io/atomic_file.h"
 #include "kernels/bf16_peak.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/fma_peak.h"
 #include "kernels/gemm.h"
 
@@ -25,6 +26,13 @@ std::string peak_cache_path() {
 }
 
 namespace {
+// The unit whose peak bf16_flops_per_core is: the tile unit where the bf16 GEMMs run on it.
+std::string bf16_unit_here() {
+  const Bf16Path path = bf16_path();
+  if (path == Bf16Path::amx && amx_tile_unit_usable()) return "AMX tiles";
+  return path == Bf16Path::emulated ? "none" : "AVX512-BF16 dot products";
+}
+
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -46,9 +54,12 @@ HardwarePeak machine_peak() {
     std::ifstream f(path);
     if (f) {
       const nlohmann::json j = nlohmann::json::parse(f);
-      // A cache from before the bf16 peak was kept lacks it: measured over.
+      // A cache from before the bf16 peak, or before the bf16 unit it belongs to, was kept lacks
+      // them: measured over (an AMX CPU's cache then held the dot products' peak).
       if (j.at("cpu").get<std::string>() == p.cpu && j.at("fma_flops_per_core").get<double>() > 0 &&
-          j.at("sgemm_flops_per_core").get<double>() > 0 && j.at("bf16_flops_per_core").get<double>() >= 0) {
+          j.at("sgemm_flops_per_core").get<double>() > 0 && j.at("bf16_flops_per_core").get<double>() >= 0 &&
+          j.at("bf16_unit").get<std::string>() == bf16_unit_here()) {
+        p.bf16_unit = j.at("bf16_unit").get<std::string>();
         p.isa = j.at("isa").get<std::string>();
         p.fma_flops_per_core = j.at("fma_flops_per_core").get<double>();
         p.sgemm_flops_per_core = j.at("sgemm_flops_per_core").get<double>();
@@ -64,11 +75,13 @@ HardwarePeak machine_peak() {
   p.isa = fma.isa;
   p.fma_flops_per_core = fma.flops_per_core;
   p.sgemm_flops_per_core = measure_sgemm_gflops(384, 1) * 1e9;  // short products: the best is unpreempted
-  p.bf16_flops_per_core = measure_bf16_dot_peak();
+  p.bf16_flops_per_core = measure_bf16_gemm_peak();
+  p.bf16_unit = bf16_unit_here();
   p.source = "measured";
   const nlohmann::json j = {{"cpu", p.cpu}, {"isa", p.isa}, {"fma_flops_per_core", p.fma_flops_per_core},
                             {"sgemm_flops_per_core", p.sgemm_flops_per_core},
-                            {"bf16_flops_per_core", p.bf16_flops_per_core}, {"cores", p.cores}};
+                            {"bf16_flops_per_core", p.bf16_flops_per_core}, {"bf16_unit", p.bf16_unit},
+                            {"cores", p.cores}};
   try {
     fs::create_directories(fs::path(path).parent_path());
     write_file_atomic(path, j.dump(2) + "\n");

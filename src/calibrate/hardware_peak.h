@@ -1,6 +1,7 @@
 #pragma once
-// The denominators of MFU: the hardware's FMA peak per core (kernels/fma_peak.h), its bf16
-// dot-product peak where it has one (kernels/bf16_peak.h: a bf16 run's ceiling) and the GEMM
+// The denominators of MFU: the hardware's FMA peak per core (kernels/fma_peak.h), its bf16 GEMM
+// peak where it has one (kernels/bf16_peak.h: the AMX tile unit's or the bf16 dot products', a
+// bf16 run's ceiling) and the GEMM
 // library's one-thread sgemm rate per core, measured once per machine and kept in a cache file
 // (FIVEFOLD_PEAK_FILE, else $XDG_CACHE_HOME or ~/.cache, /fivefold/peak.json), keyed by the CPU
 // model and the instruction set, so every later run divides by the same numbers.
@@ -11,7 +12,10 @@ namespace ff {
 struct HardwarePeak {
   double fma_flops_per_core = 0;    // FLOP/s, register-only FMA loop
   double sgemm_flops_per_core = 0;  // FLOP/s, one-thread sgemm of the GEMM backend
-  double bf16_flops_per_core = 0;   // FLOP/s, register-only AVX512-BF16 dot products; 0 = none
+  // FLOP/s, the bf16 GEMM ceiling (kernels/bf16_peak.h): the AMX tile unit's where the bf16 GEMMs
+  // run on it, else register-only AVX512-BF16 dot products; 0 = neither.
+  double bf16_flops_per_core = 0;
+  std::string bf16_unit;            // which of the two ("AMX tiles", "AVX512-BF16 dot products", "none")
   // The arithmetic ceiling for GEMM inputs of this kind: bf16's own where the CPU multiplies bf16,
   // else the FMA peak (inputs widened to fp32).
   double peak_flops_per_core(bool bf16_inputs) const {

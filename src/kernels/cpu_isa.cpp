@@ -183,6 +183,11 @@ const char* attention_tiles_name(AttentionTiles t) {
   return "?";
 }
 
+bool amx_tile_unit_usable() {
+  static const bool usable = amx_usable();  // memo: the CPU and the OS's grant do not change
+  return usable;
+}
+
 GemmTiles pick_gemm_tiles(bool amx, const char* variable) {
   const std::string v = variable ? variable : "";
   if (v == "emulate") return GemmTiles::amx_emulated;

@@ -53,6 +53,11 @@ AttentionTiles attention_tiles();
 AttentionTiles pick_attention_tiles(bool amx_usable, KernelIsa tier, const char* amx_variable);
 const char* attention_tiles_name(AttentionTiles t);  // "vector", "AMX", "AMX (emulated)"
 
+// Whether this process may run AMX tile instructions: the CPU has AMX-TILE and AMX-BF16 and Linux
+// granted the tile state (asked for here, once). What the peak measurement needs; the kernels'
+// own choices are attention_tiles() and gemm_tiles().
+bool amx_tile_unit_usable();
+
 // What runs the 16-bit GEMMs: oneDNN (its own dispatch picks AMX, AVX512-BF16 or a widened path),
 // fivefold's own bf16 GEMM on the AMX tile unit (gemm_amx.h), or that GEMM on the scalar model of
 // the tile instructions (tests). oneDNN unless FIVEFOLD_AMX_GEMM asks otherwise: =on the tile GEMM

@@ -22,6 +22,7 @@
 
 #include "check.h"
 #include "core/dtype.h"
+#include "kernels/bf16_peak.h"
 #include "kernels/convert.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
@@ -244,6 +245,24 @@ TEST(GemmOnTiles, HardwareIsExactOnIntegersWithinFp32SummationOnRandomOperandsAn
   check_exact(GemmTiles::amx);
   check_random(GemmTiles::amx);
   check_rounded(GemmTiles::amx);
+}
+
+// The bf16 MFU ceiling: the tile unit's where this process may use AMX (one tdpbf16ps is 512
+// vdpbf16ps' FLOPs; the unit runs one every 16 cycles, so well above the dot products' peak), and
+// nothing to measure elsewhere; the GEMM ceiling is the tile unit's exactly where oneDNN's bf16
+// GEMMs run on it.
+TEST(Bf16Peak, TheTileUnitsPeakWhereAmxRunsAndNoneElsewhere) {
+  const double tiles = ff::measure_amx_bf16_peak(), dots = ff::measure_bf16_dot_peak();
+  if (ff::amx_tile_unit_usable()) {
+    EXPECT_GT(tiles, 4 * dots) << "AMX tile peak " << tiles << " FLOP/s against the dot products' " << dots;
+  } else {
+    EXPECT_EQ(tiles, 0.0);
+  }
+  const double gemm = ff::measure_bf16_gemm_peak();
+  if (ff::bf16_path() == ff::Bf16Path::amx && tiles > 0)
+    EXPECT_GT(gemm, 4 * dots);
+  else  // the dot products' loop measured again (two timings of one loop: not compared)
+    EXPECT_EQ(gemm > 0, dots > 0);
 }
 
 }  // namespace
