@@ -1,14 +1,13 @@
 // fivefold's tile GEMM (kernels/gemm_amx.h) against oneDNN's bf16 GEMM at the `bench` model's
 // shapes (bench_gemm_bf16's list), GFLOP/s each, alternating rounds, best of each; with the tile
-// unit's own peak (tdpbf16ps on registers, no memory) so each GEMM reads as a share of it, and the
-// largest difference between the two GEMMs' results relative to the largest output (fp32 sums of
+// unit's own peak (kernels/bf16_peak.h: tdpbf16ps on registers) so each GEMM reads as a share of
+// it, and the largest difference between the two GEMMs' results relative to the largest output (fp32 sums of
 // the same exact products: rounding only). Needs a CPU with AMX; elsewhere it says so and stops,
 // unless --emulate runs the tile GEMM on the scalar model (the bench's own check: slow, tiny).
 // Usage: bench_gemm_amx [threads] [--emulate]
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,43 +17,13 @@
 #include <vector>
 
 #include "best_seconds.h"
-#include "kernels/amx_tiles.h"
+#include "kernels/bf16_peak.h"
 #include "kernels/convert.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_amx.h"
 
-namespace {
-
-using clock_type = std::chrono::steady_clock;
 using ffbench::best_seconds;
-
-// The tile unit's peak on all threads: four independent accumulators, operands never reloaded.
-double tile_peak_gflops() {
-#if defined(__x86_64__)
-  constexpr long kDots = 200000;
-  const auto t0 = clock_type::now();
-#pragma omp parallel
-  {
-    ff::amx::AmxTiles t;
-    t.configure();
-    alignas(64) uint32_t operand[16 * 16];
-    std::fill(operand, operand + 16 * 16, 0x3f803f80u);  // bf16 ones: normal values, sums that stay small
-    t.load<4>(operand, 64), t.load<5>(operand, 64), t.load<6>(operand, 64), t.load<7>(operand, 64);
-    t.zero<0>(), t.zero<1>(), t.zero<2>(), t.zero<3>();
-    for (long i = 0; i < kDots / 4; ++i) {
-      t.dot<0, 4, 6>(), t.dot<1, 4, 7>(), t.dot<2, 5, 6>(), t.dot<3, 5, 7>();
-    }
-    t.release();
-  }
-  const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-  return omp_get_max_threads() * kDots * 16.0 * 16 * 32 * 2 / s * 1e-9;
-#else
-  return 0;
-#endif
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int threads = 0;
@@ -77,8 +46,9 @@ int main(int argc, char** argv) {
   const ff::GemmTiles how = amx && !emulate ? ff::GemmTiles::amx : ff::GemmTiles::amx_emulated;
   std::printf("%s; threads %d; tile GEMM on %s\n", ff::bf16_path_description().c_str(), omp_get_max_threads(),
               ff::gemm_tiles_name(how));
-  const double peak = amx && !emulate ? tile_peak_gflops() : 0;
-  if (peak > 0) std::printf("tile unit peak (tdpbf16ps on registers, all threads): %.0f GFLOP/s\n", peak);
+  // The tile unit's peak (kernels/bf16_peak.h: one core, operands in the registers) on every thread.
+  const double peak = amx && !emulate ? ff::measure_amx_bf16_peak() * omp_get_max_threads() * 1e-9 : 0;
+  if (peak > 0) std::printf("tile unit peak (tdpbf16ps on registers, %d cores): %.0f GFLOP/s\n", omp_get_max_threads(), peak);
   struct Shape {
     const char* name;
     int M, N, K;
