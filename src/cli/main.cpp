@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "comm/comm.h"
 #include "comm/comm_world.h"
+#include "kernels/cpu_isa.h"
 #include "train/stop_signals.h"
 
 namespace {
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   ff::CommSession session(&argc, &argv);
   try {
     ff::cli::Args a = ff::cli::parse_args(argc, argv, 2);
+    ff::check_kernel_choices();  // a bad FIVEFOLD_AMX* / FIVEFOLD_MAX_CPU_ISA before any folder is touched
     if (cmd == "prepare") return ff::cli::cmd_prepare(a);
     if (cmd == "train") return ff::cli::cmd_train(a);
     if (cmd == "sample") return ff::cli::cmd_sample(a);

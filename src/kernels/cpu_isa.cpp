@@ -183,6 +183,12 @@ const char* attention_tiles_name(AttentionTiles t) {
   return "?";
 }
 
+void check_kernel_choices() {
+  kernel_isa();
+  attention_tiles();
+  gemm_tiles();
+}
+
 bool amx_tile_unit_usable() {
   static const bool usable = amx_usable();  // memo: the CPU and the OS's grant do not change
   return usable;

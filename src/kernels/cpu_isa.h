@@ -53,6 +53,11 @@ AttentionTiles attention_tiles();
 AttentionTiles pick_attention_tiles(bool amx_usable, KernelIsa tier, const char* amx_variable);
 const char* attention_tiles_name(AttentionTiles t);  // "vector", "AMX", "AMX (emulated)"
 
+// Reads the kernel choices' variables (FIVEFOLD_MAX_CPU_ISA, FIVEFOLD_AMX, FIVEFOLD_AMX_GEMM)
+// now, so that a value that is not a choice stops a command before it does any work: each throws
+// naming its variable and its values. Every command calls it first (cli/main.cpp).
+void check_kernel_choices();
+
 // Whether this process may run AMX tile instructions: the CPU has AMX-TILE and AMX-BF16 and Linux
 // granted the tile state (asked for here, once). What the peak measurement needs; the kernels'
 // own choices are attention_tiles() and gemm_tiles().

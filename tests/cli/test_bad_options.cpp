@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "bad_input_fixtures.h"
@@ -45,6 +46,24 @@ TEST(BadOptions, ScheduleTooLargeToDrawIsRefusedBeforeItIsBuilt) {
   expect_failure(run_fivefold("schedule --pp 1000 --microbatches 60000 --schedule 1f1b"),
                  {"1000 x 60000 x 1 = 60000000 blocks", "--microbatches 4000"});
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));  // refused, not drawn
+}
+
+// The kernels' choice variables are read before any work: a value that is not a choice ends the
+// command naming the variable and its values, and the run folder it was given is never created
+// (fp32 included, whose GEMMs would never have asked).
+TEST(BadOptions, AKernelChoiceVariableOutsideItsValuesStopsTheCommandFirst) {
+  for (const char* precision : {"fp32", "bf16"}) {
+    auto refused = [&](const std::string& variable, std::initializer_list<const char*> words) {
+      const std::string out = temp_dir("kernel_choice") + "/run";
+      const CliResult r = run_fivefold_with(variable + "=yes ", tiny_train(out, std::string("--precision ") + precision));
+      expect_failure(r, words);
+      EXPECT_NE(r.output.find(variable + "=yes"), std::string::npos) << r.output;
+      EXPECT_FALSE(std::filesystem::exists(out)) << variable << ", " << precision << ": " << r.output;
+    };
+    refused("FIVEFOLD_AMX_GEMM", {"off (oneDNN, the default)", "emulate"});
+    refused("FIVEFOLD_AMX", {"off (the vector", "emulate"});
+    refused("FIVEFOLD_MAX_CPU_ISA", {"avx512_bf16"});
+  }
 }
 
 // The text appears while it is generated: a sample far too long to finish, stopped after a few
