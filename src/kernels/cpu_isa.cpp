@@ -190,7 +190,7 @@ void check_kernel_choices() {
 }
 
 bool amx_tile_unit_usable() {
-  static const bool usable = amx_usable();  // memo: the CPU and the OS's grant do not change
+  static const bool usable = amx_usable();  // found once: the CPU and the OS's grant do not change
   return usable;
 }
 
