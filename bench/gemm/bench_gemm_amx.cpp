@@ -1,9 +1,10 @@
 // fivefold's tile GEMM (kernels/gemm_amx.h) against oneDNN's bf16 GEMM at the `bench` model's
-// shapes (bench_gemm_bf16's list), GFLOP/s each, alternating rounds, best of each; with the tile
-// unit's own peak (kernels/bf16_peak.h: tdpbf16ps on registers) so each GEMM reads as a share of
-// it, and the largest difference between the two GEMMs' results relative to the largest output (fp32 sums of
-// the same exact products: rounding only). Needs a CPU with AMX; elsewhere it says so and stops,
-// unless --emulate runs the tile GEMM on the scalar model (the bench's own check: slow, tiny).
+// shapes (bench_gemm_bf16's products, o's weight gradient added), GFLOP/s each, alternating
+// rounds, best of each; with the tile unit's own peak (kernels/bf16_peak.h: tdpbf16ps on
+// registers) so each GEMM reads as a share of it, and the largest difference between the two
+// GEMMs' results relative to the largest output (fp32 sums of the same exact products: rounding
+// only). Needs a CPU with AMX; elsewhere it says so and stops, unless --emulate runs the tile GEMM
+// on the scalar model (the bench's own check: slow, tiny).
 // Usage: bench_gemm_amx [threads] [--emulate]
 #include <omp.h>
 
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
               ff::gemm_tiles_name(how));
   // The tile unit's peak (kernels/bf16_peak.h: one core, operands in the registers) on every thread.
   const double peak = amx && !emulate ? ff::measure_amx_bf16_peak() * omp_get_max_threads() * 1e-9 : 0;
-  if (peak > 0) std::printf("tile unit peak (tdpbf16ps on registers, %d cores): %.0f GFLOP/s\n", omp_get_max_threads(), peak);
+  if (peak > 0)
+    std::printf("tile unit peak (tdpbf16ps on registers, %d cores): %.0f GFLOP/s\n", omp_get_max_threads(), peak);
   struct Shape {
     const char* name;
     int M, N, K;
@@ -57,14 +59,23 @@ int main(int argc, char** argv) {
   const int tok = emulate ? 64 : 8 * 256;
   const int d = emulate ? 48 : 1;  // --emulate: the same products scaled down
   const Shape shapes[] = {
-      {"qkv fwd x W^T", tok, 1152 / d, 384 / d, false, true},   {"o fwd x W^T", tok, 384 / d, 384 / d, false, true},
-      {"gate_up fwd x W^T", tok, 2048 / d, 384 / d, false, true}, {"down fwd x W^T", tok, 384 / d, 1024 / d, false, true},
-      {"lm_head fwd x W^T", tok, 4096 / d, 384 / d, false, true}, {"lm_head dx = dy W", tok, 384 / d, 4096 / d, false, false},
-      {"gate_up dx = dy W", tok, 384 / d, 2048 / d, false, false}, {"qkv dx = dy W", tok, 384 / d, 1152 / d, false, false},
-      {"down dx = dy W", tok, 1024 / d, 384 / d, false, false},      {"qkv dW = dy^T x", 1152 / d, 384 / d, tok, true, false},
-      {"gate_up dW = dy^T x", 2048 / d, 384 / d, tok, true, false}, {"down dW = dy^T x", 384 / d, 1024 / d, tok, true, false},
+      {"qkv fwd x W^T", tok, 1152 / d, 384 / d, false, true},
+      {"o fwd x W^T", tok, 384 / d, 384 / d, false, true},
+      {"gate_up fwd x W^T", tok, 2048 / d, 384 / d, false, true},
+      {"down fwd x W^T", tok, 384 / d, 1024 / d, false, true},
+      {"lm_head fwd x W^T", tok, 4096 / d, 384 / d, false, true},
+      {"lm_head dx = dy W", tok, 384 / d, 4096 / d, false, false},
+      {"gate_up dx = dy W", tok, 384 / d, 2048 / d, false, false},
+      {"qkv dx = dy W", tok, 384 / d, 1152 / d, false, false},
+      {"o dx = dy W", tok, 384 / d, 384 / d, false, false},
+      {"down dx = dy W", tok, 1024 / d, 384 / d, false, false},
+      {"qkv dW = dy^T x", 1152 / d, 384 / d, tok, true, false},
+      {"o dW = dy^T x", 384 / d, 384 / d, tok, true, false},
+      {"gate_up dW = dy^T x", 2048 / d, 384 / d, tok, true, false},
+      {"down dW = dy^T x", 384 / d, 1024 / d, tok, true, false},
       {"lm_head dW = dy^T x", 4096 / d, 384 / d, tok, true, false},
   };
+
   std::printf("| shape | M | N | K | oneDNN bf16 GFLOP/s | fivefold tiles GFLOP/s | tiles / oneDNN | tiles, %% of peak "
               "| max diff / max output |\n|---|---|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(7);
@@ -91,8 +102,10 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 2; ++round)  // alternating; best of each
       t_onednn = std::min(t_onednn, best_seconds(onednn)), t_tiles = std::min(t_tiles, best_seconds(tiles));
     double diff = 0, big = 0;
-    for (size_t i = 0; i < c_tiles.size(); ++i)
-      diff = std::max(diff, double(std::abs(c_tiles[i] - c_onednn[i]))), big = std::max(big, double(std::abs(c_onednn[i])));
+    for (size_t i = 0; i < c_tiles.size(); ++i) {
+      diff = std::max(diff, double(std::abs(c_tiles[i] - c_onednn[i])));
+      big = std::max(big, double(std::abs(c_onednn[i])));
+    }
     const double flops = 2.0 * s.M * double(s.N) * s.K;
     sum_onednn += t_onednn, sum_tiles += t_tiles;
     std::printf("| %s | %d | %d | %d | %.0f | %.0f | %.2fx | %s | %.1e |\n", s.name, s.M, s.N, s.K,

@@ -122,7 +122,8 @@ void block(Tiles& t, const Operands& o, int i0, int j0, const Output& y, float* 
   // Straight into an fp32 C where the tiles' sums are the result: alpha 1, beta 0 or 1 (C loaded first).
   const bool into_c = y.C && !y.transposed && whole && y.alpha == 1.0f && (y.beta == 0.0f || y.beta == 1.0f);
   float* out = into_c ? y.C + size_t(m0) * ldc + n0 : stage;
-  const long so = into_c ? long(ldc) * 4 : long(kBlock) * 4, row16 = into_c ? long(ldc) * kTileRows : kBlock * kTileRows;
+  const long so = into_c ? long(ldc) * 4 : long(kBlock) * 4,
+             row16 = into_c ? long(ldc) * kTileRows : kBlock * kTileRows;
   if (into_c && y.beta == 1.0f) {
     t.template load<0>(out, so);
     if constexpr (NR > 1) t.template load<1>(out + kTileWords, so);
@@ -138,8 +139,8 @@ void block(Tiles& t, const Operands& o, int i0, int j0, const Output& y, float* 
   const bool in_place = o.a_ld > 0;
   const long sa = in_place ? o.a_ld * 2 : 64;
   const uint16_t* a = in_place ? o.a + size_t(m0) * o.a_ld : o.a + size_t(i0) * o.steps * 2 * kTileSize;
-  const size_t a_step = in_place ? kStep : 2 * kTileSize, a_next_row_tile = in_place ? size_t(kTileRows) * o.a_ld
-                                                                                      : size_t(o.steps) * 2 * kTileSize;
+  const size_t a_step = in_place ? kStep : 2 * kTileSize,
+               a_next_row_tile = in_place ? size_t(kTileRows) * o.a_ld : size_t(o.steps) * 2 * kTileSize;
   const uint32_t* b = o.b + size_t(j0) * o.steps * kTileSize;
   const size_t next_col_tile = size_t(o.steps) * kTileSize;
   for (int s = 0; s < o.steps; ++s) {

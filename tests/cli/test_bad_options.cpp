@@ -55,7 +55,8 @@ TEST(BadOptions, AKernelChoiceVariableOutsideItsValuesStopsTheCommandFirst) {
   for (const char* precision : {"fp32", "bf16"}) {
     auto refused = [&](const std::string& variable, std::initializer_list<const char*> words) {
       const std::string out = temp_dir("kernel_choice") + "/run";
-      const CliResult r = run_fivefold_with(variable + "=yes ", tiny_train(out, std::string("--precision ") + precision));
+      const CliResult r =
+          run_fivefold_with(variable + "=yes ", tiny_train(out, std::string("--precision ") + precision));
       expect_failure(r, words);
       EXPECT_NE(r.output.find(variable + "=yes"), std::string::npos) << r.output;
       EXPECT_FALSE(std::filesystem::exists(out)) << variable << ", " << precision << ": " << r.output;

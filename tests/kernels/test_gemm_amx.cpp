@@ -39,7 +39,8 @@ struct Shape {
 };
 // Whole blocks read in place (M % 16 = 0, K % 32 = 0), a 2 x 2 grid of blocks with a 16-row and a
 // 16-column edge, ragged tails everywhere, a single reduced value, a long reduced dimension.
-const Shape kShapes[] = {{64, 64, 96}, {80, 48, 64}, {37, 45, 70}, {16, 16, 32}, {5, 3, 1}, {33, 17, 65}, {19, 40, 300}};
+const Shape kShapes[] = {{64, 64, 96}, {80, 48, 64}, {37, 45, 70}, {16, 16, 32},
+                         {5, 3, 1},    {33, 17, 65}, {19, 40, 300}};
 
 struct Case {
   float alpha, beta;
@@ -235,7 +236,8 @@ TEST(GemmOnTiles, EmulatedOnThreeThreadsIsTheOneThreadResultBitwise) {
     const fftest::ScopedThreads t(3);
     three = run(GemmTiles::amx_emulated, p, {1.0f, 1.0f});
   }
-  for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(std::bit_cast<uint32_t>(one[i]), std::bit_cast<uint32_t>(three[i])) << i;
+  for (size_t i = 0; i < one.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(one[i]), std::bit_cast<uint32_t>(three[i])) << i;
 }
 
 TEST(GemmOnTiles, HardwareIsExactOnIntegersWithinFp32SummationOnRandomOperandsAndRoundsAsConverted) {
