@@ -169,7 +169,7 @@ AttentionTiles attention_tiles() {
   static const AttentionTiles tiles = [] {
     const char* v = std::getenv("FIVEFOLD_AMX");
     const bool off = v && (std::strcmp(v, "off") == 0 || std::strcmp(v, "emulate") == 0);
-    return pick_attention_tiles(!off && amx_usable(), std::max(build_kernel_isa(), kernel_isa()), v);
+    return pick_attention_tiles(!off && amx_tile_unit_usable(), std::max(build_kernel_isa(), kernel_isa()), v);
   }();
   return tiles;
 }
@@ -211,7 +211,7 @@ GemmTiles gemm_tiles() {
   static const GemmTiles tiles = [] {
     const char* v = std::getenv("FIVEFOLD_AMX_GEMM");
     const bool on = v && std::strcmp(v, "on") == 0;
-    return pick_gemm_tiles(on && amx_usable(), v);
+    return pick_gemm_tiles(on && amx_tile_unit_usable(), v);
   }();
   return tiles;
 }
