@@ -73,6 +73,14 @@ Problem make_problem(bool ta, bool tb, Shape s, Draw value) {
   return p;
 }
 
+// f(problem) for every transpose of every shape, operands drawn by `value`.
+template <class Draw, class F>
+void for_each_problem(Draw value, F f) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const Shape& s : kShapes) f(make_problem(ta, tb, s, value));
+}
+
 std::vector<float> run(GemmTiles how, const Problem& p, Case k) {
   std::vector<float> c = p.c;
   if (k.beta == 0.0f)  // never read: NaN where a stray read would show
@@ -94,26 +102,24 @@ std::string where(const Problem& p, Case k, int m, int n) {
 void check_exact(GemmTiles how) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> small(-4, 4);
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (const Shape& s : kShapes) {
-        const Problem p = make_problem(ta, tb, s, [&] { return float(small(rng)); });
-        for (const Case& k : kCases) {
-          const std::vector<float> c = run(how, p, k);
-          for (int m = 0; m < s.M; ++m) {
-            for (int n = 0; n < s.N; ++n) {
-              long dot = 0;
-              for (int q = 0; q < s.K; ++q) dot += long(p.a_at(m, q)) * long(p.b_at(q, n));
-              const double want = k.alpha * double(dot) + (k.beta == 0.0f ? 0.0 : k.beta * p.c[size_t(m) * p.ldc + n]);
-              ASSERT_EQ(c[size_t(m) * p.ldc + n], want) << where(p, k, m, n);
-            }
-            for (int n = s.N; n < p.ldc; ++n)  // a row's padding is not C's
-              ASSERT_EQ(std::bit_cast<uint32_t>(c[size_t(m) * p.ldc + n]),
-                        std::bit_cast<uint32_t>(p.c[size_t(m) * p.ldc + n]))
-                  << where(p, k, m, n);
-          }
+  for_each_problem([&] { return float(small(rng)); }, [&](const Problem& p) {
+    const Shape& s = p.s;
+    for (const Case& k : kCases) {
+      const std::vector<float> c = run(how, p, k);
+      for (int m = 0; m < s.M; ++m) {
+        for (int n = 0; n < s.N; ++n) {
+          long dot = 0;
+          for (int q = 0; q < s.K; ++q) dot += long(p.a_at(m, q)) * long(p.b_at(q, n));
+          const double want = k.alpha * double(dot) + (k.beta == 0.0f ? 0.0 : k.beta * p.c[size_t(m) * p.ldc + n]);
+          ASSERT_EQ(c[size_t(m) * p.ldc + n], want) << where(p, k, m, n);
         }
+        for (int n = s.N; n < p.ldc; ++n)  // a row's padding is not C's
+          ASSERT_EQ(std::bit_cast<uint32_t>(c[size_t(m) * p.ldc + n]),
+                    std::bit_cast<uint32_t>(p.c[size_t(m) * p.ldc + n]))
+              << where(p, k, m, n);
       }
+    }
+  });
 }
 
 // Random normal operands against the double product of the same bf16 values: K fp32 additions of
@@ -122,26 +128,24 @@ void check_exact(GemmTiles how) {
 void check_random(GemmTiles how) {
   std::mt19937 rng(9);
   std::normal_distribution<float> nd;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (const Shape& s : kShapes) {
-        const Problem p = make_problem(ta, tb, s, [&] { return nd(rng); });
-        for (const Case& k : kCases) {
-          const std::vector<float> c = run(how, p, k);
-          for (int m = 0; m < s.M; ++m)
-            for (int n = 0; n < s.N; ++n) {
-              double dot = 0, mag = 0;
-              for (int q = 0; q < s.K; ++q) {
-                const double t = p.a_at(m, q) * p.b_at(q, n);
-                dot += t, mag += std::abs(t);
-              }
-              const double c0 = k.beta == 0.0f ? 0.0 : double(k.beta) * p.c[size_t(m) * p.ldc + n];
-              const double want = k.alpha * dot + c0;
-              const double bound = (s.K + 2) * std::ldexp(1.0, -24) * (std::abs(k.alpha) * mag + std::abs(c0));
-              ASSERT_NEAR(c[size_t(m) * p.ldc + n], want, bound) << where(p, k, m, n);
-            }
+  for_each_problem([&] { return nd(rng); }, [&](const Problem& p) {
+    const Shape& s = p.s;
+    for (const Case& k : kCases) {
+      const std::vector<float> c = run(how, p, k);
+      for (int m = 0; m < s.M; ++m)
+        for (int n = 0; n < s.N; ++n) {
+          double dot = 0, mag = 0;
+          for (int q = 0; q < s.K; ++q) {
+            const double t = p.a_at(m, q) * p.b_at(q, n);
+            dot += t, mag += std::abs(t);
+          }
+          const double c0 = k.beta == 0.0f ? 0.0 : double(k.beta) * p.c[size_t(m) * p.ldc + n];
+          const double want = k.alpha * dot + c0;
+          const double bound = (s.K + 2) * std::ldexp(1.0, -24) * (std::abs(k.alpha) * mag + std::abs(c0));
+          ASSERT_NEAR(c[size_t(m) * p.ldc + n], want, bound) << where(p, k, m, n);
         }
-      }
+    }
+  });
 }
 
 // The bf16-storing form against the fp32 form's output converted afterwards: bit for bit, every
@@ -149,21 +153,19 @@ void check_random(GemmTiles how) {
 void check_rounded(GemmTiles how) {
   std::mt19937 rng(13);
   std::normal_distribution<float> nd;
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb)
-      for (const Shape& s : kShapes) {
-        const Problem p = make_problem(ta, tb, s, [&] { return nd(rng); });
-        const std::vector<float> c32 = run(how, p, {1.0f, 0.0f});
-        std::vector<uint16_t> want(c32.size()), got(c32.size(), 0x7777);
-        ff::convert_from_f32(ff::TypedPtr(want.data(), ff::DType::bf16), c32.data(), c32.size());
-        ff::gemm_bf16_on_tiles_rounded(how, p.ta, p.tb, s.M, s.N, s.K, p.a.data(), p.lda, p.b.data(), p.ldb, got.data(),
-                                       p.ldc);
-        for (int m = 0; m < s.M; ++m)
-          for (int n = 0; n < p.ldc; ++n) {
-            const size_t i = size_t(m) * p.ldc + n;
-            ASSERT_EQ(got[i], n < s.N ? want[i] : uint16_t(0x7777)) << where(p, {1.0f, 0.0f}, m, n);
-          }
+  for_each_problem([&] { return nd(rng); }, [&](const Problem& p) {
+    const Shape& s = p.s;
+    const std::vector<float> c32 = run(how, p, {1.0f, 0.0f});
+    std::vector<uint16_t> want(c32.size()), got(c32.size(), 0x7777);
+    ff::convert_from_f32(ff::TypedPtr(want.data(), ff::DType::bf16), c32.data(), c32.size());
+    ff::gemm_bf16_on_tiles_rounded(how, p.ta, p.tb, s.M, s.N, s.K, p.a.data(), p.lda, p.b.data(), p.ldb, got.data(),
+                                   p.ldc);
+    for (int m = 0; m < s.M; ++m)
+      for (int n = 0; n < p.ldc; ++n) {
+        const size_t i = size_t(m) * p.ldc + n;
+        ASSERT_EQ(got[i], n < s.N ? want[i] : uint16_t(0x7777)) << where(p, {1.0f, 0.0f}, m, n);
       }
+  });
 }
 
 TEST(GemmTiles, PickFollowsTheCpuAndTheVariable) {
