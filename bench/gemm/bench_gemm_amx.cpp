@@ -1,5 +1,5 @@
 // fivefold's tile GEMM (kernels/gemm_amx.h) against oneDNN's bf16 GEMM at the `bench` model's
-// shapes (bench_gemm_bf16's products, o's weight gradient added), GFLOP/s each, alternating
+// shapes (bench_model_products.h), GFLOP/s each, alternating
 // rounds, best of each; with the tile unit's own peak (kernels/bf16_peak.h: tdpbf16ps on
 // registers) so each GEMM reads as a share of it, and the largest difference between the two
 // GEMMs' results relative to the largest output (fp32 sums of the same exact products: rounding
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_model_products.h"
 #include "best_seconds.h"
 #include "kernels/bf16_peak.h"
 #include "kernels/convert.h"
@@ -51,37 +52,16 @@ int main(int argc, char** argv) {
   const double peak = amx && !emulate ? ff::measure_amx_bf16_peak() * omp_get_max_threads() * 1e-9 : 0;
   if (peak > 0)
     std::printf("tile unit peak (tdpbf16ps on registers, %d cores): %.0f GFLOP/s\n", omp_get_max_threads(), peak);
-  struct Shape {
-    const char* name;
-    int M, N, K;
-    bool trans_a, trans_b;
-  };
-  const int tok = emulate ? 64 : 8 * 256;
-  const int d = emulate ? 48 : 1;  // --emulate: the same products scaled down
-  const Shape shapes[] = {
-      {"qkv fwd x W^T", tok, 1152 / d, 384 / d, false, true},
-      {"o fwd x W^T", tok, 384 / d, 384 / d, false, true},
-      {"gate_up fwd x W^T", tok, 2048 / d, 384 / d, false, true},
-      {"down fwd x W^T", tok, 384 / d, 1024 / d, false, true},
-      {"lm_head fwd x W^T", tok, 4096 / d, 384 / d, false, true},
-      {"lm_head dx = dy W", tok, 384 / d, 4096 / d, false, false},
-      {"gate_up dx = dy W", tok, 384 / d, 2048 / d, false, false},
-      {"qkv dx = dy W", tok, 384 / d, 1152 / d, false, false},
-      {"o dx = dy W", tok, 384 / d, 384 / d, false, false},
-      {"down dx = dy W", tok, 1024 / d, 384 / d, false, false},
-      {"qkv dW = dy^T x", 1152 / d, 384 / d, tok, true, false},
-      {"o dW = dy^T x", 384 / d, 384 / d, tok, true, false},
-      {"gate_up dW = dy^T x", 2048 / d, 384 / d, tok, true, false},
-      {"down dW = dy^T x", 384 / d, 1024 / d, tok, true, false},
-      {"lm_head dW = dy^T x", 4096 / d, 384 / d, tok, true, false},
-  };
+  // --emulate: the same products scaled down.
+  const auto shapes = emulate ? ffbench::bench_model_products(64, 48) : ffbench::bench_model_products();
+
 
   std::printf("| shape | M | N | K | oneDNN bf16 GFLOP/s | fivefold tiles GFLOP/s | tiles / oneDNN | tiles, %% of peak "
               "| max diff / max output |\n|---|---|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   double sum_onednn = 0, sum_tiles = 0;
-  for (const Shape& s : shapes) {
+  for (const ffbench::Product& s : shapes) {
     const int lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
     std::vector<float> a(size_t(s.M) * s.K), b(size_t(s.K) * s.N);
     for (float& x : a) x = u(rng);
@@ -108,7 +88,7 @@ int main(int argc, char** argv) {
     }
     const double flops = 2.0 * s.M * double(s.N) * s.K;
     sum_onednn += t_onednn, sum_tiles += t_tiles;
-    std::printf("| %s | %d | %d | %d | %.0f | %.0f | %.2fx | %s | %.1e |\n", s.name, s.M, s.N, s.K,
+    std::printf("| %s | %d | %d | %d | %.0f | %.0f | %.2fx | %s | %.1e |\n", s.name.c_str(), s.M, s.N, s.K,
                 flops / t_onednn * 1e-9, flops / t_tiles * 1e-9, t_onednn / t_tiles,
                 peak > 0 ? (std::to_string(int(std::lround(100 * flops / t_tiles * 1e-9 / peak))) + "%").c_str() : "-",
                 diff / std::max(big, 1e-30));

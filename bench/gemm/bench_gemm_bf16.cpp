@@ -1,18 +1,18 @@
-// bf16 against fp32 GEMMs at the `bench` model's shapes (configs/bench.toml: N = 8 x 256 tokens,
-// C = 384, Q = 1152, F = 1024, V = 4096) and at 2048^3, GFLOP/s each, measured alternately in one
-// run. The products that read a weight (x W^T, dy W) also run as a training step runs them: through
-// the step's weight copy, plainly and with the copy's packed weights (kernels/packed_weights.h),
-// on random operands (a bf16 GEMM's speed depends on its data here: the patterned operands of the
-// first two columns run faster). Usage: bench_gemm_bf16 [threads]
+// bf16 against fp32 GEMMs at the `bench` model's shapes (bench_model_products.h) and at 2048^3,
+// GFLOP/s each, measured alternately in one run. The products that read a weight (x W^T, dy W)
+// also run as a training step runs them: through the step's weight copy, plainly and with the
+// copy's packed weights (kernels/packed_weights.h), on random operands (a bf16 GEMM's speed
+// depends on its data here: the patterned operands of the first two columns run faster).
+// Usage: bench_gemm_bf16 [threads]
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <vector>
 
+#include "bench_model_products.h"
 #include "best_seconds.h"
 #include "kernels/convert.h"
 #include "kernels/cpu_isa.h"
@@ -52,33 +52,20 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
   if (threads > 0) omp_set_num_threads(threads);
   std::printf("%s\n", ff::bf16_path_description().c_str());
-  struct Shape {
-    const char* name;
-    int M, N, K;
-    bool trans_a, trans_b;
-  };
-  const int tok = 8 * 256;
-  const Shape shapes[] = {
-      {"qkv fwd x W^T", tok, 1152, 384, false, true},   {"o fwd x W^T", tok, 384, 384, false, true},
-      {"gate_up fwd x W^T", tok, 2048, 384, false, true}, {"down fwd x W^T", tok, 384, 1024, false, true},
-      {"lm_head fwd x W^T", tok, 4096, 384, false, true}, {"lm_head dx = dy W", tok, 384, 4096, false, false},
-      {"gate_up dx = dy W", tok, 384, 2048, false, false}, {"qkv dx = dy W", tok, 384, 1152, false, false},
-      {"o dx = dy W", tok, 384, 384, false, false},          {"down dx = dy W", tok, 1024, 384, false, false},
-      {"qkv dW = dy^T x", 1152, 384, tok, true, false},
-      {"gate_up dW = dy^T x", 2048, 384, tok, true, false}, {"down dW = dy^T x", 384, 1024, tok, true, false},
-      {"lm_head dW = dy^T x", 4096, 384, tok, true, false}, {"square 2048^3", 2048, 2048, 2048, false, false},
-  };
+  std::vector<ffbench::Product> shapes = ffbench::bench_model_products();
+  shapes.push_back({"square 2048^3", 2048, 2048, 2048, false, false});
+
   std::printf(
       "| shape | M | N | K | fp32 GFLOP/s | bf16 GFLOP/s | bf16/fp32 | bf16 step-copy plain, random "
       "| bf16 packed, random | packed/plain |\n|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const Shape& s : shapes) {
+  for (const ffbench::Product& s : shapes) {
     double f32 = 0, b16 = 0;
     for (int round = 0; round < 2; ++round) {  // alternating; best of each
       f32 = std::max(f32, ff::measure_gemm_gflops(ff::DType::f32, s.M, s.N, s.K, s.trans_a, s.trans_b, threads));
       b16 = std::max(b16, ff::measure_gemm_gflops(ff::DType::bf16, s.M, s.N, s.K, s.trans_a, s.trans_b, threads));
     }
-    std::printf("| %s | %d | %d | %d | %.0f | %.0f | %.2fx |", s.name, s.M, s.N, s.K, f32, b16, b16 / f32);
-    if (s.trans_a || std::strncmp(s.name, "square", 6) == 0) {  // a weight gradient, the square: no weight
+    std::printf("| %s | %d | %d | %d | %.0f | %.0f | %.2fx |", s.name.c_str(), s.M, s.N, s.K, f32, b16, b16 / f32);
+    if (s.trans_a || s.name.rfind("square", 0) == 0) {  // a weight gradient, the square: no weight
       std::printf(" - | - | - |\n");
       continue;
     }
