@@ -6,6 +6,7 @@
 #                                [--rounds 3] [--steps 8] [--many-threads N] [--budget SECONDS]
 #                                [--tests TEST_KERNELS] [--no-profile-fp32] [--no-peer]
 #                                [--variant 'NAME=ARGS']... [--loss-steps N] [--gemm-benches DIR]
+#                                [--many-rounds 1] [--profile-variants]
 #
 # 1. The CPU (lscpu, its AMX / AVX512-BF16 flags) and the ISA oneDNN dispatches fivefold's GEMMs to
 #    (ONEDNN_VERBOSE over one bf16 step); with --tests, the bf16 attention tests of a test_kernels
@@ -22,11 +23,14 @@
 # 2c. With --gemm-benches DIR (a portable build's bench/gemm: bench_gemm_bf16, bench_wgrad_rows,
 #    bench_gemm_amx), the bf16 GEMMs of the `bench` shapes at 2 pinned threads: plain, packed, the
 #    weight gradients as one matmul against rows dealt out to the threads, and oneDNN against
-#    fivefold's tile GEMM with the tile unit's peak.
+#    fivefold's tile GEMM with the tile unit's peak (and against another build's tile GEMM, where
+#    DIR also holds one as bench_gemm_amx.NAME).
 # 3. Where perf runs (PERF.tar.gz: perf, readelf and objdump with their libraries under perf/ and
 #    perf/lib/; the host's own readelf and objdump are used where it has them and the pack not),
-#    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step.
-# 4. The same comparison (variants included) once at --many-threads (default: every core), unpinned.
+#    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step; with
+#    --profile-variants, of a bf16 step under each variant's environment too (its VAR=VALUE words).
+# 4. The same comparison (variants included) at --many-threads (default: every core), unpinned,
+#    --many-rounds alternating rounds.
 # Each stage writes OUTDIR/<stage>.txt as it ends; a stage that would start past --budget seconds
 # is skipped (a device lease ends the command, and what is written still comes back).
 set -uo pipefail
@@ -35,7 +39,7 @@ pack=${1:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
 out=${2:?usage: bf16_on_host.sh PACK.tar.gz OUTDIR [options]}
 shift 2
 perf_pack="" py=python3 rounds=3 steps=8 many=$(nproc) budget=600 tests="" precisions="bf16 fp32"
-no_peer="" loss_steps=0 variants=() gemm_benches=""
+no_peer="" loss_steps=0 variants=() gemm_benches="" many_rounds=1 profile_variants=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --perf) perf_pack=$2; shift 2 ;;
@@ -50,6 +54,8 @@ while [ $# -gt 0 ]; do
     --variant) variants+=(--variant "$2"); shift 2 ;;
     --loss-steps) loss_steps=$2; shift 2 ;;
     --gemm-benches) gemm_benches=$2; shift 2 ;;
+    --many-rounds) many_rounds=$2; shift 2 ;;
+    --profile-variants) profile_variants=1; shift ;;
     *) echo "bf16_on_host.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -162,7 +168,8 @@ PY
 fi
 
 if [ -n "$gemm_benches" ] && in_budget "GEMM benches"; then
-  for b in bench_gemm_bf16 bench_wgrad_rows bench_gemm_amx; do
+  # bench_gemm_amx.NAME: another build's tile GEMM, run after this one's.
+  for b in bench_gemm_bf16 bench_wgrad_rows bench_gemm_amx $(cd "$gemm_benches" && ls -d bench_gemm_amx.* 2>/dev/null); do
     [ -x "$gemm_benches/$b" ] && echo "== $b" && LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 pin "$gemm_benches/$b" 2
   done >"$out/gemm.txt" 2>&1
   cat "$out/gemm.txt"
@@ -175,10 +182,22 @@ if [ -n "$perf_pack" ]; then
       --steps 6 --warmup 2 --threads 2 --precision "$p" --symbols "$bin" --save "$out/profile_$p.json" >"$out/profile_$p.txt" 2>&1
     tail -30 "$out/profile_$p.txt"
   done
+  # Each variant's environment words (NAME=VAR=VALUE ...; train arguments are left out) over a bf16 step.
+  for ((v = 1; v < ${#variants[@]}; v += 2)); do
+    [ -n "$profile_variants" ] || break
+    name=${variants[v]%%=*} env_words=$(printf '%s\n' ${variants[v]#*=} | grep -E '^[A-Z_][A-Z0-9_]*=' | paste -sd' ')
+    [ -n "$env_words" ] && in_budget "profile bf16, $name" || continue
+    file="profile_bf16_${name//[^A-Za-z0-9]/_}"
+    (export $env_words && pin python3 "$ROOT/bench/serial/bf16_profile.py" --fivefold "$work/fivefold" --data "$data" \
+      --steps 6 --warmup 2 --threads 2 --precision bf16 --symbols "$bin" --save "$out/$file.json" \
+      >"$out/$file.txt" 2>&1)
+    echo "== bf16 profile, $name ($env_words)"
+    tail -30 "$out/$file.txt"
+  done
 fi
 
 if in_budget "$many-thread speed"; then
-  python3 "$ROOT/bench/serial/bf16_speed.py" --fivefold "$work/fivefold" --data "$data" --rounds 1 \
+  python3 "$ROOT/bench/serial/bf16_speed.py" --fivefold "$work/fivefold" --data "$data" --rounds "$many_rounds" \
     --steps "$steps" --warmup 2 --threads "$many" --peer-python "$py" "${peers[@]}" "${variants[@]}" $no_peer \
     >"$out/speed_unpinned$many.txt" 2>&1
   cat "$out/speed_unpinned$many.txt"

@@ -42,6 +42,12 @@ KINDS = [
                                                             r"matmul_copy|transpose", None),
     # Any other JIT code oneDNN made (a perf map's symbol): its GEMM kernels and their epilogues.
     ("GEMM (oneDNN kernels)", True, r"@perf-\d+\.map$|brgemm|gemm_.*kern|sgemm|gemv", None),
+    # fivefold's tile GEMM (gemm_amx.cpp): its packing (multiply's parallel region inlines B's
+    # tiles), then its blocks on the tile unit and their write-out.
+    ("GEMM operand packing (fivefold's tile GEMM)", False,
+     r"ff::\(anonymous namespace\)::(pack_[ab]_tiles?\(unsigned int\*|multiply\(ff::GemmTiles)", None),
+    ("GEMM (fivefold's tile GEMM on AMX)", True,
+     r"ff::\(anonymous namespace\)::(items<[\w:]*Tiles>|write_out\(ff::\(anonymous namespace\)::Output)", None),
     ("attention: softmax", False, r"masked_online_softmax", None),
     ("attention: tile products", True, r"dot_block|dot_rows|attn16::|attn::tile", None),
     ("attention: packing", False, r"flash_bf16::pack", None),

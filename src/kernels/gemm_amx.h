@@ -10,13 +10,14 @@
 // into 1 KiB tiles of 16 rows by 32 values, zero past M and K, so the padding multiplies zeros by
 // zeros (and packing dy^T writes within a tile, not 16 rows a whole K apart). A weight gradient
 // C = A^T B transposes the narrower of its two operands: where that is B (dW = dy^T x with fewer
-// inputs than outputs) it computes C^T = B^T A and writes C back transposed. Each
-// thread computes 32 x 32 output blocks (four accumulator tiles fed by two A and two B tiles per
-// step of 32), one row pair's blocks after another, or one column pair's, so that the smaller
-// operand streams past a strip of the larger one held in cache.
-// A block accumulates in the tiles over the whole of K and leaves them once: straight into C where
-// the block is whole and alpha is 1 (beta 0 or 1: C loaded into the tiles first), else through a
-// 32 x 32 staging block that scales and adds.
+// inputs than outputs) it computes C^T = B^T A and writes C back transposed. The output is cut
+// in 32 x 32 blocks (four accumulator tiles fed by two A and two B tiles per step of 32), and the
+// work in items, GotoBLAS's way: one row pair of one column panel (at most 256 columns, whose packed
+// B over all of K is at most 1 MiB, so it stays in L2 from one row pair to the next), over K in
+// chunks of at most 512 values (the row pair's A over a chunk, 32 KiB, stays in L1 while the
+// panel's column pairs stream past it). The sums accumulate straight in C where the item lies
+// within C and alpha is 1 (beta 0 or 1: C loaded into the tiles first), else in a 32 x 256 stage
+// written out once, scaled and added, transposed or rounded to bf16.
 //
 // What it computes: every product of two bf16 values is exact in fp32, summed in fp32 in the tile
 // unit's order (the model's: k order within a word pair and across steps), so results differ from

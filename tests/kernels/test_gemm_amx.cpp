@@ -38,9 +38,10 @@ struct Shape {
   int M, N, K;
 };
 // Whole blocks read in place (M % 16 = 0, K % 32 = 0), a 2 x 2 grid of blocks with a 16-row and a
-// 16-column edge, ragged tails everywhere, a single reduced value, a long reduced dimension.
-const Shape kShapes[] = {{64, 64, 96}, {80, 48, 64}, {37, 45, 70}, {16, 16, 32},
-                         {5, 3, 1},    {33, 17, 65}, {19, 40, 300}};
+// 16-column edge, ragged tails everywhere, a single reduced value, a long reduced dimension; K in
+// three chunks with the columns in panels, the last ending in a single column tile; many panels.
+const Shape kShapes[] = {{64, 64, 96}, {80, 48, 64}, {37, 45, 70},    {16, 16, 32}, {5, 3, 1},
+                         {33, 17, 65}, {19, 40, 300}, {40, 300, 1100}, {96, 520, 64}};
 
 struct Case {
   float alpha, beta;
@@ -224,11 +225,12 @@ TEST(GemmOnTiles, ForwardRoundedProductStoresBf16FromTheTiles) {
 }
 
 TEST(GemmOnTiles, EmulatedOnThreeThreadsIsTheOneThreadResultBitwise) {
-  // Blocks are dealt out whole, each summed by one thread in one order: the team's size changes
-  // who computes a block, never how.
+  // Work items are dealt out whole, each summed by one thread in step order, chunk after chunk:
+  // the team's size changes who computes an item and how wide the column panels are, never the
+  // order of a sum (here one thread cuts two panels and three threads three).
   std::mt19937 rng(3);
   std::normal_distribution<float> nd;
-  const Problem p = make_problem(true, false, Shape{80, 96, 70}, [&] { return nd(rng); });
+  const Problem p = make_problem(true, false, Shape{80, 96, 700}, [&] { return nd(rng); });
   std::vector<float> one, three;
   {
     const fftest::ScopedThreads t(1);
