@@ -65,6 +65,11 @@ struct AmxTiles {
   void dot() {
     asm volatile("tdpbf16ps %%tmm%c0, %%tmm%c1, %%tmm%c2" ::"i"(B), "i"(A), "i"(C));
   }
+  // The 1 KiB of a packed tile at p into L1 ahead of its load (a tile load waits some 45 cycles
+  // on L1, longer on L2, while a product takes 16).
+  void prefetch(const void* p) {
+    for (int line = 0; line < 16; ++line) __builtin_prefetch(static_cast<const char*>(p) + 64 * line, 0, 3);
+  }
 };
 #endif
 
@@ -94,6 +99,7 @@ struct EmulatedTiles {
     for (int r = 0; r < kTileRows; ++r)
       std::memcpy(static_cast<char*>(p) + r * stride_bytes, reg[T][r], sizeof reg[T][r]);
   }
+  void prefetch(const void*) {}
   template <int C, int A, int B>
   void dot() {
     for (int m = 0; m < kTileRows; ++m)

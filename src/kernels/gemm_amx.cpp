@@ -169,15 +169,24 @@ void block(Tiles& t, const Operands& o, int i0, int j0, int s0, int s1, bool fre
                a_next_row_tile = in_place ? size_t(kTileRows) * o.a_ld : size_t(o.steps) * 2 * kTileSize;
   const uint32_t* b = o.b + size_t(j0) * o.steps * kTileSize;
   const size_t next_col_tile = size_t(o.steps) * kTileSize;
+  // Each product follows the loads it needs, so the unit starts on the first while the rest load;
+  // the next step's B tiles (streamed from L2, where A's stay in L1) are fetched meanwhile.
   for (int s = s0; s < s1; ++s) {
+    const uint32_t* b0 = b + size_t(s) * kTileSize;
     t.template load<4>(a + s * a_step, sa);
-    if constexpr (MR > 1) t.template load<5>(a + a_next_row_tile + s * a_step, sa);
-    t.template load<6>(b + size_t(s) * kTileSize, 64);
-    if constexpr (NR > 1) t.template load<7>(b + next_col_tile + size_t(s) * kTileSize, 64);
+    t.template load<6>(b0, 64);
+    t.prefetch(b0 + kTileSize);
     t.template dot<0, 4, 6>();
-    if constexpr (NR > 1) t.template dot<1, 4, 7>();
-    if constexpr (MR > 1) t.template dot<2, 5, 6>();
-    if constexpr (MR > 1 && NR > 1) t.template dot<3, 5, 7>();
+    if constexpr (MR > 1) {
+      t.template load<5>(a + a_next_row_tile + s * a_step, sa);
+      t.template dot<2, 5, 6>();
+    }
+    if constexpr (NR > 1) {
+      t.template load<7>(b0 + next_col_tile, 64);
+      t.prefetch(b0 + next_col_tile + kTileSize);
+      t.template dot<1, 4, 7>();
+      if constexpr (MR > 1) t.template dot<3, 5, 7>();
+    }
   }
   t.template store<0>(acc, so);
   if constexpr (NR > 1) t.template store<1>(acc + kTileWords, so);
