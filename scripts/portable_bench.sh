@@ -16,6 +16,9 @@
 #                                                above that exist); --no-mpi leaves the bundled
 #                                                Open MPI out (the host must have its own)
 #   scripts/portable_bench.sh all OUT.tar.gz     build, then pack
+#   scripts/portable_bench.sh bench-at COMMIT DIR [TARGET]
+#                                                TARGET (default bench_gemm_amx) of an earlier
+#                                                commit, built for x86-64-v3, as DIR/TARGET.<commit>
 #   scripts/portable_bench.sh pack-perf OUT.tar.gz
 #                                                this machine's perf, readelf and objdump with their
 #                                                libraries under perf/ and perf/lib/, for
@@ -35,18 +38,41 @@ march_flags() {
   esac
 }
 
+# Configures SOURCE's build folder BUILD for an ISA level.
+configure() {
+  local source=$1 build=$2 flags
+  flags=$(march_flags "$3")
+  # --as-needed drops libmpi_cxx (fivefold calls MPI's C interface only), which Open MPI 5 hosts lack.
+  cmake -S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFIVEFOLD_NATIVE=OFF \
+    -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-Wl,--as-needed" \
+    ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
+}
+
 build() {
   local levels=("$@")
   [ ${#levels[@]} -gt 0 ] || levels=(x86-64-v3)
   for level in "${levels[@]}"; do
-    local flags
-    flags=$(march_flags "$level")
-    # --as-needed drops libmpi_cxx (fivefold calls MPI's C interface only), which Open MPI 5 hosts lack.
-    cmake -S "$ROOT" -B "$ROOT/build-portable-$level" -DCMAKE_BUILD_TYPE=Release -DFIVEFOLD_NATIVE=OFF \
-      -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-Wl,--as-needed" \
-      ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
+    configure "$ROOT" "$ROOT/build-portable-$level" "$level"
     cmake --build "$ROOT/build-portable-$level" -j "$JOBS" --target fivefold
   done
+}
+
+# A benchmark of an earlier commit, built for x86-64-v3 in a throwaway worktree and copied to
+# DIR/TARGET.<short commit>, to be timed beside this build's (bf16_on_host.sh --gemm-benches DIR
+# runs every bench_gemm_amx.NAME there after bench_gemm_amx).
+bench_at() {
+  local commit=${1:?bench-at COMMIT DIR [TARGET]} dir=${2:?bench-at COMMIT DIR [TARGET]} target=${3:-bench_gemm_amx}
+  local short wt
+  short=$(git -C "$ROOT" rev-parse --short "$commit^{commit}") || exit 2
+  wt=$(mktemp -d)
+  git -C "$ROOT" worktree add -q --detach "$wt/src" "$short"
+  configure "$wt/src" "$wt/build" x86-64-v3
+  cmake --build "$wt/build" -j "$JOBS" --target "$target" >/dev/null || { echo "bench-at: $target did not build at $short" >&2; exit 1; }
+  mkdir -p "$dir"
+  cp "$(find "$wt/build" -name "$target" -type f -perm -u+x | head -1)" "$dir/$target.$short"
+  git -C "$ROOT" worktree remove --force "$wt/src"
+  rm -rf "$wt"
+  echo "built $dir/$target.$short"
 }
 
 # glibc's own libraries stay the host's: they must match its loader.
@@ -169,5 +195,6 @@ case "$cmd" in
   pack) pack "$@" ;;
   all) out=${1:?all OUT.tar.gz}; shift; build; pack "$out" "$@" ;;
   pack-perf) pack_perf "$@" ;;
-  *) sed -n '2,25p' "$0"; exit 2 ;;
+  bench-at) bench_at "$@" ;;
+  *) sed -n '2,/^set -euo pipefail/{/^set/!p}' "$0"; exit 2 ;;
 esac
