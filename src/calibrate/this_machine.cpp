@@ -23,7 +23,8 @@ ClusterSpec this_machine(int ranks) {
   c.activation_bytes = 4;
   c.engine = true;
   const EngineHost here = this_engine_host(1);
-  c.bf16_gemm = !here.native_bf16                      ? "widened"
+  c.bf16_gemm = gemm_tiles() == GemmTiles::amx        ? "tiles"
+                : !here.native_bf16                      ? "widened"
                 : bf16_path() == Bf16Path::emulated ? "oneDNN"
                                                      : bf16_path_name(bf16_path());
   c.fp16_gemm = here.native_fp16 ? "oneDNN" : "widened";

@@ -68,7 +68,7 @@ ClusterSpec load_cluster(const std::string& path) {
     }
     throw std::runtime_error(fmt::format("cluster file '{}': {} is {} (got '{}')", path, key, all, v));
   };
-  c.bf16_gemm = path_key("bf16_gemm", {"AMX", "AVX512-BF16", "oneDNN", "widened"});
+  c.bf16_gemm = path_key("bf16_gemm", {"AMX", "AVX512-BF16", "oneDNN", "widened", "tiles"});
   c.fp16_gemm = path_key("fp16_gemm", {"oneDNN", "widened"});
   c.same_node = read_link_class(t["same_node"].as_table(), LinkClass::uniform(c.intra_latency, c.intra_bandwidth),
                                 path, "same_node");
@@ -100,13 +100,13 @@ std::string cluster_to_toml(const ClusterSpec& c) {
 double ClusterSpec::peak16() const {
   if (peak_flops_16 > 0 || !engine) return peak_flops_16 > 0 ? peak_flops_16 : peak_flops;
   const bool units = bf16_gemm.empty() ? bf16_path() != Bf16Path::emulated
-                                       : bf16_gemm == "AMX" || bf16_gemm == "AVX512-BF16";
+                                       : bf16_gemm == "AMX" || bf16_gemm == "AVX512-BF16" || bf16_gemm == "tiles";
   return units ? 2 * peak_flops : peak_flops;  // vdpbf16ps: 4 FLOPs per lane
 }
 
 EngineHost ClusterSpec::engine_host(int threads) const {
   EngineHost h = this_engine_host(threads);
-  if (!bf16_gemm.empty()) h.native_bf16 = bf16_gemm != "widened";
+  if (!bf16_gemm.empty()) h.native_bf16 = bf16_gemm != "widened", h.tile_gemm = bf16_gemm == "tiles";
   if (!fp16_gemm.empty()) h.native_fp16 = fp16_gemm != "widened";
   return h;
 }

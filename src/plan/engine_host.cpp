@@ -1,5 +1,6 @@
 #include "plan/engine_host.h"
 
+#include "kernels/cpu_isa.h"
 #include "kernels/gemm.h"
 
 namespace ff {
@@ -14,6 +15,7 @@ EngineHost this_engine_host(int threads, bool packed_weights) {
   h.native_bf16 = native_16bit_gemm(DType::bf16);
   h.native_fp16 = native_16bit_gemm(DType::f16);
   h.packed_weights = packed_weights;
+  h.tile_gemm = gemm_tiles() != GemmTiles::onednn;
   return h;
 }
 

@@ -27,7 +27,7 @@ bool has_weight_copy(const LayoutSpec& L);
 // The copy's packed twins (kernels/packed_weights.h), where oneDNN runs the 16-bit products: each
 // weight a forward or input-gradient product reads (every matrix but an untied token embedding)
 // once per product kind, 2 bytes per element padded to oneDNN's blocks. Bytes; 0 without a copy,
-// where the host's 16-bit GEMMs are emulated, or with packed weights switched off.
+// where the host's 16-bit GEMMs are emulated or on the tile GEMM, or with packed weights switched off.
 int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L,
                             const EngineHost& host);
 
@@ -57,5 +57,12 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
 // multiplies 16-bit operands itself. The routed experts' products (rows vary by step) are left out.
 int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
                               bool has_moe, const EngineHost& host);
+// Where the bf16 GEMMs run on fivefold's tile GEMM (host.tile_gemm), each product packs op(B), and
+// op(A) where it cannot read it in place, into the calling thread's 32-bit scratch (gemm_amx.cpp's
+// multiply): the largest over the rank's linears, forward, dgrad and wgrad (which packs dy and x
+// whole: 2 bytes per element of each, padded to tiles). Bytes; 0 elsewhere. The routed experts'
+// products (rows vary by step) are left out.
+int64_t tile_gemm_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
+                                bool has_moe, const EngineHost& host);
 
 }  // namespace ff

@@ -153,7 +153,8 @@ RankMemory estimate_rank_memory(const ModelConfig& c, const LayoutSpec& L, int p
   }
   m.bytes[size_t(MemCategory::workspace)] += ws * kF + context_workspace_bytes(c, L, w) +
                                              moe_workspace_bytes(c, L, w, has_moe) +
-                                             gemm_input_scratch_bytes(L, w, N, R, V, head, has_moe);
+                                             gemm_input_scratch_bytes(L, w, N, R, V, head, has_moe) +
+                                             tile_gemm_scratch_bytes(L, w, N, V, head, has_moe, host);
   return m;
 }
 

@@ -191,7 +191,8 @@ std::string plan_table(const PlanResult& r, const ClusterSpec& cl, int k) {
     sixteen = sixteen || r.ranked[size_t(i)].layout.gemm != Precision::fp32;
   if (sixteen && cl.engine) {  // the packed copies or widened operands its memory counts
     const EngineHost h = cl.engine_host(1);
-    t += fmt::format("16-bit GEMMs: bf16 {}, fp16 {} ({}).\n", h.native_bf16 ? "in oneDNN" : "widened to fp32",
+    t += fmt::format("16-bit GEMMs: bf16 {}, fp16 {} ({}).\n",
+                     h.tile_gemm ? "on fivefold's tile GEMM" : h.native_bf16 ? "in oneDNN" : "widened to fp32",
                      h.native_fp16 ? "in oneDNN" : "widened to fp32",
                      cl.bf16_gemm.empty() && cl.fp16_gemm.empty() ? "this machine's: the cluster file does not say"
                      : cl.bf16_gemm.empty() || cl.fp16_gemm.empty()
