@@ -120,21 +120,31 @@ int64_t gemm_input_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int6
   return most * pb.gemm_input;
 }
 
+namespace {
+
+// f(rows, in, out) for each linear of a rank's blocks and head with a fixed shape, x (rows, in),
+// W (out, in), dy (rows, out); the routed experts (rows vary by step) are left out.
+template <class F>
+void for_each_fixed_linear(const BlockWidths& w, int64_t N, int64_t vocab, bool head, bool has_moe, F f) {
+  f(N, w.C, w.Q), f(N, w.A, w.C);  // under sp the projections read the gathered N rows
+  if (w.F > 0) f(N, w.C, 2 * w.F), f(N, w.F, w.C);
+  if (has_moe) {
+    f(N, w.C, w.E);
+    if (w.Fs > 0) f(N, w.C, 2 * w.Fs), f(N, w.Fs, w.C);
+  }
+  if (head) f(N, w.C, vocab);
+}
+
+}  // namespace
+
 int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
                               bool has_moe, const EngineHost& host) {
   if (precision_bytes(L.gemm).gemm_input == 4 || host.native_16bit(L.gemm)) return 0;
   if (host.tile_gemm && L.gemm == Precision::bf16) return 0;  // the tile GEMM multiplies bf16 itself
   int64_t most = 0;
-  auto linear = [&](int64_t rows, int64_t in, int64_t out) {  // x (rows, in), W (out, in), dy (rows, out)
+  for_each_fixed_linear(w, N, vocab, head, has_moe, [&](int64_t rows, int64_t in, int64_t out) {
     most = std::max({most, rows * in + out * in, rows * out + out * in, rows * out + rows * in});
-  };
-  linear(N, w.C, w.Q), linear(N, w.A, w.C);  // under sp the projections read the gathered N rows
-  if (w.F > 0) linear(N, w.C, 2 * w.F), linear(N, w.F, w.C);
-  if (has_moe) {
-    linear(N, w.C, w.E);
-    if (w.Fs > 0) linear(N, w.C, 2 * w.Fs), linear(N, w.Fs, w.C);
-  }
-  if (head) linear(N, w.C, vocab);
+  });
   return most;
 }
 
@@ -149,17 +159,10 @@ int64_t tile_gemm_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64
     return 1024 * over(K, 32) * (over(Nc, 16) + (in_place ? 0 : over(M, 16)));
   };
   int64_t most = 0;
-  auto linear = [&](int64_t rows, int64_t in, int64_t out) {  // x (rows, in), W (out, in), dy (rows, out)
+  for_each_fixed_linear(w, N, vocab, head, has_moe, [&](int64_t rows, int64_t in, int64_t out) {
     most = std::max({most, product(rows, out, in, false), product(rows, in, out, false),  // x W^T, dy W
                      product(out, in, rows, true)});                                      // dy^T x (both packed)
-  };
-  linear(N, w.C, w.Q), linear(N, w.A, w.C);  // under sp the projections read the gathered N rows
-  if (w.F > 0) linear(N, w.C, 2 * w.F), linear(N, w.F, w.C);
-  if (has_moe) {
-    linear(N, w.C, w.E);
-    if (w.Fs > 0) linear(N, w.C, 2 * w.Fs), linear(N, w.Fs, w.C);
-  }
-  if (head) linear(N, w.C, vocab);
+  });
   return most;
 }
 
