@@ -4,7 +4,8 @@
 // already (attention_bf16_tiles.h) are the tile unit's A and B operand layouts.
 //
 // Tiles used here: 0-3 the fp32 accumulators of a 16 x 64 output block, 4 and 5 the A operand and
-// its remainder (an fp32 operand carried as hi + lo bf16 terms), 6 the B operand.
+// its remainder (an fp32 operand carried as hi + lo bf16 terms), 6 and 7 the B operand's columns
+// in turn (a load into the tile a product still reads would wait for it).
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -42,12 +43,12 @@ inline void tile_block(Tiles& t, float* Out, int ldo, const uint32_t* A, const u
     const uint32_t* b = B + size_t(s) * kTileRows * ldb;
     t.template load<4>(A + s * kTileWords, sa);
     if (A2) t.template load<5>(A2 + s * kTileWords, sa);
-    // One B tile per 16 columns, multiplied by A (and the remainder) while it is loaded.
+    // One B tile per 16 columns, multiplied by A (and the remainder) while the next one loads.
     auto column = [&](auto j) {
-      constexpr int J = decltype(j)::value;
-      t.template load<6>(b + J * kTileWords, sb);
-      t.template dot<J, 4, 6>();
-      if (A2) t.template dot<J, 5, 6>();
+      constexpr int J = decltype(j)::value, Bt = 6 + J % 2;
+      t.template load<Bt>(b + J * kTileWords, sb);
+      t.template dot<J, 4, Bt>();
+      if (A2) t.template dot<J, 5, Bt>();
     };
     column(std::integral_constant<int, 0>{});
     if constexpr (NC > 1) column(std::integral_constant<int, 1>{});
