@@ -45,9 +45,9 @@ KINDS = [
     # fivefold's tile GEMM (gemm_amx.cpp): its packing (multiply's parallel region inlines B's
     # tiles), then its blocks on the tile unit and their write-out.
     ("GEMM operand packing (fivefold's tile GEMM)", False,
-     r"ff::\(anonymous namespace\)::(pack_[ab]_tiles?\(unsigned int\*|multiply\(ff::GemmTiles)", None),
+     r"ff::\(anonymous namespace\)::(pack_[ab]_tiles?|multiply)\b", None),
     ("GEMM (fivefold's tile GEMM on AMX)", True,
-     r"ff::\(anonymous namespace\)::(items<[\w:]*Tiles>|write_out\(ff::\(anonymous namespace\)::Output)", None),
+     r"ff::\(anonymous namespace\)::(items<[\w:]*Tiles>|write_out\b)", None),
     ("attention: softmax", False, r"masked_online_softmax", None),
     ("attention: tile products", True, r"dot_block|dot_rows|attn16::|attn::tile", None),
     ("attention: packing", False, r"flash_bf16::pack", None),
