@@ -54,8 +54,6 @@ int main(int argc, char** argv) {
     std::printf("tile unit peak (tdpbf16ps on registers, %d cores): %.0f GFLOP/s\n", omp_get_max_threads(), peak);
   // --emulate: the same products scaled down.
   const auto shapes = emulate ? ffbench::bench_model_products(64, 48) : ffbench::bench_model_products();
-
-
   std::printf("| shape | M | N | K | oneDNN bf16 GFLOP/s | fivefold tiles GFLOP/s | tiles / oneDNN | tiles, %% of peak "
               "| max diff / max output |\n|---|---|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(7);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/amx_tiles.h"
 #include "kernels/round_store.h"
@@ -270,15 +271,28 @@ void items(const Operands& o, const Output& y) {
   t.release();
 }
 
+// Whether op(A) is read in place: its rows hold the reduced dimension contiguously, whole tiles.
+bool reads_a_in_place(bool ta, int M, int K) { return !ta && K % kStep == 0 && M % kTileRows == 0; }
+
+// Words of packed op(B), and of packed op(A) where it is not read in place.
+size_t packed_b_words(int N, int K) { return size_t(tiles_over(N, kTileWords)) * tiles_over(K, kStep) * kTileSize; }
+size_t packed_a_words(bool ta, int M, int K) {
+  return reads_a_in_place(ta, M, K) ? 0 : size_t(tiles_over(M, kTileRows)) * tiles_over(K, kStep) * kTileSize;
+}
+
+// A weight gradient's shape, C = A^T B with both stored (K, .): one operand must be transposed to
+// the tile unit's A layout, the other only paired. Transpose the narrower: where B is, the product
+// run is C^T = B^T A, written back transposed (dW += dy^T x transposes x, not the wider dy).
+bool computes_transposed(bool ta, bool tb, int M, int N) { return ta && !tb && N < M; }
+
 // Packs op(B) (and op(A) where it is not read in place), then runs the items, on the whole team.
 void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16_t* A, int lda, const uint16_t* B,
               int ldb, const Output& y) {
   Operands o{M, N, K, tiles_over(K, kStep), tiles_over(M, kTileRows), tiles_over(N, kTileWords), A, lda, nullptr};
-  const bool a_in_place = !ta && K % kStep == 0 && M % kTileRows == 0;
-  const size_t b_words = size_t(o.col_tiles) * o.steps * kTileSize;
-  const size_t a_words = a_in_place ? 0 : size_t(o.row_tiles) * o.steps * kTileSize;
+  const bool a_in_place = reads_a_in_place(ta, M, K);
+  const size_t b_words = packed_b_words(N, K);
   // The calling thread's scratch, read by the whole team for this call only.
-  uint32_t* packed = detail::thread_scratch<uint32_t>(b_words + a_words);
+  uint32_t* packed = detail::thread_scratch<uint32_t>(b_words + packed_a_words(ta, M, K));
   uint32_t* packed_a = packed + b_words;
   o.b = packed;
   if (!a_in_place) o.a = reinterpret_cast<const uint16_t*>(packed_a), o.a_ld = 0;
@@ -327,16 +341,19 @@ void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, fl
       for (int j = 0; j < N; ++j) C[size_t(r) * ldc + j] = beta == 0.0f ? 0.0f : beta * C[size_t(r) * ldc + j];
     return;
   }
-  // A weight gradient's shape, C = A^T B with both stored (K, .): one operand must be transposed
-  // to the tile unit's A layout, the other only paired. Transpose the narrower: where B is, run
-  // C^T = B^T A and write it back transposed (dW += dy^T x transposes x, not the wider dy).
-  if (ta && !tb && N < M) {
+  if (computes_transposed(ta, tb, M, N)) {
     Output y{alpha, beta, C, nullptr, ldc};
     y.transposed = true;
     multiply(how, true, false, N, M, K, B, ldb, A, lda, y);
     return;
   }
   multiply(how, ta, tb, M, N, K, A, lda, B, ldb, Output{alpha, beta, C, nullptr, ldc});
+}
+
+size_t gemm_bf16_on_tiles_scratch_bytes(bool ta, bool tb, int M, int N, int K) {
+  if (M <= 0 || N <= 0 || K <= 0) return 0;
+  if (computes_transposed(ta, tb, M, N)) std::swap(M, N);
+  return 4 * (packed_b_words(N, K) + packed_a_words(ta, M, K));
 }
 
 void gemm_bf16_on_tiles_rounded(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16_t* A, int lda,

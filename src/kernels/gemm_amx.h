@@ -22,6 +22,7 @@
 // What it computes: every product of two bf16 values is exact in fp32, summed in fp32 in the tile
 // unit's order (the model's: k order within a word pair and across steps), so results differ from
 // oneDNN's and from the fp32 GEMM's only in the rounding of those sums.
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu_isa.h"
@@ -38,5 +39,8 @@ void gemm_bf16_on_tiles(GemmTiles how, bool ta, bool tb, int M, int N, int K, fl
 // output, which SwiGLU reads): no fp32 C is written and read back.
 void gemm_bf16_on_tiles_rounded(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16_t* A, int lda,
                                 const uint16_t* B, int ldb, uint16_t* C16, int ldc);
+// Bytes of the calling thread's scratch either form packs a product of this shape into (its
+// operands in tiles; the planner's memory model counts the largest).
+size_t gemm_bf16_on_tiles_scratch_bytes(bool ta, bool tb, int M, int N, int K);
 
 }  // namespace ff

@@ -20,6 +20,8 @@ struct EngineHost {
   // Whether precision p's GEMMs multiply 16-bit inputs natively here (false at fp32 and fp8,
   // which the engine runs in fp32 arithmetic).
   bool native_16bit(Precision p) const;
+  // Whether precision p's GEMMs run on the tile GEMM here (bf16 only).
+  bool on_tile_gemm(Precision p) const { return tile_gemm && p == Precision::bf16; }
 };
 
 // This process: its CPU as oneDNN dispatches on it; `packed_weights` the run's config key of

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/flash_attention_bf16.h"
+#include "kernels/gemm_amx.h"
 #include "model/model_hooks.h"
 
 namespace ff {
@@ -24,7 +25,7 @@ bool has_weight_copy(const LayoutSpec& L) {
 int64_t packed_weight_bytes(const ParamLayout& layout, const ModelConfig& c, const LayoutSpec& L,
                             const EngineHost& host) {
   if (!has_weight_copy(L) || !host.packed_weights || !host.native_16bit(L.gemm)) return 0;
-  if (host.tile_gemm && L.gemm == Precision::bf16) return 0;  // the tile GEMM packs per product
+  if (host.on_tile_gemm(L.gemm)) return 0;  // the tile GEMM packs per product
   // The products read fused matrices: q|k|v and gate|up (w1|w3 per expert) are one weight each,
   // stored back to back with the same input width.
   auto fused_below = [](const std::string& name) {
@@ -140,7 +141,7 @@ void for_each_fixed_linear(const BlockWidths& w, int64_t N, int64_t vocab, bool 
 int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
                               bool has_moe, const EngineHost& host) {
   if (precision_bytes(L.gemm).gemm_input == 4 || host.native_16bit(L.gemm)) return 0;
-  if (host.tile_gemm && L.gemm == Precision::bf16) return 0;  // the tile GEMM multiplies bf16 itself
+  if (host.on_tile_gemm(L.gemm)) return 0;  // the tile GEMM multiplies bf16 itself
   int64_t most = 0;
   for_each_fixed_linear(w, N, vocab, head, has_moe, [&](int64_t rows, int64_t in, int64_t out) {
     most = std::max({most, rows * in + out * in, rows * out + out * in, rows * out + rows * in});
@@ -150,18 +151,14 @@ int64_t emulated_widen_floats(const LayoutSpec& L, const BlockWidths& w, int64_t
 
 int64_t tile_gemm_scratch_bytes(const LayoutSpec& L, const BlockWidths& w, int64_t N, int64_t vocab, bool head,
                                 bool has_moe, const EngineHost& host) {
-  if (!host.tile_gemm || L.gemm != Precision::bf16) return 0;
-  auto over = [](int64_t n, int64_t d) { return (n + d - 1) / d; };
-  // C (M, Nc) over K: op(B) in tiles of 16 columns by 32 values of K, and op(A) in tiles of 16
-  // rows where it is not read in place (M a multiple of 16, K of 32, not transposed); 1 KiB a tile.
-  auto product = [&](int64_t M, int64_t Nc, int64_t K, bool a_transposed) {
-    const bool in_place = !a_transposed && M % 16 == 0 && K % 32 == 0;
-    return 1024 * over(K, 32) * (over(Nc, 16) + (in_place ? 0 : over(M, 16)));
+  if (!host.on_tile_gemm(L.gemm)) return 0;
+  auto bytes = [](bool ta, bool tb, int64_t M, int64_t Nc, int64_t K) {
+    return int64_t(gemm_bf16_on_tiles_scratch_bytes(ta, tb, int(M), int(Nc), int(K)));
   };
   int64_t most = 0;
   for_each_fixed_linear(w, N, vocab, head, has_moe, [&](int64_t rows, int64_t in, int64_t out) {
-    most = std::max({most, product(rows, out, in, false), product(rows, in, out, false),  // x W^T, dy W
-                     product(out, in, rows, true)});                                      // dy^T x (both packed)
+    most = std::max({most, bytes(false, true, rows, out, in), bytes(false, false, rows, in, out),  // x W^T, dy W
+                     bytes(true, false, out, in, rows)});                                          // dy^T x
   });
   return most;
 }
