@@ -16,9 +16,9 @@
 #    with SDPA and fused AdamW (torch 2.x), alternating round after round; bf16 variants
 #    (--variant, bf16_speed.py's: more train arguments and environment), by default on an AMX CPU
 #    the attention's tile products on the vector units (FIVEFOLD_AMX=off) and the GEMMs on
-#    fivefold's tile GEMM (FIVEFOLD_AMX_GEMM=on).
+#    oneDNN's instead of fivefold's tile GEMM (FIVEFOLD_AMX_GEMM=off).
 # 2b. With --loss-steps N: N bf16 steps on every core by default, with the attention on the vector
-#    units and with the tile GEMM, their losses and gradient norms side by side (the tile unit
+#    units and with oneDNN's GEMMs, their losses and gradient norms side by side (the tile unit
 #    must not move training).
 # 2c. With --gemm-benches DIR (a portable build's bench/gemm: bench_gemm_bf16, bench_wgrad_rows,
 #    bench_gemm_amx), the bf16 GEMMs of the `bench` shapes at 2 pinned threads: plain, packed, the
@@ -108,12 +108,13 @@ pin() { if [ -n "$pair" ] && command -v taskset >/dev/null; then taskset -c "$pa
 } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
 
-# oneDNN's dispatch: the ISA each kind of primitive ran on during one bf16 step.
+# oneDNN's dispatch: the ISA each kind of primitive ran on during one bf16 step, its GEMMs included
+# (FIVEFOLD_AMX_GEMM=off: on an AMX CPU fivefold's tile GEMM would take them).
 "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" --out "$work/verbose" --steps 1 \
   --eval-every 0 --threads 2 --precision bf16 >"$work/verbose.log" 2>&1 </dev/null
 sed -n '1,20p' "$work/verbose.log" >"$out/onednn.txt"
-ONEDNN_VERBOSE=1 DNNL_VERBOSE=1 "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" \
-  --out "$work/verbose2" --steps 1 --eval-every 0 --threads 2 --precision bf16 2>&1 </dev/null |
+FIVEFOLD_AMX_GEMM=off ONEDNN_VERBOSE=1 DNNL_VERBOSE=1 "$work/fivefold" train --config "$ROOT/configs/bench.toml" \
+  --data "$data" --out "$work/verbose2" --steps 1 --eval-every 0 --threads 2 --precision bf16 2>&1 </dev/null |
   grep -E 'onednn_verbose|dnnl_verbose' >"$work/dnnl.log"
 { grep -m3 -E 'info,(cpu|prim_template)|,cpu,(runtime|isa)' "$work/dnnl.log"
   echo "primitives by implementation (exec lines):"
@@ -129,7 +130,8 @@ if [ -n "$tests" ]; then
 fi
 
 [ ${#variants[@]} -eq 0 ] && grep -q 'amx_bf16' /proc/cpuinfo &&
-  variants=(--variant "attention tiles on the vector units=FIVEFOLD_AMX=off" --variant "tile GEMM=FIVEFOLD_AMX_GEMM=on")
+  variants=(--variant "attention tiles on the vector units=FIVEFOLD_AMX=off"
+            --variant "oneDNN GEMMs=FIVEFOLD_AMX_GEMM=off")
 peers=(--peer "PyTorch bf16 autocast=--autocast-bf16")
 # SDPA and a fused CPU AdamW exist from torch 2.4 on.
 $py -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null &&
@@ -144,18 +146,18 @@ fi
 if [ "$loss_steps" -gt 0 ] && ! grep -q 'amx_bf16' /proc/cpuinfo; then
   echo "loss check skipped: no AMX on this CPU, so both runs would take the vector units" | tee "$out/loss_check.txt"
 elif [ "$loss_steps" -gt 0 ] && in_budget "loss check"; then
-  # The default (attention tiles on AMX, oneDNN's GEMMs), the attention on the vector units, and
-  # the GEMMs on fivefold's tile GEMM: each of the last two against the default.
-  for run in "default=" "attention on the vector units=FIVEFOLD_AMX=off" "tile GEMM=FIVEFOLD_AMX_GEMM=on"; do
+  # The default (attention tiles on AMX, fivefold's tile GEMM), the attention on the vector units,
+  # and the GEMMs on oneDNN's: each of the last two against the default.
+  for run in "default=" "attention on the vector units=FIVEFOLD_AMX=off" "oneDNN GEMMs=FIVEFOLD_AMX_GEMM=off"; do
     name=${run%%=*} env_words=${run#*=}
     env $env_words "$work/fivefold" train --config "$ROOT/configs/bench.toml" --data "$data" --out "$work/loss-${name// /_}" \
       --steps "$loss_steps" --eval-every 0 --threads "$many" --precision bf16 --log-every 1000 >/dev/null 2>&1 </dev/null
   done
   python3 - "$work/loss-default/metrics.jsonl" "$work/loss-attention_on_the_vector_units/metrics.jsonl" \
-    "$work/loss-tile_GEMM/metrics.jsonl" >"$out/loss_check.txt" 2>&1 <<'PY'
+    "$work/loss-oneDNN_GEMMs/metrics.jsonl" >"$out/loss_check.txt" 2>&1 <<'PY'
 import json, sys
 base, *others = [[json.loads(l) for l in open(p) if '"loss"' in l] for p in sys.argv[1:]]
-for name, run in zip(("attention on the vector units", "tile GEMM (FIVEFOLD_AMX_GEMM=on)"), others):
+for name, run in zip(("attention on the vector units", "oneDNN's GEMMs (FIVEFOLD_AMX_GEMM=off)"), others):
     dl = max(abs(a["loss"] - b["loss"]) / abs(b["loss"]) for a, b in zip(run, base))
     dg = max(abs(a["grad_norm"] - b["grad_norm"]) / b["grad_norm"] for a, b in zip(run, base))
     print(f"{len(run)} bf16 steps, {name} against the default: worst relative loss difference {dl:.2e}, "
@@ -168,9 +170,11 @@ PY
 fi
 
 if [ -n "$gemm_benches" ] && in_budget "GEMM benches"; then
-  # bench_gemm_amx.NAME: another build's tile GEMM, run after this one's.
+  # bench_gemm_amx.NAME: another build's tile GEMM, run after this one's. The plain, packed and
+  # split-row products are oneDNN's paths: FIVEFOLD_AMX_GEMM=off keeps the tile GEMM out of them.
   for b in bench_gemm_bf16 bench_wgrad_rows bench_gemm_amx $(cd "$gemm_benches" && ls -d bench_gemm_amx.* 2>/dev/null); do
-    [ -x "$gemm_benches/$b" ] && echo "== $b" && LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 pin "$gemm_benches/$b" 2
+    [ -x "$gemm_benches/$b" ] && echo "== $b" &&
+      LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 FIVEFOLD_AMX_GEMM=off pin "$gemm_benches/$b" 2
   done >"$out/gemm.txt" 2>&1
   cat "$out/gemm.txt"
 fi

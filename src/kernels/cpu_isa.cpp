@@ -97,7 +97,7 @@ const char* bf16_path_name(Bf16Path p) {
 }
 
 std::string bf16_path_description() {
-  // The tile GEMM, where FIVEFOLD_AMX_GEMM asks for it, takes the bf16 GEMMs whatever the CPU.
+  // The tile GEMM takes the bf16 GEMMs on an AMX CPU, and on any CPU under FIVEFOLD_AMX_GEMM=emulate.
   const GemmTiles g = gemm_tiles();
   if (g == GemmTiles::amx_emulated)
     return std::string("bf16 GEMMs: fivefold's tile GEMM on a scalar model of the AMX instructions ("
@@ -105,8 +105,9 @@ std::string bf16_path_description() {
            bf16_path_name(bf16_path()) + " path it replaces)";
   switch (bf16_path()) {
     case Bf16Path::amx:
-      return std::string(g == GemmTiles::amx ? "bf16 GEMMs: fivefold's own on AMX tiles (FIVEFOLD_AMX_GEMM=on)"
-                                             : "bf16 GEMMs: oneDNN on AMX tiles") +
+      return std::string(g == GemmTiles::amx ? "bf16 GEMMs: fivefold's own on AMX tiles (FIVEFOLD_AMX_GEMM=off: "
+                                               "oneDNN's)"
+                                             : "bf16 GEMMs: oneDNN on AMX tiles (FIVEFOLD_AMX_GEMM=off)") +
              " (bf16 inputs, fp32 accumulation); bf16 attention's tile products: " +
              attention_tiles_name(attention_tiles()) + " (FIVEFOLD_AMX=off: the vector units)";
     case Bf16Path::avx512_bf16:
@@ -197,20 +198,20 @@ bool amx_tile_unit_usable() {
 GemmTiles pick_gemm_tiles(bool amx, const char* variable) {
   const std::string v = variable ? variable : "";
   if (v == "emulate") return GemmTiles::amx_emulated;
-  if (v.empty() || v == "off") return GemmTiles::onednn;
-  if (v != "on")
+  if (v == "off") return GemmTiles::onednn;
+  if (!v.empty() && v != "on")
     throw std::invalid_argument("FIVEFOLD_AMX_GEMM=" + v +
-                                " is not a choice: off (oneDNN, the default), on (fivefold's tile GEMM where the "
-                                "CPU has AMX) or emulate (that GEMM on a scalar model of the AMX instructions, "
-                                "for tests)");
+                                " is not a choice: on (fivefold's tile GEMM where the CPU has AMX, else oneDNN; "
+                                "the default), off (oneDNN's GEMMs) or emulate (the tile GEMM on a scalar model "
+                                "of the AMX instructions, for tests)");
   return amx ? GemmTiles::amx : GemmTiles::onednn;
 }
 
 GemmTiles gemm_tiles() {
-  // Found once, as attention_tiles(); the tile state is asked for only when the variable says on.
+  // Found once, as attention_tiles(); the tile state is asked for only where the tile GEMM may run.
   static const GemmTiles tiles = [] {
     const char* v = std::getenv("FIVEFOLD_AMX_GEMM");
-    const bool on = v && std::strcmp(v, "on") == 0;
+    const bool on = !v || !*v || std::strcmp(v, "on") == 0;
     return pick_gemm_tiles(on && amx_tile_unit_usable(), v);
   }();
   return tiles;

@@ -65,9 +65,10 @@ bool amx_tile_unit_usable();
 
 // What runs the 16-bit GEMMs: oneDNN (its own dispatch picks AMX, AVX512-BF16 or a widened path),
 // fivefold's own bf16 GEMM on the AMX tile unit (gemm_amx.h), or that GEMM on the scalar model of
-// the tile instructions (tests). oneDNN unless FIVEFOLD_AMX_GEMM asks otherwise: =on the tile GEMM
-// where the CPU has AMX and Linux grants the tile state (else oneDNN), =emulate the model, =off
-// oneDNN. Not the default until it is measured faster than oneDNN on an AMX CPU. Found once per
+// the tile instructions (tests). FIVEFOLD_AMX_GEMM unset or =on: the tile GEMM where the CPU has
+// AMX and Linux grants the tile state, else oneDNN; =off oneDNN; =emulate the model. The tile GEMM
+// is the default because it measured faster than oneDNN on an AMX Xeon (bench/RESULTS.md: 2.60x
+// against 2.35x fp32's tokens/s at 2 threads, level at 16, 55 MiB less memory). Found once per
 // process; throws, naming the variable and its values, on any other value.
 enum class GemmTiles { onednn, amx, amx_emulated };
 GemmTiles gemm_tiles();

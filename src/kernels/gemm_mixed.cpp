@@ -1,9 +1,10 @@
 // The typed GEMM: f32 operands go to the fp32 path; bf16 x bf16 -> f32 and f16 x f16 -> f32 run
 // as oneDNN matmul primitives with fp32 accumulation, one primitive cached per shape (creating
-// one costs ~100 us, more than a small product), or bf16 on fivefold's tile GEMM where
-// FIVEFOLD_AMX_GEMM asks for it (gemm_amx.h). A 16-bit product oneDNN cannot build on this CPU
-// is widened to fp32 and multiplied there: a product of two 16-bit values is exact in fp32, so
-// the result is the same up to the order of the fp32 additions, only slower.
+// one costs ~100 us, more than a small product), or bf16 on fivefold's tile GEMM where the CPU
+// has AMX or FIVEFOLD_AMX_GEMM=emulate asks for its model (gemm_amx.h, cpu_isa.h's gemm_tiles).
+// A 16-bit product oneDNN cannot build on this CPU is widened to fp32 and multiplied there: a
+// product of two 16-bit values is exact in fp32, so the result is the same up to the order of the
+// fp32 additions, only slower.
 #include <omp.h>
 
 #include <chrono>

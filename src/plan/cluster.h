@@ -32,7 +32,7 @@ struct ClusterSpec {
   // Engine clusters: how their CPUs multiply 16-bit GEMM inputs, as calibrate found it there.
   // bf16_gemm: "AMX" or "AVX512-BF16" (oneDNN on bf16 units), "oneDNN" (oneDNN's bf16 matmul
   // without bf16 units), "widened" (no oneDNN matmul: the engine widens both operands to fp32),
-  // "tiles" (fivefold's tile GEMM on AMX: FIVEFOLD_AMX_GEMM=on);
+  // "tiles" (fivefold's tile GEMM, the default on AMX);
   // fp16_gemm: "oneDNN" or "widened". Empty (files written before these keys): the machine
   // running the planner decides. They decide the packed weight copies and the widened operands a
   // 16-bit layout keeps (engine_host), and peak16().

@@ -13,8 +13,8 @@ struct EngineHost {
   bool native_bf16 = false;     // oneDNN multiplies bf16 inputs (AMX or AVX512-BF16)
   bool native_fp16 = false;     // oneDNN multiplies fp16 inputs
   bool packed_weights = true;   // config `packed_weights`: the 16-bit weights kept pre-packed
-  // The bf16 GEMMs run on fivefold's tile GEMM (kernels/gemm_amx.h: FIVEFOLD_AMX_GEMM on an AMX
-  // CPU, or its scalar model): no packed weights, no widened operands; each product packs its
+  // The bf16 GEMMs run on fivefold's tile GEMM (kernels/gemm_amx.h: the default on an AMX CPU,
+  // or its scalar model): no packed weights, no widened operands; each product packs its
   // operands into the calling thread's scratch instead.
   bool tile_gemm = false;
   // Whether precision p's GEMMs multiply 16-bit inputs natively here (false at fp32 and fp8,

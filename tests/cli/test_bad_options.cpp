@@ -61,7 +61,7 @@ TEST(BadOptions, AKernelChoiceVariableOutsideItsValuesStopsTheCommandFirst) {
       EXPECT_NE(r.output.find(variable + "=yes"), std::string::npos) << r.output;
       EXPECT_FALSE(std::filesystem::exists(out)) << variable << ", " << precision << ": " << r.output;
     };
-    refused("FIVEFOLD_AMX_GEMM", {"off (oneDNN, the default)", "emulate"});
+    refused("FIVEFOLD_AMX_GEMM", {"on (fivefold's tile GEMM", "the default", "off (oneDNN", "emulate"});
     refused("FIVEFOLD_AMX", {"off (the vector", "emulate"});
     refused("FIVEFOLD_MAX_CPU_ISA", {"avx512_bf16"});
   }

@@ -171,8 +171,10 @@ void check_rounded(GemmTiles how) {
 
 TEST(GemmTiles, PickFollowsTheCpuAndTheVariable) {
   using ff::pick_gemm_tiles;
-  // oneDNN unless asked: the tile GEMM is not the default.
-  EXPECT_EQ(pick_gemm_tiles(true, nullptr), GemmTiles::onednn);
+  // The tile GEMM where the CPU has AMX unless =off; oneDNN elsewhere unless emulated.
+  EXPECT_EQ(pick_gemm_tiles(true, nullptr), GemmTiles::amx);  // the default where the CPU has AMX
+  EXPECT_EQ(pick_gemm_tiles(true, ""), GemmTiles::amx);
+  EXPECT_EQ(pick_gemm_tiles(false, nullptr), GemmTiles::onednn);
   EXPECT_EQ(pick_gemm_tiles(true, "off"), GemmTiles::onednn);
   EXPECT_EQ(pick_gemm_tiles(true, "on"), GemmTiles::amx);
   EXPECT_EQ(pick_gemm_tiles(false, "on"), GemmTiles::onednn);  // no AMX here: oneDNN, not a crash
@@ -201,8 +203,8 @@ TEST(GemmOnTiles, EmulatedRoundedOutputIsTheFp32OutputConvertedBitwise) { check_
 // the bits of the fp32 product the same context computes, rounded afterwards.
 TEST(GemmOnTiles, ForwardRoundedProductStoresBf16FromTheTiles) {
   if (!ff::gemm_on_fivefold_tiles(ff::DType::bf16))
-    GTEST_SKIP() << "the bf16 GEMMs run on oneDNN here (FIVEFOLD_AMX_GEMM unset): CTest kernels_amx_gemm_emulated "
-                    "runs this";
+    GTEST_SKIP() << "the bf16 GEMMs run on oneDNN here (no AMX, or FIVEFOLD_AMX_GEMM=off): CTest "
+                    "kernels_amx_gemm_emulated runs this";
   const int N = 37, in = 96, out = 80;
   std::vector<float> W = fftest::to_float(fftest::randn(size_t(out) * in, 11));
   const std::vector<float> x = fftest::to_float(fftest::randn(size_t(N) * in, 12));

@@ -21,6 +21,7 @@
 #include "kernels/gemm_precision.h"
 #include "kernels/packed_weights.h"
 #include "kernels/weight_copy.h"
+#include "onednn_bf16_paths.h"
 
 namespace {
 
@@ -78,7 +79,7 @@ int64_t params_bytes() {
 }
 
 TEST(PackedWeights, ProductsAreBitwiseThePlainOnesOnOddShapes) {
-  if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
+  if (const std::string why = fftest::why_onednn_bf16_is_off("nothing is packed"); !why.empty()) GTEST_SKIP() << why;
   for (Shape s : {Shape{37, 96, 80}, Shape{53, 71, 45}, Shape{256, 384, 1152}, Shape{1, 64, 64}}) {
     for (bool accumulate : {false, true}) {
       std::vector<float> params = to_float(randn(size_t(2) * s.out * s.in + 7, 1));
@@ -111,7 +112,7 @@ TEST(PackedWeights, ProductsAreBitwiseThePlainOnesOnOddShapes) {
 // x W^T packing, and agrees with a double product of the bf16 operands to bf16's half ulp; without
 // packing it leaves the fp32 product in the staging (for the caller to round) and the output alone.
 TEST(PackedWeights, AProductRoundingItsOwnOutputIsTheFp32ProductRounded) {
-  if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
+  if (const std::string why = fftest::why_onednn_bf16_is_off("nothing is packed"); !why.empty()) GTEST_SKIP() << why;
   for (Shape s : {Shape{37, 96, 80}, Shape{256, 384, 2048}, Shape{1, 64, 64}}) {
     const std::string at = std::to_string(s.N) + "x" + std::to_string(s.in) + "x" + std::to_string(s.out);
     std::vector<float> W = to_float(randn(size_t(s.out) * s.in, 11));
@@ -176,7 +177,7 @@ TEST(PackedWeights, AProductRoundingItsOutputRefusesAnotherType) {
 }
 
 TEST(PackedWeights, PackedOncePerRefreshAndReadTheNewWeightsAfterAStep) {
-  if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
+  if (const std::string why = fftest::why_onednn_bf16_is_off("nothing is packed"); !why.empty()) GTEST_SKIP() << why;
   const Shape s{64, 96, 80};
   std::vector<float> W = to_float(randn(size_t(s.out) * s.in, 4));
   const auto x = to_float(randn(size_t(s.N) * s.in, 5)), dy = to_float(randn(size_t(s.N) * s.out, 6));

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "check.h"
@@ -17,6 +18,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_precision.h"
 #include "kernels/wgrad_rows.h"
+#include "onednn_bf16_paths.h"
 
 namespace {
 
@@ -89,7 +91,7 @@ std::vector<float> model_weight_grad(const ff::GemmContext& g, const std::vector
 }
 
 TEST(WgradRows, OneThreadOrSwitchedOffGivesThePlainProductBitwise) {
-  if (!ff::native_16bit_gemm(ff::DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is split";
+  if (const std::string why = fftest::why_onednn_bf16_is_off("nothing is split"); !why.empty()) GTEST_SKIP() << why;
   ff::GemmCounts counts;
   ff::GemmContext bf16{.input_dtype = ff::DType::bf16};
   bf16.counts = &counts;

@@ -8,6 +8,7 @@
 
 #include "core/memory.h"
 #include "kernels/gemm.h"
+#include "onednn_bf16_paths.h"
 #include "plan/layout_workspace.h"
 #include "test_data.h"
 #include "train/memory_check.h"
@@ -43,7 +44,7 @@ Outcome train(bool packed) {
 }
 
 TEST(PackedWeightsKey, OffTrainsTheSameNumbersWithoutThePackedBytes) {
-  if (!native_16bit_gemm(DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is packed";
+  if (const std::string why = fftest::why_onednn_bf16_is_off("nothing is packed"); !why.empty()) GTEST_SKIP() << why;
   const Outcome on = train(true);
   const Outcome off = train(false);
   ASSERT_EQ(on.history.size(), 3u);

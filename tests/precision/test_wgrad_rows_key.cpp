@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/gemm.h"
+#include "onednn_bf16_paths.h"
 #include "test_data.h"
 #include "train/trainer.h"
 #include "train_fixtures.h"
@@ -40,7 +41,7 @@ Outcome train(Precision precision, bool rows) {
 }
 
 TEST(WgradRowsKey, OnSplitsTheWeightGradientsOffDoesNotAndTheyTrainAlike) {
-  if (!native_16bit_gemm(DType::bf16)) GTEST_SKIP() << "no native bf16 GEMM here: nothing is split";
+  if (const std::string why = fftest::why_onednn_bf16_is_off("nothing is split"); !why.empty()) GTEST_SKIP() << why;
   const Outcome on = train(Precision::bf16, true), off = train(Precision::bf16, false);
   ASSERT_EQ(on.history.size(), 3u);
   ASSERT_EQ(off.history.size(), 3u);
