@@ -24,7 +24,8 @@
 #    bench_gemm_amx), the bf16 GEMMs of the `bench` shapes at 2 pinned threads: plain, packed, the
 #    weight gradients as one matmul against rows dealt out to the threads, and oneDNN against
 #    fivefold's tile GEMM with the tile unit's peak (and against another build's tile GEMM, where
-#    DIR also holds one as bench_gemm_amx.NAME).
+#    DIR also holds one as bench_gemm_amx.NAME); with bench_tile_pack there, the tile GEMM's
+#    packing in its packing order against column order, on one thread.
 # 3. Where perf runs (PERF.tar.gz: perf, readelf and objdump with their libraries under perf/ and
 #    perf/lib/; the host's own readelf and objdump are used where it has them and the pack not),
 #    bench/serial/bf16_profile.py's kernel-by-kernel profile of a bf16 and an fp32 step; with
@@ -172,7 +173,8 @@ fi
 if [ -n "$gemm_benches" ] && in_budget "GEMM benches"; then
   # bench_gemm_amx.NAME: another build's tile GEMM, run after this one's. The plain, packed and
   # split-row products are oneDNN's paths: FIVEFOLD_AMX_GEMM=off keeps the tile GEMM out of them.
-  for b in bench_gemm_bf16 bench_wgrad_rows bench_gemm_amx $(cd "$gemm_benches" && ls -d bench_gemm_amx.* 2>/dev/null); do
+  others=$(cd "$gemm_benches" && ls -d bench_gemm_amx.* 2>/dev/null)
+  for b in bench_gemm_bf16 bench_wgrad_rows bench_tile_pack bench_gemm_amx $others; do
     [ -x "$gemm_benches/$b" ] && echo "== $b" &&
       LD_LIBRARY_PATH="$libs" OMP_NUM_THREADS=2 FIVEFOLD_AMX_GEMM=off pin "$gemm_benches/$b" 2
   done >"$out/gemm.txt" 2>&1

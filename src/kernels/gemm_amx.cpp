@@ -4,20 +4,20 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 
 #include "kernels/amx_tiles.h"
 #include "kernels/round_store.h"
 #include "kernels/scratch.h"
+#include "kernels/tile_pack.h"
 
 namespace ff {
 namespace {
 
 using amx::kTileRows;
 using amx::kTileWords;
-constexpr int kStep = 2 * kTileWords;              // values of the reduced dimension per tile step: 32
+constexpr int kStep = amx::kPackStep;              // values of the reduced dimension per tile step: 32
 constexpr int kTileSize = kTileRows * kTileWords;  // words (or fp32 outputs) in one tile: 256
 constexpr int kBlock = 2 * kTileRows;              // output rows and columns of a block: 32
 
@@ -36,71 +36,6 @@ struct Operands {
   // Packed op(B): the tile of columns 16 j.. and step s at b + (j * steps + s) * 256 words.
   const uint32_t* b;
 };
-
-// Element (r, c) of op(X), a rows x cols matrix (X stored row-major with row stride ld, transposed
-// where trans), as the low half of a word; zero past its edges (a tile's padding).
-uint32_t op_value(const uint16_t* X, int ld, bool trans, int rows, int cols, int r, int c) {
-  if (r >= rows || c >= cols) return 0;
-  return trans ? X[size_t(c) * ld + r] : X[size_t(r) * ld + c];
-}
-
-// One tile of packed op(B): columns n0.., reduced values k0.. (word (r, c) = rows k0 + 2r and
-// k0 + 2r + 1 of column n0 + c, zero past K or N).
-void pack_b_tile(uint32_t* dst, const uint16_t* B, int ldb, bool tb, int K, int N, int n0, int k0) {
-  if (n0 + kTileWords <= N && k0 + kStep <= K) {  // whole: no bounds to check
-    if (tb) {  // op(B)(k, n) = B[n][k]: a word is two neighbours of a stored row
-      for (int c = 0; c < kTileWords; ++c) {
-        const uint16_t* row = B + size_t(n0 + c) * ldb + k0;
-        for (int r = 0; r < kTileRows; ++r) std::memcpy(dst + r * kTileWords + c, row + 2 * r, 4);
-      }
-    } else {  // op(B)(k, n) = B[k][n]: a tile row interleaves two stored rows
-      for (int r = 0; r < kTileRows; ++r) {
-        const uint16_t* lo = B + size_t(k0 + 2 * r) * ldb + n0;
-        const uint16_t* hi = lo + ldb;
-        for (int c = 0; c < kTileWords; ++c) dst[r * kTileWords + c] = uint32_t(lo[c]) | uint32_t(hi[c]) << 16;
-      }
-    }
-    return;
-  }
-  for (int r = 0; r < kTileRows; ++r)
-    for (int c = 0; c < kTileWords; ++c)
-      dst[r * kTileWords + c] =
-          op_value(B, ldb, tb, K, N, k0 + 2 * r, n0 + c) | op_value(B, ldb, tb, K, N, k0 + 2 * r + 1, n0 + c) << 16;
-}
-
-// One tile of packed op(A): rows m0.., reduced values k0.. (word (r, c) = values k0 + 2c and
-// k0 + 2c + 1 of row m0 + r, zero past M or K). A tile is 1 KiB, so however far apart the stored
-// rows are, the writes stay within a few cache lines.
-void pack_a_tile(uint32_t* dst, const uint16_t* A, int lda, bool ta, int M, int K, int m0, int k0) {
-  if (!ta && m0 + kTileRows <= M && k0 + kStep <= K) {  // whole: a tile row is 64 bytes of a stored row
-    for (int r = 0; r < kTileRows; ++r) std::memcpy(dst + r * kTileWords, A + size_t(m0 + r) * lda + k0, 64);
-    return;
-  }
-  for (int r = 0; r < kTileRows; ++r)
-    for (int c = 0; c < kTileWords; ++c)
-      dst[r * kTileWords + c] =
-          op_value(A, lda, ta, M, K, m0 + r, k0 + 2 * c) | op_value(A, lda, ta, M, K, m0 + r, k0 + 2 * c + 1) << 16;
-}
-
-// The tiles of rows m0.. and m0 + 16.. (dst2 null: the first alone) at reduced values k0... Where
-// op(A) = A^T (dy^T) and both are whole, each pair of stored rows gives both tiles a column of
-// words, reading 32 values (a whole cache line) of each row once: rows of dy a power-of-two apart
-// share cache sets, so a row left half read is gone before the next tile would read the rest.
-void pack_a_tiles(uint32_t* dst, uint32_t* dst2, const uint16_t* A, int lda, bool ta, int M, int K, int m0,
-                  int k0) {
-  if (ta && dst2 && m0 + 2 * kTileRows <= M && k0 + kStep <= K) {
-    for (int c = 0; c < kTileWords; ++c) {
-      const uint16_t* lo = A + size_t(k0 + 2 * c) * lda + m0;
-      const uint16_t* hi = lo + lda;
-      for (int r = 0; r < kTileRows; ++r) dst[r * kTileWords + c] = uint32_t(lo[r]) | uint32_t(hi[r]) << 16;
-      for (int r = 0; r < kTileRows; ++r)
-        dst2[r * kTileWords + c] = uint32_t(lo[kTileRows + r]) | uint32_t(hi[kTileRows + r]) << 16;
-    }
-    return;
-  }
-  pack_a_tile(dst, A, lda, ta, M, K, m0, k0);
-  if (dst2) pack_a_tile(dst2, A, lda, ta, M, K, m0 + kTileRows, k0);
-}
 
 // Where the sums go: C (fp32) = alpha sums + beta C, or C16 (bf16) = the sums rounded to nearest
 // even (round_store.h: the bits convert_from_f32 gives the fp32 sums).
@@ -300,8 +235,8 @@ void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16
   {
 #pragma omp for schedule(static) nowait
     for (long q = 0; q < long(o.col_tiles) * o.steps; ++q) {
-      const int j = int(q / o.steps), s = int(q % o.steps);
-      pack_b_tile(packed + size_t(q) * kTileSize, B, ldb, tb, K, N, j * kTileWords, s * kStep);
+      const auto [j, s] = amx::b_tile_in_packing_order(q, tb, o.col_tiles, o.steps);
+      amx::pack_b_tile(packed + (size_t(j) * o.steps + s) * kTileSize, B, ldb, tb, K, N, j * kTileWords, s * kStep);
     }
     if (!a_in_place) {  // two row tiles at a time: a stored row of dy gives them one whole cache line
       const int pairs = tiles_over(o.row_tiles, 2);
@@ -309,7 +244,7 @@ void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16
       for (long q = 0; q < long(pairs) * o.steps; ++q) {
         const int i = 2 * int(q % pairs), s = int(q / pairs);
         uint32_t* dst = packed_a + (size_t(i) * o.steps + s) * kTileSize;
-        pack_a_tiles(dst, i + 1 < o.row_tiles ? dst + size_t(o.steps) * kTileSize : nullptr, A, lda, ta, M, K,
+        amx::pack_a_tiles(dst, i + 1 < o.row_tiles ? dst + size_t(o.steps) * kTileSize : nullptr, A, lda, ta, M, K,
                      i * kTileRows, s * kStep);
       }
     }
