@@ -44,8 +44,8 @@ std::string where(const char* what, const Stored& s, int t0, int k0) {
          std::to_string(k0);
 }
 
-// The shapes of op(X), rows x cols (op(B) is K x N, op(A) M x K). Whole tiles with a ragged tail beside them, strides
-// padded or odd (the vector transposes need an even stride and fall back otherwise).
+// The shapes of op(X), rows x cols (op(B) is K x N, op(A) M x K): whole tiles, with and without a
+// ragged tail beside them; row strides tight, padded by two values, and odd.
 std::vector<Stored> shapes() {
   std::vector<Stored> out;
   for (bool trans : {false, true})
