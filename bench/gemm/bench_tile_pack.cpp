@@ -19,38 +19,25 @@
 
 namespace {
 
-using ff::amx::kPackStep;
-using ff::amx::kTileRows;
-using ff::amx::kTileWords;
-constexpr int kTileSize = kTileRows * kTileWords;
-
-int tiles_over(int n, int per) { return (n + per - 1) / per; }
+using ff::amx::tiles_over;
 
 struct Packing {
   bool ta, tb;
   int M, N, K, lda, ldb;
   const uint16_t *A, *B;
-  bool packs_a() const { return !(!ta && K % kPackStep == 0 && M % kTileRows == 0); }  // else read in place
 };
 
 // Every tile multiply() packs, op(B)'s in packing order or (column_order) column tile by column tile.
 void pack_all(const Packing& p, uint32_t* b, uint32_t* a, bool column_order) {
-  const int steps = tiles_over(p.K, kPackStep), col_tiles = tiles_over(p.N, kTileWords),
-            row_tiles = tiles_over(p.M, kTileRows);
-  for (long q = 0; q < long(col_tiles) * steps; ++q) {
-    const auto [j, s] = column_order ? ff::amx::TileAt{int(q / steps), int(q % steps)}
-                                     : ff::amx::b_tile_in_packing_order(q, p.tb, col_tiles, steps);
-    ff::amx::pack_b_tile(b + (size_t(j) * steps + s) * kTileSize, p.B, p.ldb, p.tb, p.K, p.N, j * kTileWords,
-                         s * kPackStep);
-  }
-  if (!p.packs_a()) return;
-  const int pairs = tiles_over(row_tiles, 2);
-  for (long q = 0; q < long(pairs) * steps; ++q) {
-    const int i = 2 * int(q % pairs), s = int(q / pairs);
-    uint32_t* dst = a + (size_t(i) * steps + s) * kTileSize;
-    ff::amx::pack_a_tiles(dst, i + 1 < row_tiles ? dst + size_t(steps) * kTileSize : nullptr, p.A, p.lda, p.ta, p.M,
-                          p.K, i * kTileRows, s * kPackStep);
-  }
+  const int steps = tiles_over(p.K, ff::amx::kPackStep), col_tiles = tiles_over(p.N, ff::amx::kTileWords);
+  for (long q = 0; q < long(col_tiles) * steps; ++q)
+    ff::amx::pack_b_tile_at(b,
+                            column_order ? ff::amx::TileAt{int(q / steps), int(q % steps)}
+                                         : ff::amx::b_tile_in_packing_order(q, p.tb, col_tiles, steps),
+                            steps, p.B, p.ldb, p.tb, p.K, p.N);
+  if (ff::amx::reads_a_in_place(p.ta, p.M, p.K)) return;
+  for (long q = 0; q < long(tiles_over(tiles_over(p.M, ff::amx::kTileRows), 2)) * steps; ++q)
+    ff::amx::pack_a_tile_pair(a, q, steps, p.A, p.lda, p.ta, p.M, p.K);
 }
 
 }  // namespace
@@ -66,12 +53,12 @@ int main() {
     for (auto& x : a) x = uint16_t(rng());
     for (auto& x : b) x = uint16_t(rng());
     p.A = a.data(), p.B = b.data();
-    if (p.ta && !p.tb && p.N < p.M) {  // C^T = B^T A: gemm_amx.cpp's computes_transposed
+    if (ff::amx::computes_transposed(p.ta, p.tb, p.M, p.N)) {  // C^T = B^T A, as gemm_amx.cpp runs it
       std::swap(p.M, p.N), std::swap(p.lda, p.ldb), std::swap(p.A, p.B);
     }
-    const int steps = tiles_over(p.K, kPackStep);
-    std::vector<uint32_t> packed_b(size_t(tiles_over(p.N, kTileWords)) * steps * kTileSize),
-        packed_a(p.packs_a() ? size_t(tiles_over(p.M, kTileRows)) * steps * kTileSize : 0);
+    const bool packs_a = !ff::amx::reads_a_in_place(p.ta, p.M, p.K);
+    std::vector<uint32_t> packed_b(ff::amx::packed_b_words(p.N, p.K)),
+        packed_a(ff::amx::packed_a_words(p.ta, p.M, p.K));
     auto before = [&] { pack_all(p, packed_b.data(), packed_a.data(), true); };
     auto now = [&] { pack_all(p, packed_b.data(), packed_a.data(), false); };
     double t_before = 1e30, t_now = 1e30;
@@ -80,7 +67,7 @@ int main() {
     total_before += t_before, total_now += t_now;
     const double mib = 4.0 * double(packed_b.size() + packed_a.size()) / (1 << 20);
     std::printf("| %s | %s%s | %.1f | %.3f | %.3f | %.2fx |\n", s.name.c_str(), p.tb ? "B^T" : "B",
-                p.packs_a() ? (p.ta ? ", A^T" : ", A") : "", mib, t_before * 1e3, t_now * 1e3, t_before / t_now);
+                packs_a ? (p.ta ? ", A^T" : ", A") : "", mib, t_before * 1e3, t_now * 1e3, t_before / t_now);
   }
   std::printf("all products once each: column order %.2f ms, packing order %.2f ms (%.2fx)\n", total_before * 1e3,
               total_now * 1e3, total_before / total_now);

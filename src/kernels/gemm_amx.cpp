@@ -15,13 +15,16 @@
 namespace ff {
 namespace {
 
+using amx::computes_transposed;
 using amx::kTileRows;
+using amx::kTileSize;
 using amx::kTileWords;
-constexpr int kStep = amx::kPackStep;              // values of the reduced dimension per tile step: 32
-constexpr int kTileSize = kTileRows * kTileWords;  // words (or fp32 outputs) in one tile: 256
-constexpr int kBlock = 2 * kTileRows;              // output rows and columns of a block: 32
-
-int tiles_over(int n, int per_tile) { return (n + per_tile - 1) / per_tile; }
+using amx::packed_a_words;
+using amx::packed_b_words;
+using amx::reads_a_in_place;
+using amx::tiles_over;
+constexpr int kStep = amx::kPackStep;  // values of the reduced dimension per tile step: 32
+constexpr int kBlock = 2 * kTileRows;  // output rows and columns of a block: 32
 
 // The operands as the blocks read them.
 struct Operands {
@@ -206,20 +209,6 @@ void items(const Operands& o, const Output& y) {
   t.release();
 }
 
-// Whether op(A) is read in place: its rows hold the reduced dimension contiguously, whole tiles.
-bool reads_a_in_place(bool ta, int M, int K) { return !ta && K % kStep == 0 && M % kTileRows == 0; }
-
-// Words of packed op(B), and of packed op(A) where it is not read in place.
-size_t packed_b_words(int N, int K) { return size_t(tiles_over(N, kTileWords)) * tiles_over(K, kStep) * kTileSize; }
-size_t packed_a_words(bool ta, int M, int K) {
-  return reads_a_in_place(ta, M, K) ? 0 : size_t(tiles_over(M, kTileRows)) * tiles_over(K, kStep) * kTileSize;
-}
-
-// A weight gradient's shape, C = A^T B with both stored (K, .): one operand must be transposed to
-// the tile unit's A layout, the other only paired. Transpose the narrower: where B is, the product
-// run is C^T = B^T A, written back transposed (dW += dy^T x transposes x, not the wider dy).
-bool computes_transposed(bool ta, bool tb, int M, int N) { return ta && !tb && N < M; }
-
 // Packs op(B) (and op(A) where it is not read in place), then runs the items, on the whole team.
 void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16_t* A, int lda, const uint16_t* B,
               int ldb, const Output& y) {
@@ -234,19 +223,12 @@ void multiply(GemmTiles how, bool ta, bool tb, int M, int N, int K, const uint16
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
-    for (long q = 0; q < long(o.col_tiles) * o.steps; ++q) {
-      const auto [j, s] = amx::b_tile_in_packing_order(q, tb, o.col_tiles, o.steps);
-      amx::pack_b_tile(packed + (size_t(j) * o.steps + s) * kTileSize, B, ldb, tb, K, N, j * kTileWords, s * kStep);
-    }
+    for (long q = 0; q < long(o.col_tiles) * o.steps; ++q)
+      amx::pack_b_tile_at(packed, amx::b_tile_in_packing_order(q, tb, o.col_tiles, o.steps), o.steps, B, ldb, tb, K, N);
     if (!a_in_place) {  // two row tiles at a time: a stored row of dy gives them one whole cache line
-      const int pairs = tiles_over(o.row_tiles, 2);
 #pragma omp for schedule(static) nowait
-      for (long q = 0; q < long(pairs) * o.steps; ++q) {
-        const int i = 2 * int(q % pairs), s = int(q / pairs);
-        uint32_t* dst = packed_a + (size_t(i) * o.steps + s) * kTileSize;
-        amx::pack_a_tiles(dst, i + 1 < o.row_tiles ? dst + size_t(o.steps) * kTileSize : nullptr, A, lda, ta, M, K,
-                     i * kTileRows, s * kStep);
-      }
+      for (long q = 0; q < long(tiles_over(o.row_tiles, 2)) * o.steps; ++q)
+        amx::pack_a_tile_pair(packed_a, q, o.steps, A, lda, ta, M, K);
     }
 #pragma omp barrier
 #if defined(__x86_64__)

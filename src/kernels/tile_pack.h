@@ -18,7 +18,27 @@
 namespace ff::amx {
 inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
-constexpr int kPackStep = 2 * kTileWords;  // values of the reduced dimension per tile: 32
+constexpr int kPackStep = 2 * kTileWords;             // values of the reduced dimension per tile: 32
+constexpr int kTileSize = kTileRows * kTileWords;  // words (or fp32 outputs) in one tile: 256
+
+inline int tiles_over(int n, int per_tile) { return (n + per_tile - 1) / per_tile; }
+
+// Whether op(A) is read in place: its rows hold the reduced dimension contiguously, whole tiles.
+inline bool reads_a_in_place(bool ta, int M, int K) { return !ta && K % kPackStep == 0 && M % kTileRows == 0; }
+
+// Words of packed op(B), and of packed op(A) where it is not read in place: the tile of columns
+// (rows) 16 j.. and step s at (j * steps + s) * 256.
+inline size_t packed_b_words(int N, int K) {
+  return size_t(tiles_over(N, kTileWords)) * tiles_over(K, kPackStep) * kTileSize;
+}
+inline size_t packed_a_words(bool ta, int M, int K) {
+  return reads_a_in_place(ta, M, K) ? 0 : size_t(tiles_over(M, kTileRows)) * tiles_over(K, kPackStep) * kTileSize;
+}
+
+// A weight gradient's shape, C = A^T B with both stored (K, .): one operand must be transposed to
+// the tile unit's A layout, the other only paired. Transpose the narrower: where B is, the product
+// run is C^T = B^T A, written back transposed (dW += dy^T x transposes x, not the wider dy).
+inline bool computes_transposed(bool ta, bool tb, int M, int N) { return ta && !tb && N < M; }
 
 // Element (r, c) of op(X), a rows x cols matrix (X stored row-major with row stride ld, transposed
 // where trans), as the low half of a word; zero past its edges.
@@ -98,6 +118,22 @@ inline void pack_a_tiles(uint32_t* dst, uint32_t* dst2, const uint16_t* A, int l
   }
   pack_a_tile(dst, A, lda, ta, M, K, m0, k0);
   if (dst2) pack_a_tile(dst2, A, lda, ta, M, K, m0 + kTileRows, k0);
+}
+
+// Tile `at` of packed op(B) (K x N, `steps` tiles of K) into its place in `packed`.
+inline void pack_b_tile_at(uint32_t* packed, TileAt at, int steps, const uint16_t* B, int ldb, bool tb, int K, int N) {
+  pack_b_tile(packed + (size_t(at.j) * steps + at.s) * kTileSize, B, ldb, tb, K, N, at.j * kTileWords,
+              at.s * kPackStep);
+}
+
+// The q-th pair of op(A)'s row tiles (M x K, `steps` tiles of K) into its place in `packed`:
+// a step's row pairs in a row, so each stored row of an A^T is read along.
+inline void pack_a_tile_pair(uint32_t* packed, long q, int steps, const uint16_t* A, int lda, bool ta, int M, int K) {
+  const int row_tiles = tiles_over(M, kTileRows), pairs = tiles_over(row_tiles, 2);
+  const int i = 2 * int(q % pairs), s = int(q / pairs);
+  uint32_t* dst = packed + (size_t(i) * steps + s) * kTileSize;
+  pack_a_tiles(dst, i + 1 < row_tiles ? dst + size_t(steps) * kTileSize : nullptr, A, lda, ta, M, K, i * kTileRows,
+               s * kPackStep);
 }
 
 }  // namespace FF_ISA_TAG

@@ -18,8 +18,8 @@ namespace {
 
 using ff::amx::kPackStep;
 using ff::amx::kTileRows;
+using ff::amx::kTileSize;
 using ff::amx::kTileWords;
-constexpr int kTileSize = kTileRows * kTileWords;
 
 struct Stored {
   int rows, cols, ld;  // op(X) is rows x cols; X stored with row stride ld
