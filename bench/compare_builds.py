@@ -8,7 +8,9 @@ In one invocation, round after round, it runs alternately:
 and reports each build's ratio to the peer that ran beside it, so machine weather cancels.
 
 usage: /usr/bin/python3 bench/compare_builds.py --before BUILD_A --after BUILD_B [--rounds 3]
-       [--write]   (replaces the section "## Before / after a refactor" of bench/RESULTS.md)
+       [--no-comm]   (serial training only: builds without bench/comm/bench_allreduce)
+       [--write [--title "## ..."]]   (replaces that section of bench/RESULTS.md; default
+                                       "## Before / after a refactor")
 """
 import argparse
 import json
@@ -55,7 +57,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=7, help="bench_allreduce repetitions per size")
+    ap.add_argument("--no-comm", action="store_true", help="leave the collectives out")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--title", default=TITLE, help="the section of bench/RESULTS.md --write replaces")
     a = ap.parse_args()
     a.batch, a.seq = 8, 256
     builds = {"before": a.before, "after": a.after}
@@ -69,7 +73,8 @@ def main():
             for name, build in builds.items():
                 a.fivefold, a.data = os.path.join(build, "fivefold"), data[name]
                 tps[name].append(serial.fivefold_round(a, workdir)["tokens_per_s"])
-                comm[name].append(comm_ratios(build, a.reps))
+                if not a.no_comm:
+                    comm[name].append(comm_ratios(build, a.reps))
             out, _ = serial.run_measured(
                 ["/usr/bin/python3", os.path.join(ROOT, "bench/torch_llama_bench.py"), "--json", "--steps",
                  str(a.steps), "--warmup", str(a.warmup), "--threads", str(a.threads), "--tokens", tokens],
@@ -81,17 +86,18 @@ def main():
     b, f, p = med(tps["before"]), med(tps["after"]), med(tps["pytorch"])
     rows.append(f"| serial tokens/s (median of {a.rounds} rounds; PyTorch {p:.0f}) | {b:.0f} | {f:.0f} | {f / b:.3f} |")
     rows.append(f"| serial tokens/s / PyTorch eager | {b / p:.2f}x | {f / p:.2f}x | |")
-    for size in comm["before"][0]:
+    for size in comm["before"][0] if comm["before"] else []:
         rb = med([c[size] for c in comm["before"]])
         ra = med([c[size] for c in comm["after"]])
         rows.append(f"| all-reduce {size}: Comm / raw MPI busbw | {rb:.2f} | {ra:.2f} | {ra / rb:.3f} |")
     rows.append("| per-round serial tokens/s (before; after; PyTorch) | " +
                 "; ".join(", ".join(f"{x:.0f}" for x in tps[k]) for k in ("before", "after", "pytorch")) + " | | |")
+    comm_desc = ("" if a.no_comm else f"; collectives: 2 ranks, float32 sum, median of {a.reps} reps, each "
+                 "build's Comm against raw MPI in the same run")
     desc = (f"CPU: {cpu_name()}, 2 cores. Serial: `configs/bench.toml`, micro-batch 8, {a.threads} threads, "
-            f"{a.steps} timed steps after {a.warmup} warm-up; collectives: 2 ranks, float32 sum, median of "
-            f"{a.reps} reps, each build's Comm against raw MPI in the same run. The builds and PyTorch run "
-            f"alternately in every round. before = `{a.before}`, after = `{a.after}`.")
-    publish(TITLE, desc, "\n".join(rows), write=a.write)
+            f"fp32, {a.steps} timed steps after {a.warmup} warm-up{comm_desc}. The builds and PyTorch 1.13 "
+            f"eager run alternately in every round. before = `{a.before}`, after = `{a.after}`.")
+    publish(a.title, desc, "\n".join(rows), write=a.write)
 
 
 if __name__ == "__main__":
