@@ -104,18 +104,19 @@ def check(cxx, flags, file_flags, kernel_dir):
 
     # The build's own sources that hold a loop or include a header holding one, and the ISA tiers
     # (tiers/*.cpp: a kernel source again under a target pragma, empty where the build has that ISA).
-    sources = [f for f in files if f.endswith(".cpp") and loop_files(f)]
+    sources = {f: loop_files(f) for f in files if f.endswith(".cpp")}
+    sources = {f: spans for f, spans in sources.items() if spans}
     tier_dir = os.path.join(kernel_dir, "tiers")
     tiers = {}
     for t in sorted(os.listdir(tier_dir)) if os.path.isdir(tier_dir) else []:
         m = TIER_SOURCE.search(open(os.path.join(tier_dir, t)).read()) if t.endswith(".cpp") else None
-        if m and loop_files(os.path.join(kernel_dir, m.group(1))):
-            tiers[os.path.join(tier_dir, t)] = loop_files(os.path.join(kernel_dir, m.group(1)))
+        if m and os.path.join(kernel_dir, m.group(1)) in sources:
+            tiers[os.path.join(tier_dir, t)] = sources[os.path.join(kernel_dir, m.group(1))]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         reports = list(pool.map(lambda s: vectorised_lines(cxx, flags + file_flags.get(os.path.basename(s), []), s),
-                                sources + list(tiers)))
+                                list(sources) + list(tiers)))
     own = set().union(*reports[:len(sources)])
-    findings = scalar_loops({f: l for s in sources for f, l in loop_files(s).items()}, own,
+    findings = scalar_loops({f: l for spans in sources.values() for f, l in spans.items()}, own,
                             "for the build's target in every instantiation")
     for (tier, spans), seen in zip(tiers.items(), reports[len(sources):]):
         if seen:  # an empty tier vectorises nothing: the build's own target has its ISA
