@@ -18,7 +18,7 @@
 namespace ff::amx {
 inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
-constexpr int kPackStep = 2 * kTileWords;             // values of the reduced dimension per tile: 32
+constexpr int kPackStep = 2 * kTileWords;         // values of the reduced dimension per tile: 32
 constexpr int kTileSize = kTileRows * kTileWords;  // words (or fp32 outputs) in one tile: 256
 
 inline int tiles_over(int n, int per_tile) { return (n + per_tile - 1) / per_tile; }
