@@ -23,16 +23,14 @@ inline namespace FF_ISA_TAG {  // one copy per ISA tier (isa_tier.h)
 
 using simd::kLanes;
 using Word = uint32_t;
-using VecF = simd::Vec<float>;
-using VecW = simd::Vec<Word>;
-// The products' registers and blocks in the build's register width (simd::Reg, kBlockVecs): on
-// AVX2 the 64-byte VecF went through the stack (measured on a Zen 3: these products were a third
-// of a bf16 step of the `bench` model).
+// Every loop here works in the build's register width (simd::Reg, kBlockVecs): on AVX2 a 64-byte
+// 16-lane vector went through the stack (measured on a Zen 3: the products were a third of a
+// bf16 step of the `bench` model, the rounding of q/k/v a sixth of the bf16 attention).
 using RegF = simd::Reg<float>;
 using RegW = simd::Reg<Word>;
 constexpr int kRegLanes = simd::kRegLanes<float>;
 using simd::kBlockVecs;
-typedef uint16_t VecH __attribute__((vector_size(kLanes * sizeof(uint16_t))));  // 16 bf16
+typedef uint16_t RegH __attribute__((vector_size(kRegLanes * sizeof(uint16_t))));  // a register's bf16
 
 constexpr int kTile = 64;              // queries per tile and keys per tile
 constexpr int kRows = 4;               // output rows per register block
@@ -57,12 +55,12 @@ inline float from_bits(Word u) {
 }
 
 // bf16 bits (in the low half of each lane) of x, rounded to nearest even; NaN stays a quiet
-// NaN. The same rule as f32_to_bf16 (core/dtype.h), on 16 lanes.
-inline VecW round_bf16(const VecF& x) {
-  VecW u;
+// NaN. The same rule as f32_to_bf16 (core/dtype.h), on a register's lanes.
+inline RegW round_bf16(const RegF& x) {
+  RegW u;
   std::memcpy(&u, &x, sizeof u);
-  const VecW rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const VecW quiet_nan = (u >> 16) | 0x40u;
+  const RegW rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const RegW quiet_nan = (u >> 16) | 0x40u;
   return (u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
 }
 inline uint16_t round_bf16(float x) {
@@ -79,7 +77,7 @@ FF_WIDE inline RegF dot2(RegF acc, Word a, const RegW& b) {
   const __m512 r =
       _mm512_dpbf16_ps(reinterpret_cast<const __m512&>(acc), reinterpret_cast<const __m512bh&>(av),
                        reinterpret_cast<const __m512bh&>(b));
-  return reinterpret_cast<const VecF&>(r);
+  return reinterpret_cast<const RegF&>(r);
 #else
   RegF blo, bhi;
   const RegW ulo = b << 16, uhi = b & 0xffff0000u;
@@ -156,7 +154,7 @@ FF_WIDE inline void dot_rows(float* Out, int ldo, const Word* A, const Word* A2,
 }
 
 // dst (rows_pad x ldd, bf16) = src (rows x cols, row stride ld_src) rounded, zero elsewhere.
-// 16 lanes at a time: a scalar loop here cost a fifth of the kernel's time.
+// A register's lanes at a time: a scalar loop here cost a fifth of the kernel's time.
 FF_WIDE inline void pack_rows(uint16_t* dst, int ldd, const float* src, long ld_src, int rows, int cols,
                               int rows_pad) {
   for (int r = 0; r < rows_pad; ++r) {
@@ -164,8 +162,8 @@ FF_WIDE inline void pack_rows(uint16_t* dst, int ldd, const float* src, long ld_
     const float* s = src + r * ld_src;
     const int n = r < rows ? cols : 0;
     int c = 0;
-    for (; c + kLanes <= n; c += kLanes) {
-      const VecH h = __builtin_convertvector(round_bf16(simd::load(s + c)), VecH);
+    for (; c + kRegLanes <= n; c += kRegLanes) {
+      const RegH h = __builtin_convertvector(round_bf16(simd::load_as<RegF>(s + c)), RegH);
       std::memcpy(d + c, &h, sizeof h);
     }
     for (; c < n; ++c) d[c] = round_bf16(s[c]);
@@ -197,20 +195,20 @@ FF_WIDE inline void pair_interleave(Word* dst, const uint16_t* rows, int n, int 
   for (int p = 0; p < n / 2; ++p) {
     const uint16_t* lo = rows + static_cast<size_t>(2 * p) * Dp;
     Word* d = dst + static_cast<size_t>(p) * Dp;
-    for (int c = 0; c < Dp; c += kLanes) {
-      VecH a, b;
+    for (int c = 0; c < Dp; c += kRegLanes) {
+      RegH a, b;
       std::memcpy(&a, lo + c, sizeof a);
       std::memcpy(&b, lo + Dp + c, sizeof b);
-      const VecW wa = __builtin_convertvector(a, VecW), wb = __builtin_convertvector(b, VecW);
+      const RegW wa = __builtin_convertvector(a, RegW), wb = __builtin_convertvector(b, RegW);
       simd::store(d + c, wa | (wb << 16));
     }
   }
 }
 
 // x = hi + lo: hi = x rounded to bf16, lo = the remainder rounded (x to about 16 bits).
-inline VecW split_lo(const VecF& x, const VecW& hi) {
-  VecF h;
-  const VecW u = hi << 16;
+inline RegW split_lo(const RegF& x, const RegW& hi) {
+  RegF h;
+  const RegW u = hi << 16;
   std::memcpy(&h, &u, sizeof h);
   return round_bf16(x - h);
 }
@@ -218,13 +216,13 @@ inline VecW split_lo(const VecF& x, const VecW& hi) {
 // An fp32 tile (rows x kTile, rows even) rounded to bf16 in the rows layout: (rows, kTile/2)
 // words; with lo, the remainder too.
 FF_WIDE inline void tile_to_rows(Word* dst, const float* T, int rows, Word* lo = nullptr) {
-  for (int i = 0; i < rows * kTile; i += kLanes) {
-    const VecF x = simd::load(T + i);
-    const VecW hi = round_bf16(x);
-    const VecH h = __builtin_convertvector(hi, VecH);
+  for (int i = 0; i < rows * kTile; i += kRegLanes) {
+    const RegF x = simd::load_as<RegF>(T + i);
+    const RegW hi = round_bf16(x);
+    const RegH h = __builtin_convertvector(hi, RegH);
     std::memcpy(reinterpret_cast<uint16_t*>(dst) + i, &h, sizeof h);
     if (!lo) continue;
-    const VecH l = __builtin_convertvector(split_lo(x, hi), VecH);
+    const RegH l = __builtin_convertvector(split_lo(x, hi), RegH);
     std::memcpy(reinterpret_cast<uint16_t*>(lo) + i, &l, sizeof l);
   }
 }
@@ -232,9 +230,10 @@ FF_WIDE inline void tile_to_rows(Word* dst, const float* T, int rows, Word* lo =
 // The same tile in the pairR layout: (rows/2, kTile) words, pairing rows 2p and 2p + 1.
 FF_WIDE inline void tile_to_pairs(Word* dst, const float* T, int rows, Word* lo = nullptr) {
   for (int p = 0; p < rows / 2; ++p)
-    for (int c = 0; c < kTile; c += kLanes) {
-      const VecF x0 = simd::load(T + (2 * p) * kTile + c), x1 = simd::load(T + (2 * p + 1) * kTile + c);
-      const VecW h0 = round_bf16(x0), h1 = round_bf16(x1);
+    for (int c = 0; c < kTile; c += kRegLanes) {
+      const RegF x0 = simd::load_as<RegF>(T + (2 * p) * kTile + c);
+      const RegF x1 = simd::load_as<RegF>(T + (2 * p + 1) * kTile + c);
+      const RegW h0 = round_bf16(x0), h1 = round_bf16(x1);
       simd::store(dst + p * kTile + c, h0 | (h1 << 16));
       if (lo) simd::store(lo + p * kTile + c, split_lo(x0, h0) | (split_lo(x1, h1) << 16));
     }

@@ -35,10 +35,13 @@ inline bool document_columns(const int* kbeg, int j0, int rows4, const int* ncol
 template <class T>
 FF_WIDE void masked_online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows4, const int* ncols, const int* cbeg,
                                    T scale) {
-  constexpr int kTile = kSoftmaxTile, nv = kTile / simd::kLanes;
+  // Register-wide vectors (simd::Reg): a 16-lane Vec would go through the stack on AVX2.
+  using simd::kRegLanes;
+  using R = simd::Reg<T>;
+  constexpr int kTile = kSoftmaxTile, nv = kTile / kRegLanes<T>;
   const T neg_inf = -std::numeric_limits<T>::infinity();
-  simd::Vec<T> lane;
-  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
+  R lane;
+  for (int i = 0; i < kRegLanes<T>; ++i) lane[i] = T(i);
   for (int r = 0; r < rows4; ++r) {
     T* s = S + r * kTile;
     const T nc = T(ncols[r]);
@@ -48,28 +51,29 @@ FF_WIDE void masked_online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows4, co
       for (int c = 0; c < kTile; ++c) s[c] = 0;
       continue;
     }
-    simd::Vec<T> x[nv];
+    R x[nv];
     for (int v = 0; v < nv; ++v) {
-      x[v] = simd::load(s + v * simd::kLanes) * scale;
-      const simd::Vec<T> col = lane + T(v * simd::kLanes);
+      x[v] = simd::load_as<R>(s + v * kRegLanes<T>) * scale;
+      const R col = lane + T(v * kRegLanes<T>);
       x[v] = ((col < nc) & (col >= cb)) ? x[v] : neg_inf;
     }
-    simd::Vec<T> mv = x[0];
+    R mv = x[0];
     for (int v = 1; v < nv; ++v) mv = x[v] > mv ? x[v] : mv;
-    const T mx = simd::reduce_max<T>(mv);
+    const T mx = simd::reduce_max(mv);
     const T mnew = mx > m[r] ? mx : m[r];
     const T alpha = m[r] == neg_inf ? T(0) : simd::exp_fast(m[r] - mnew);
-    simd::Vec<T> sum{};
+    R sum{};
     for (int v = 0; v < nv; ++v) {
-      const simd::Vec<T> e = simd::exp_vec<T>(x[v] - mnew);
-      const simd::Vec<T> col = lane + T(v * simd::kLanes);
-      const simd::Vec<T> p = ((col < nc) & (col >= cb)) ? e : T(0);
-      simd::store(s + v * simd::kLanes, p);
+      const R e = simd::exp_vec(x[v] - mnew);
+      const R col = lane + T(v * kRegLanes<T>);
+      const R p = ((col < nc) & (col >= cb)) ? e : T(0);
+      simd::store(s + v * kRegLanes<T>, p);
       sum += p;
     }
-    l[r] = l[r] * alpha + simd::reduce_add<T>(sum);
+    l[r] = l[r] * alpha + simd::reduce_add(sum);
     m[r] = mnew;
     T* o = O + static_cast<size_t>(r) * Dp;
+#pragma omp simd
     for (int d = 0; d < Dp; ++d) o[d] *= alpha;
   }
 }
@@ -77,16 +81,18 @@ FF_WIDE void masked_online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows4, co
 // P = exp(S scale - L) over the visible columns [cbeg, ncols) of each row, exactly 0 elsewhere.
 template <class T>
 FF_WIDE void probabilities(T* P, const T* L, int rows4, const int* ncols, const int* cbeg, T scale) {
-  constexpr int kTile = kSoftmaxTile, nv = kTile / simd::kLanes;
-  simd::Vec<T> lane;
-  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
+  using simd::kRegLanes;
+  using R = simd::Reg<T>;
+  constexpr int kTile = kSoftmaxTile, nv = kTile / kRegLanes<T>;
+  R lane;
+  for (int i = 0; i < kRegLanes<T>; ++i) lane[i] = T(i);
   for (int r = 0; r < rows4; ++r) {
     T* p = P + r * kTile;
     const T nc = T(ncols[r] > 0 ? ncols[r] : 0), cb = T(cbeg ? cbeg[r] : 0);
     for (int v = 0; v < nv; ++v) {
-      const simd::Vec<T> e = simd::exp_vec<T>(simd::load(p + v * simd::kLanes) * scale - L[r]);
-      const simd::Vec<T> col = lane + T(v * simd::kLanes);
-      simd::store(p + v * simd::kLanes, ((col < nc) & (col >= cb)) ? e : T(0));
+      const R e = simd::exp_vec(simd::load_as<R>(p + v * kRegLanes<T>) * scale - L[r]);
+      const R col = lane + T(v * kRegLanes<T>);
+      simd::store(p + v * kRegLanes<T>, ((col < nc) & (col >= cb)) ? e : T(0));
     }
   }
 }

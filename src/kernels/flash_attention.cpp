@@ -45,33 +45,36 @@ int round4(int n) { return (n + attn::kRows - 1) / attn::kRows * attn::kRows; }
 
 // One online-softmax step (Milakov & Gimelshein) over a score tile: S becomes the
 // probabilities relative to the running max m, and O and l are rescaled to that max. A row is
-// four vectors; on the diagonal, columns past the row are set to -inf before use (they may hold
-// stale values from earlier tiles, so they are selected away, never multiplied by 0).
+// taken in register-wide vectors (simd::Reg: 64-lane groups of a 16-lane Vec would go through
+// the stack on AVX2); on the diagonal, columns past the row are set to -inf before use (they may
+// hold stale values from earlier tiles, so they are selected away, never multiplied by 0).
 template <class T>
 FF_WIDE void online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows, bool diagonal) {
-  constexpr int nv = kTile / simd::kLanes;
+  using simd::kRegLanes;
+  using R = simd::Reg<T>;
+  constexpr int nv = kTile / kRegLanes<T>;
   const T neg_inf = -std::numeric_limits<T>::infinity();
-  simd::Vec<T> lane;
-  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
+  R lane;
+  for (int i = 0; i < kRegLanes<T>; ++i) lane[i] = T(i);
   for (int r = 0; r < rows; ++r) {
     T* s = S + r * kTile;
-    simd::Vec<T> x[nv];
+    R x[nv];
     for (int v = 0; v < nv; ++v) {
-      x[v] = simd::load(s + v * simd::kLanes);
-      if (diagonal) x[v] = lane + T(v * simd::kLanes) <= T(r) ? x[v] : neg_inf;
+      x[v] = simd::load_as<R>(s + v * kRegLanes<T>);
+      if (diagonal) x[v] = lane + T(v * kRegLanes<T>) <= T(r) ? x[v] : neg_inf;
     }
-    simd::Vec<T> mv = x[0];
+    R mv = x[0];
     for (int v = 1; v < nv; ++v) mv = x[v] > mv ? x[v] : mv;
-    const T mx = simd::reduce_max<T>(mv);
+    const T mx = simd::reduce_max(mv);
     const T mnew = mx > m[r] ? mx : m[r];
     const T alpha = simd::exp_fast(m[r] - mnew);
-    simd::Vec<T> sum{};
+    R sum{};
     for (int v = 0; v < nv; ++v) {
-      const simd::Vec<T> p = simd::exp_vec<T>(x[v] - mnew);
-      simd::store(s + v * simd::kLanes, p);
+      const R p = simd::exp_vec(x[v] - mnew);
+      simd::store(s + v * kRegLanes<T>, p);
       sum += p;
     }
-    l[r] = l[r] * alpha + simd::reduce_add<T>(sum);
+    l[r] = l[r] * alpha + simd::reduce_add(sum);
     m[r] = mnew;
     T* o = O + static_cast<size_t>(r) * Dp;
 #pragma omp simd
@@ -157,15 +160,17 @@ void forward(T* out, T* lse, const T* q, const T* k, const T* v, const Attention
 // P = exp(S - lse) inside the causal, valid region and exactly 0 outside it.
 template <class T>
 FF_WIDE void probabilities(T* P, const T* L, int rows, int rows4, bool diagonal) {
-  constexpr int nv = kTile / simd::kLanes;
-  simd::Vec<T> lane;
-  for (int i = 0; i < simd::kLanes; ++i) lane[i] = T(i);
+  using simd::kRegLanes;
+  using R = simd::Reg<T>;
+  constexpr int nv = kTile / kRegLanes<T>;
+  R lane;
+  for (int i = 0; i < kRegLanes<T>; ++i) lane[i] = T(i);
   for (int r = 0; r < rows4; ++r) {
     T* p = P + r * kTile;
     const T ncols = r >= rows ? T(0) : (diagonal ? T(r + 1) : T(kTile));
     for (int v = 0; v < nv; ++v) {
-      const simd::Vec<T> e = simd::exp_vec<T>(simd::load(p + v * simd::kLanes) - L[r]);
-      simd::store(p + v * simd::kLanes, lane + T(v * simd::kLanes) < ncols ? e : T(0));
+      const R e = simd::exp_vec(simd::load_as<R>(p + v * kRegLanes<T>) - L[r]);
+      simd::store(p + v * kRegLanes<T>, lane + T(v * kRegLanes<T>) < ncols ? e : T(0));
     }
   }
 }

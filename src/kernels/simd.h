@@ -74,45 +74,63 @@ inline void store(T* p, const V& v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// The element type and the lane count of a GCC vector type (Vec, Reg).
+template <class V>
+using LaneOf = std::remove_cvref_t<decltype(std::declval<V>()[0])>;
+template <class V>
+constexpr int kLanesOf = int(sizeof(V) / sizeof(LaneOf<V>));
+
 namespace detail {
 template <class T>
 using LaneIndex = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
-template <class T>
+template <class V>
 struct MaskOf {
-  typedef LaneIndex<T> type __attribute__((vector_size(kLanes * sizeof(T))));
+  typedef LaneIndex<LaneOf<V>> type __attribute__((vector_size(sizeof(V))));
 };
 // Lane j of the 2x2 block swap at block size b: from the first row when bit b of j is clear,
-// else from the second (indices 16..31). "high" builds the partner row.
-template <class T, int b, bool high, size_t... J>
-constexpr typename MaskOf<T>::type swap_mask(std::index_sequence<J...>) {
-  return typename MaskOf<T>::type{static_cast<LaneIndex<T>>(
-      (J & b) == 0 ? (high ? J + b : J) : (high ? kLanes + J : kLanes + J - b))...};
+// else from the second (indices L..2L-1 for L lanes). "high" builds the partner row.
+template <class V, int b, bool high, size_t... J>
+constexpr typename MaskOf<V>::type swap_mask(std::index_sequence<J...>) {
+  constexpr size_t L = kLanesOf<V>;
+  return typename MaskOf<V>::type{static_cast<LaneIndex<LaneOf<V>>>(
+      (J & b) == 0 ? (high ? J + b : J) : (high ? L + J : L + J - b))...};
 }
-template <class T, int b>
-inline void swap_blocks(Vec<T>* r) {
-  constexpr auto lo = swap_mask<T, b, false>(std::make_index_sequence<kLanes>{});
-  constexpr auto hi = swap_mask<T, b, true>(std::make_index_sequence<kLanes>{});
-  for (int i = 0; i < kLanes; ++i) {
+template <class V, int b>
+inline void swap_blocks(V* r) {
+  constexpr auto lo = swap_mask<V, b, false>(std::make_index_sequence<kLanesOf<V>>{});
+  constexpr auto hi = swap_mask<V, b, true>(std::make_index_sequence<kLanesOf<V>>{});
+  for (int i = 0; i < kLanesOf<V>; ++i) {
     if (i & b) continue;
-    const Vec<T> a = r[i], c = r[i + b];
+    const V a = r[i], c = r[i + b];
     r[i] = __builtin_shuffle(a, c, lo);
     r[i + b] = __builtin_shuffle(a, c, hi);
   }
 }
+// dst = src^T for one square block of a register's lane count L (row strides lds, ldd).
+// Transposing [[A, B], [C, D]] swaps B and C and transposes each block, so swapping the
+// off-diagonal blocks at sizes L/2, ..., 2, 1 is a full transpose.
+template <class V, class T>
+inline void transpose_block(const T* src, size_t lds, T* dst, size_t ldd) {
+  constexpr int L = kLanesOf<V>;
+  V r[L];
+  for (int i = 0; i < L; ++i) r[i] = load_as<V>(src + i * lds);
+  [&]<int... B>(std::integer_sequence<int, B...>) {
+    (swap_blocks<V, (L >> (B + 1))>(r), ...);
+  }(std::make_integer_sequence<int, std::bit_width(unsigned(L)) - 1>{});
+  for (int i = 0; i < L; ++i) store(dst + i * ldd, r[i]);
+}
 }  // namespace detail
 
-// dst (16 x 16, row stride ldd) = src^T (row stride lds). Transposing [[A, B], [C, D]] swaps B
-// and C and transposes each block, so swapping off-diagonal blocks at sizes 8, 4, 2, 1 is a
-// full transpose: 64 two-register shuffles instead of 256 scattered scalar stores.
+// dst (16 x 16, row stride ldd) = src^T (row stride lds) by register shuffles: 64 two-register
+// shuffles for one 16-lane register, instead of 256 scattered scalar stores. Where a register
+// holds fewer lanes (AVX2), the 16 x 16 block is transposed as sub-blocks of the register's width,
+// each landing at its mirrored place: a 16-lane Vec there would go through the stack.
 template <class T>
 inline void transpose16(const T* src, size_t lds, T* dst, size_t ldd) {
-  Vec<T> r[kLanes];
-  for (int i = 0; i < kLanes; ++i) r[i] = load(src + i * lds);
-  detail::swap_blocks<T, 8>(r);
-  detail::swap_blocks<T, 4>(r);
-  detail::swap_blocks<T, 2>(r);
-  detail::swap_blocks<T, 1>(r);
-  for (int i = 0; i < kLanes; ++i) store(dst + i * ldd, r[i]);
+  constexpr int L = kRegLanes<T>;
+  for (int bi = 0; bi < kLanes; bi += L)
+    for (int bj = 0; bj < kLanes; bj += L)
+      detail::transpose_block<Reg<T>>(src + bi * lds + bj, lds, dst + bj * ldd + bi, ldd);
 }
 
 // e^x in float to within 2 ulp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
@@ -140,20 +158,22 @@ inline float exp_fast(float x) {
 // The double instantiations are the finite-difference references: accuracy over speed.
 inline double exp_fast(double x) { return std::exp(x); }
 
-// exp_fast on all 16 lanes. With AVX-512 the float version does the rounding and the 2^n
-// scaling in one instruction each (vrndscaleps, vscalefps), about half the instructions of the
-// auto-vectorized scalar code; softmax tiles spend much of their time here.
-template <class T>
-inline Vec<T> exp_vec(const Vec<T>& x) {
-  Vec<T> y;
-  for (int i = 0; i < kLanes; ++i) y[i] = exp_fast(x[i]);
+// exp_fast on every lane of a Vec or a Reg. A loop over one register's lanes becomes vector code
+// (the ymm form on AVX2); over a Vec wider than the registers GCC goes through the stack. With
+// AVX-512 the float Vec does the rounding and the 2^n scaling in one instruction each
+// (vrndscaleps, vscalefps), about half the instructions of the auto-vectorized scalar code;
+// softmax tiles spend much of their time here.
+template <class V>
+inline V exp_vec(const V& x) {
+  V y;
+  for (int i = 0; i < kLanesOf<V>; ++i) y[i] = exp_fast(x[i]);
   return y;
 }
 #if FF_ISA_LEVEL >= 1  // AVX-512 (isa_tier.h)
 // The masked forms with an explicit source (all lanes enabled) are used throughout: the plain
 // intrinsics pass an undefined register through, which GCC 12 reports as uninitialized.
 template <>
-inline Vec<float> exp_vec<float>(const Vec<float>& xv) {
+inline Vec<float> exp_vec<Vec<float>>(const Vec<float>& xv) {
   constexpr __mmask16 all = 0xFFFF;
   const __m512 lo = _mm512_set1_ps(-87.3f);
   const __m512 x0 = reinterpret_cast<const __m512&>(xv);
@@ -180,22 +200,22 @@ inline Vec<float> exp_vec<float>(const Vec<float>& xv) {
 
 // Horizontal reductions as a halving tree: a lane-by-lane chain would be 15 dependent
 // operations, which is what a softmax row would then wait on.
-template <class T>
-inline T reduce_max(const Vec<T>& v) {
-  T a[kLanes];
+template <class V>
+inline LaneOf<V> reduce_max(const V& v) {
+  LaneOf<V> a[kLanesOf<V>];
   std::memcpy(a, &v, sizeof a);
 #pragma GCC unroll 4
-  for (int w = kLanes / 2; w > 0; w /= 2)
+  for (int w = kLanesOf<V> / 2; w > 0; w /= 2)
 #pragma GCC unroll 8
     for (int i = 0; i < w; ++i) a[i] = a[i + w] > a[i] ? a[i + w] : a[i];
   return a[0];
 }
-template <class T>
-inline T reduce_add(const Vec<T>& v) {
-  T a[kLanes];
+template <class V>
+inline LaneOf<V> reduce_add(const V& v) {
+  LaneOf<V> a[kLanesOf<V>];
   std::memcpy(a, &v, sizeof a);
 #pragma GCC unroll 4
-  for (int w = kLanes / 2; w > 0; w /= 2)
+  for (int w = kLanesOf<V> / 2; w > 0; w /= 2)
 #pragma GCC unroll 8
     for (int i = 0; i < w; ++i) a[i] += a[i + w];
   return a[0];
