@@ -1,5 +1,5 @@
 #pragma once
-// Internal to the block attention kernels (attention_block.cpp in fp32/fp64, and
+// Internal to the attention kernels (flash_attention.cpp and attention_block.cpp in fp32/fp64,
 // flash_attention_bf16.cpp): the fp32 softmax steps on a 64 x 64 score tile whose row r sees
 // columns [cbeg[r], ncols[r]) (cbeg null: from 0; a document mask starts a row's range later).
 // The score is s * scale: the fp32 kernels pre-scale their queries and

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/attention_pack.h"
+#include "kernels/attention_softmax.h"
 #include "kernels/attention_tiles.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/isa_tier.h"
@@ -30,6 +31,7 @@ using attn::Band;
 using attn::kTile;
 using attn::pack_rows;
 using attn::pack_transposed;
+static_assert(kTile == attn::kSoftmaxTile);
 
 struct Geometry {
   int Dp;  // head dim padded to whole vectors
@@ -43,43 +45,10 @@ struct Geometry {
 
 int round4(int n) { return (n + attn::kRows - 1) / attn::kRows * attn::kRows; }
 
-// One online-softmax step (Milakov & Gimelshein) over a score tile: S becomes the
-// probabilities relative to the running max m, and O and l are rescaled to that max. A row is
-// taken in register-wide vectors (simd::Reg: 64-lane groups of a 16-lane Vec would go through
-// the stack on AVX2); on the diagonal, columns past the row are set to -inf before use (they may
-// hold stale values from earlier tiles, so they are selected away, never multiplied by 0).
-template <class T>
-FF_WIDE void online_softmax(T* S, T* m, T* l, T* O, int Dp, int rows, bool diagonal) {
-  using simd::kRegLanes;
-  using R = simd::Reg<T>;
-  constexpr int nv = kTile / kRegLanes<T>;
-  const T neg_inf = -std::numeric_limits<T>::infinity();
-  R lane;
-  for (int i = 0; i < kRegLanes<T>; ++i) lane[i] = T(i);
-  for (int r = 0; r < rows; ++r) {
-    T* s = S + r * kTile;
-    R x[nv];
-    for (int v = 0; v < nv; ++v) {
-      x[v] = simd::load_as<R>(s + v * kRegLanes<T>);
-      if (diagonal) x[v] = lane + T(v * kRegLanes<T>) <= T(r) ? x[v] : neg_inf;
-    }
-    R mv = x[0];
-    for (int v = 1; v < nv; ++v) mv = x[v] > mv ? x[v] : mv;
-    const T mx = simd::reduce_max(mv);
-    const T mnew = mx > m[r] ? mx : m[r];
-    const T alpha = simd::exp_fast(m[r] - mnew);
-    R sum{};
-    for (int v = 0; v < nv; ++v) {
-      const R p = simd::exp_vec(x[v] - mnew);
-      simd::store(s + v * kRegLanes<T>, p);
-      sum += p;
-    }
-    l[r] = l[r] * alpha + simd::reduce_add(sum);
-    m[r] = mnew;
-    T* o = O + static_cast<size_t>(r) * Dp;
-#pragma omp simd
-    for (int d = 0; d < Dp; ++d) o[d] *= alpha;
-  }
+// Row r of a query tile sees ncols[r] keys of key tile j <= i: all of them below the diagonal, r + 1
+// on it (the causal mask), none in the padding rows past `rows`.
+void causal_columns(int* ncols, int rows, int rows4, bool diagonal) {
+  for (int r = 0; r < rows4; ++r) ncols[r] = r >= rows ? 0 : (diagonal ? r + 1 : kTile);
 }
 
 template <class T>
@@ -95,6 +64,7 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
   T* O = Qs + kTile * Dp;                     // (kTile, Dp) unnormalised output
   T* S = O + kTile * Dp;                      // (kTile, kTile) scores, then probabilities
   T m[kTile], l[kTile];
+  int ncols[kTile];
 
   const T scale = T(1) / std::sqrt(T(s.D));
   const size_t row0 = static_cast<size_t>(b) * s.T;
@@ -118,7 +88,8 @@ FF_WIDE void forward_head(T* out, T* lse, const T* q, const T* k, const T* v,
     for (int j = 0; j <= i; ++j) {
       const bool diag = j == i;
       attn::tile_abt(Qs, Dp, Kt + j * kTile, Tp, Dp, S, rows4, diag);
-      online_softmax(S, m, l, O, Dp, rows4, diag);
+      causal_columns(ncols, rows, rows4, diag);
+      attn::masked_online_softmax(S, m, l, O, Dp, rows4, ncols, nullptr, T(1));
       attn::tile_acc(O, Dp, S, kTile, 1, Vp + static_cast<size_t>(j) * kTile * Dp, Dp, Dp, rows4,
                      kTile, diag ? Band::kLower : Band::kFull);
     }
@@ -157,34 +128,17 @@ void forward(T* out, T* lse, const T* q, const T* k, const T* v, const Attention
   }
 }
 
-// P = exp(S - lse) inside the causal, valid region and exactly 0 outside it.
+// dS = P o (dP - D_i) over each row's visible columns, exactly 0 elsewhere (a diagonal tile's
+// dP may hold stale values past them); dP is overwritten.
 template <class T>
-FF_WIDE void probabilities(T* P, const T* L, int rows, int rows4, bool diagonal) {
-  using simd::kRegLanes;
-  using R = simd::Reg<T>;
-  constexpr int nv = kTile / kRegLanes<T>;
-  R lane;
-  for (int i = 0; i < kRegLanes<T>; ++i) lane[i] = T(i);
-  for (int r = 0; r < rows4; ++r) {
-    T* p = P + r * kTile;
-    const T ncols = r >= rows ? T(0) : (diagonal ? T(r + 1) : T(kTile));
-    for (int v = 0; v < nv; ++v) {
-      const R e = simd::exp_vec(simd::load_as<R>(p + v * kRegLanes<T>) - L[r]);
-      simd::store(p + v * kRegLanes<T>, lane + T(v * kRegLanes<T>) < ncols ? e : T(0));
-    }
-  }
-}
-
-// dS = P o (dP - D_i) where P is nonzero; dP is overwritten. Same masking as probabilities().
-template <class T>
-FF_WIDE void score_grad(T* dP, const T* P, const T* Dd, int rows, int rows4, bool diagonal) {
+FF_WIDE void score_grad(T* dP, const T* P, const T* Dd, int rows4, const int* ncols) {
   for (int r = 0; r < rows4; ++r) {
     T* g = dP + r * kTile;
     const T* p = P + r * kTile;
-    const int ncols = r >= rows ? 0 : (diagonal ? r + 1 : kTile);
+    const int n = ncols[r];
     const T dr = Dd[r];
 #pragma omp simd
-    for (int c = 0; c < kTile; ++c) g[c] = c < ncols ? p[c] * (g[c] - dr) : T(0);
+    for (int c = 0; c < kTile; ++c) g[c] = c < n ? p[c] * (g[c] - dr) : T(0);
   }
 }
 
@@ -209,6 +163,7 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
   T* Dd = L + Tp;       // (Tp) D_i = rowsum(dO o O)
   T* P = Dd + Tp;       // (kTile, kTile)
   T* dS = P + kTile * kTile;
+  int ncols[kTile];
 
   const T scale = T(1) / std::sqrt(T(s.D));
   const size_t row0 = static_cast<size_t>(b) * s.T;
@@ -248,11 +203,12 @@ FF_WIDE void backward_group(T* dq, T* dk, T* dv, const T* dout, const T* q, cons
         const size_t qi = static_cast<size_t>(i) * kTile * Dp;
         const Band lower = diag ? Band::kLower : Band::kFull;
         const Band upper = diag ? Band::kUpper : Band::kFull;
+        causal_columns(ncols, rows, rows4, diag);
         attn::tile_abt(Qs + qi, Dp, Kt + j * kTile, Tp, Dp, P, rows4, diag);
-        probabilities(P, L + i * kTile, rows, rows4, diag);
+        attn::probabilities(P, L + i * kTile, rows4, ncols, nullptr, T(1));
         attn::tile_acc(dV + kj, Dp, P, 1, kTile, dOp + qi, Dp, Dp, keys4, rows4, upper);
         attn::tile_abt(dOp + qi, Dp, Vt + j * kTile, Tp, Dp, dS, rows4, diag);
-        score_grad(dS, P, Dd + i * kTile, rows, rows4, diag);
+        score_grad(dS, P, Dd + i * kTile, rows4, ncols);
         attn::tile_acc(dQ + qi, Dp, dS, kTile, 1, Kp + kj, Dp, Dp, rows4, keys4, lower);
         attn::tile_acc(dK + kj, Dp, dS, 1, kTile, Qs + qi, Dp, Dp, keys4, rows4, upper);
       }
